@@ -1,0 +1,1012 @@
+#include "hangdx/analyze/analyze.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "hangdx/analyze/match.h"
+#include "hangdx/analyze/wait_graph.h"
+#include "hangdx/base/rank_set.h"
+
+namespace hangdx::analyze {
+
+const char* KindName(Kind kind) {
+  switch (kind) {
+    case Kind::kCollectiveMismatch: return "collective_mismatch";
+    case Kind::kSizeMismatch: return "size_mismatch";
+    case Kind::kMissingRank: return "missing_rank";
+    case Kind::kCrashedRank: return "crashed_rank";
+    case Kind::kStraggler: return "straggler";
+    case Kind::kP2pCycle: return "p2p_cycle";
+    case Kind::kWaitCycle: return "wait_cycle";
+    case Kind::kStreamCycle: return "stream_cycle";
+    case Kind::kOrderInversion: return "order_inversion";
+    case Kind::kResourceDeadlock: return "resource_deadlock";
+    case Kind::kTaskQueueDeadlock: return "task_queue_deadlock";
+    case Kind::kUndecided: return "undecided";
+  }
+  return "undecided";
+}
+
+const char* SeverityName(Severity s) {
+  switch (s) {
+    case Severity::kInfo: return "info";
+    case Severity::kWarning: return "warning";
+    case Severity::kError: return "error";
+  }
+  return "error";
+}
+
+namespace {
+
+using model::OpRecord;
+using model::RankDump;
+
+std::string R(const std::vector<Rank>& ranks) { return FormatRanks(ranks); }
+
+std::string Plural(size_t n, const char* one, const char* many) { return n == 1 ? one : many; }
+
+// A process group as resolved across ranks.
+struct Group {
+  std::string name, desc;
+  std::vector<Rank> members;
+  bool inferred = false;
+  std::vector<const RankDump*> dump;                          // per member; nullptr = no dump
+  std::vector<std::vector<std::pair<int64_t, uint32_t>>> coll;  // per member: (seq, op index) by seq
+  std::vector<std::vector<uint32_t>> p2p;                     // per member: P2P op indices
+
+  int MemberIndex(Rank r) const {
+    auto it = std::lower_bound(members.begin(), members.end(), r);
+    return it != members.end() && *it == r ? static_cast<int>(it - members.begin()) : -1;
+  }
+  std::string Label() const {
+    return "pg " + name + (desc.empty() || desc == "undefined" ? "" : " (" + desc + ")");
+  }
+};
+
+// Where one member stands with respect to one (pg, seq).
+enum class Presence { kArrived, kNotReached, kPassed, kNoDump };
+
+// One (pg, seq) instance of a collective and its verdict.
+struct Instance {
+  int group = -1;
+  int64_t seq = -1;
+  std::vector<Rank> arrived, not_reached, no_dump;
+  std::vector<std::vector<uint32_t>> ops;  // per arrived rank: op indices at this seq
+  // Signature classes among arrived ranks, largest (reference) first.
+  std::vector<std::pair<std::string, std::vector<Rank>>> classes;
+  bool mismatch = false;
+  bool any_pending = false;       // some arrived op not completed
+  bool all_in_flight = true;      // every arrived op pending, not retired
+  bool failed = false;            // arrived ops finished although a member never came
+  int64_t created_ns = 0;         // earliest creation among arrived ops
+  int node = -1;                  // wait-graph node, -1 if none
+  bool problem() const { return mismatch || !not_reached.empty() || !no_dump.empty(); }
+};
+
+class Analyzer {
+ public:
+  Analyzer(const model::Job& job, const AnalyzeOptions& opt) : job_(job), opt_(opt) {}
+
+  Diagnosis Run() {
+    out_.files = job_.files;
+    out_.diagnostics = job_.diagnostics;
+    ResolveWorld();
+    ResolveGroups();
+    BuildInstances();
+    BuildGraph();
+    Findings();
+    Summaries();
+    Verdict();
+    return std::move(out_);
+  }
+
+ private:
+  // ---------------------------------------------------------------- world
+  void ResolveWorld() {
+    int64_t w = job_.world_size;
+    out_.world_size_inferred = w < 0;
+    if (w < 0) {
+      for (const auto& d : job_.dumps)
+        for (const auto& [name, cfg] : d.pg_config)
+          if ((name == "0" || cfg.desc == "default_pg") && cfg.ranks_known)
+            w = std::max<int64_t>(w, static_cast<int64_t>(cfg.ranks.size()));
+      if (w >= 0) out_.world_size_inferred = false;
+    }
+    int64_t seen = 0;
+    for (const auto& d : job_.dumps) {
+      seen = std::max(seen, d.rank + 1);
+      if (d.wait)
+        for (Rank r : d.wait->waiting_for) seen = std::max(seen, r + 1);
+      for (const auto& [name, cfg] : d.pg_config)
+        for (Rank r : cfg.ranks) seen = std::max(seen, r + 1);
+    }
+    if (w < seen) w = seen;
+    world_ = w;
+    out_.world_size = w;
+    for (Rank r = 0; r < w && r < (int64_t{1} << 24); ++r)
+      if (!job_.Find(r)) out_.ranks_without_dump.push_back(r);
+  }
+
+  // --------------------------------------------------------------- groups
+  void ResolveGroups() {
+    // Pass 1: pgs whose members the dump records (or the default pg).
+    std::map<std::string, std::set<Rank>> inferred;  // name -> recording ranks
+    std::map<std::string, std::string> inferred_desc;
+    for (const auto& d : job_.dumps) {
+      std::set<std::string> names;
+      for (const auto& op : d.ops) names.insert(op.pg_name);
+      for (const auto& name : names) {
+        std::string desc;
+        for (const auto& op : d.ops)
+          if (op.pg_name == name) { desc = op.pg_desc; break; }
+        auto cfg = d.pg_config.find(name);
+        std::vector<Rank> members;
+        bool was_inferred = false;
+        if (cfg != d.pg_config.end() && cfg->second.ranks_known) {
+          members = cfg->second.ranks;
+          if (desc.empty()) desc = cfg->second.desc;
+        } else if (name == "0" || desc == "default_pg") {
+          for (Rank r = 0; r < world_; ++r) members.push_back(r);
+          was_inferred = out_.world_size_inferred;
+        } else {
+          inferred[name].insert(d.rank);
+          inferred_desc[name] = desc;
+          continue;
+        }
+        dump_group_[{d.rank, name}] = GroupIndex(name, desc, members, was_inferred);
+      }
+    }
+    // Pass 2: members inferred from which ranks record the pg.
+    for (const auto& [name, ranks] : inferred) {
+      std::vector<Rank> members(ranks.begin(), ranks.end());
+      int g = GroupIndex(name, inferred_desc[name], members, true);
+      for (Rank r : ranks) dump_group_[{r, name}] = g;
+    }
+    // Index each member's ops.
+    for (auto& g : groups_) {
+      g.dump.assign(g.members.size(), nullptr);
+      g.coll.resize(g.members.size());
+      g.p2p.resize(g.members.size());
+    }
+    for (const auto& d : job_.dumps) {
+      for (uint32_t i = 0; i < d.ops.size(); ++i) {
+        const OpRecord& op = d.ops[i];
+        auto it = dump_group_.find({d.rank, op.pg_name});
+        if (it == dump_group_.end()) continue;
+        Group& g = groups_[it->second];
+        int m = g.MemberIndex(d.rank);
+        if (m < 0) {
+          Warn(d, "records pg " + op.pg_name + " whose recorded members (" + R(g.members) +
+                      ") do not include this rank");
+          continue;
+        }
+        g.dump[m] = &d;
+        if (op.is_p2p) g.p2p[m].push_back(i);
+        else if (op.collective_seq >= 0) g.coll[m].emplace_back(op.collective_seq, i);
+      }
+    }
+    for (auto& g : groups_) {
+      for (size_t m = 0; m < g.members.size(); ++m) {
+        if (!g.dump[m]) g.dump[m] = job_.Find(g.members[m]);
+        std::stable_sort(g.coll[m].begin(), g.coll[m].end(),
+                         [](const auto& a, const auto& b) { return a.first < b.first; });
+      }
+    }
+  }
+
+  int GroupIndex(const std::string& name, const std::string& desc, const std::vector<Rank>& members,
+                 bool was_inferred) {
+    std::string key = name + "\x1f" + R(members);
+    auto [it, fresh] = group_by_key_.try_emplace(key, static_cast<int>(groups_.size()));
+    if (fresh) {
+      Group g;
+      g.name = name;
+      g.desc = desc;
+      g.members = members;
+      g.inferred = was_inferred;
+      groups_.push_back(std::move(g));
+    }
+    return it->second;
+  }
+
+  void Warn(const RankDump& d, std::string msg) {
+    model::Diagnostic diag;
+    diag.file = d.file;
+    diag.rank = d.rank;
+    diag.message = std::move(msg);
+    out_.diagnostics.push_back(std::move(diag));
+  }
+
+  // ------------------------------------------------------------ instances
+  void BuildInstances() {
+    for (int gi = 0; gi < static_cast<int>(groups_.size()); ++gi) {
+      const Group& g = groups_[gi];
+      std::vector<int64_t> seqs;
+      for (const auto& list : g.coll)
+        for (const auto& [seq, idx] : list) seqs.push_back(seq);
+      std::sort(seqs.begin(), seqs.end());
+      seqs.erase(std::unique(seqs.begin(), seqs.end()), seqs.end());
+      for (int64_t seq : seqs) EvaluateInstance(gi, seq);
+    }
+  }
+
+  void EvaluateInstance(int gi, int64_t seq) {
+    const Group& g = groups_[gi];
+    Instance in;
+    in.group = gi;
+    in.seq = seq;
+    std::map<std::string, std::vector<Rank>> classes;
+    std::map<std::string, std::pair<Rank, uint32_t>> class_rep;
+    for (size_t m = 0; m < g.members.size(); ++m) {
+      Rank r = g.members[m];
+      const auto& list = g.coll[m];
+      auto lo = std::lower_bound(list.begin(), list.end(), std::make_pair(seq, uint32_t{0}));
+      if (lo != list.end() && lo->first == seq) {
+        std::vector<uint32_t> ops;
+        std::string sig;
+        for (auto it = lo; it != list.end() && it->first == seq; ++it) {
+          ops.push_back(it->second);
+          const OpRecord& op = g.dump[m]->ops[it->second];
+          sig += (sig.empty() ? "" : " + ") + Signature(op);
+          if (!op.completed) in.any_pending = true;
+          if (op.completed || op.retired) in.all_in_flight = false;
+          if (op.completed) in.failed = true;  // meaningful only if the instance is a problem
+          if (op.time_created_ns > 0 && (in.created_ns == 0 || op.time_created_ns < in.created_ns))
+            in.created_ns = op.time_created_ns;
+          // NCCL-style dumps are written on timeout and update state
+          // themselves: a pending op there is no evidence of progress. gloo
+          // retires (and counts as completed) an op that timed out, so a
+          // pending, unretired gloo op is still in flight.
+          if (op.backend != "gloo") in.all_in_flight = false;
+        }
+        in.arrived.push_back(r);
+        in.ops.push_back(std::move(ops));
+        classes[sig].push_back(r);
+        class_rep.try_emplace(sig, r, in.ops.back().front());
+      } else if (!g.dump[m]) {
+        in.no_dump.push_back(r);
+      } else if (list.empty() || list.back().first < seq) {
+        // Reached nothing at or after this seq. A ring buffer that dropped
+        // its older entries still shows later ones, so this is a real "not yet".
+        in.not_reached.push_back(r);
+      }
+      // else: the seq is below this rank's oldest kept entry (evicted) or a
+      // gap inside its history: it got past it.
+    }
+    if (opt_.assume_timed_out) in.all_in_flight = false;
+    for (auto& [sig, ranks] : classes) in.classes.emplace_back(sig, ranks);
+    in.mismatch = in.classes.size() > 1;
+    if (in.mismatch) OrderClasses(&in, g);
+    if (!in.problem()) in.failed = false;
+    int idx = static_cast<int>(instances_.size());
+    instance_index_[{gi, seq}] = idx;
+    instances_.push_back(std::move(in));
+  }
+
+  // Orders signature classes: larger first; on a tie, the signature seen
+  // more often in this pg's history; then the class without the lowest rank
+  // (rank-0-only code paths are the usual deviation) is the reference.
+  void OrderClasses(Instance* in, const Group& g) {
+    std::map<std::string, int64_t> freq;
+    for (size_t m = 0; m < g.members.size(); ++m)
+      for (const auto& [seq, idx] : g.coll[m])
+        if (seq != in->seq) ++freq[Signature(g.dump[m]->ops[idx])];
+    auto first_sig = [](const std::string& s) { return s.substr(0, s.find(" + ")); };
+    std::stable_sort(in->classes.begin(), in->classes.end(), [&](const auto& a, const auto& b) {
+      if (a.second.size() != b.second.size()) return a.second.size() > b.second.size();
+      int64_t fa = freq[first_sig(a.first)], fb = freq[first_sig(b.first)];
+      if (fa != fb) return fa > fb;
+      return a.second.front() > b.second.front();
+    });
+  }
+
+  const OpRecord& OpAt(const Instance& in, size_t arrived_idx) const {
+    const Group& g = groups_[in.group];
+    Rank r = in.arrived[arrived_idx];
+    return g.dump[g.MemberIndex(r)]->ops[in.ops[arrived_idx].front()];
+  }
+  const RankDump* DumpOf(const Instance& in, Rank r) const {
+    const Group& g = groups_[in.group];
+    return g.dump[g.MemberIndex(r)];
+  }
+
+  // ---------------------------------------------------------------- graph
+  enum class NodeType { kInstance, kP2P, kSnapshot, kIdle, kNoDump };
+  struct NodeInfo {
+    NodeType type;
+    Rank rank = -1;      // P2P, snapshot, idle, no-dump nodes
+    int instance = -1;   // instance nodes
+    int group = -1;
+    uint32_t op = 0;     // P2P op index in the rank's dump
+  };
+  struct EdgeInfo { int from, to; Rank via; };
+
+  int NewNode(WaitGraph::NodeKind kind, NodeInfo info) {
+    int n = graph_.AddNode(kind);
+    nodes_.push_back(info);
+    return n;
+  }
+
+  int SinkFor(Rank r) {
+    auto it = sink_of_.find(r);
+    if (it != sink_of_.end()) return it->second;
+    bool has = job_.Find(r) != nullptr;
+    int n = NewNode(WaitGraph::NodeKind::kSink, {has ? NodeType::kIdle : NodeType::kNoDump, r});
+    sink_of_[r] = n;
+    return n;
+  }
+
+  // The node where rank r is blocked now: its last recorded op if that op is
+  // stuck, else its live wait state, else a sink (busy elsewhere / no data).
+  int BlockingNode(Rank r) {
+    auto it = blocking_.find(r);
+    if (it != blocking_.end()) return it->second;
+    int n = -1;
+    const RankDump* d = job_.Find(r);
+    if (d && !d->ops.empty()) {
+      uint32_t last = static_cast<uint32_t>(d->ops.size() - 1);
+      const OpRecord& op = d->ops[last];
+      auto g = dump_group_.find({r, op.pg_name});
+      if (g != dump_group_.end()) {
+        if (op.is_p2p) {
+          auto p = p2p_node_.find({r, last});
+          if (p != p2p_node_.end()) n = p->second;
+        } else {
+          auto x = instance_index_.find({g->second, op.collective_seq});
+          if (x != instance_index_.end() && instances_[x->second].node >= 0)
+            n = instances_[x->second].node;
+        }
+      }
+    }
+    if (n < 0 && d && d->wait) {
+      auto s = snapshot_node_.find(r);
+      if (s != snapshot_node_.end()) n = s->second;
+    }
+    if (n < 0) n = SinkFor(r);
+    blocking_[r] = n;
+    return n;
+  }
+
+  void Edge(int from, int to, Rank via) {
+    graph_.AddEdge(from, to);
+    edges_.push_back({from, to, via});
+  }
+
+  void BuildGraph() {
+    // Nodes first (so BlockingNode can find them), edges second.
+    for (int i = 0; i < static_cast<int>(instances_.size()); ++i) {
+      Instance& in = instances_[i];
+      if (in.problem() || in.any_pending)
+        in.node = NewNode(WaitGraph::NodeKind::kAnd, {NodeType::kInstance, -1, i, in.group});
+    }
+    for (int gi = 0; gi < static_cast<int>(groups_.size()); ++gi) {
+      const Group& g = groups_[gi];
+      for (size_t m = 0; m < g.members.size(); ++m)
+        for (uint32_t idx : g.p2p[m])
+          if (!g.dump[m]->ops[idx].completed)
+            p2p_node_[{g.members[m], idx}] =
+                NewNode(WaitGraph::NodeKind::kAnd, {NodeType::kP2P, g.members[m], -1, gi, idx});
+    }
+    for (const auto& d : job_.dumps)
+      if (d.wait && !d.wait->waiting_for.empty())
+        snapshot_node_[d.rank] = NewNode(d.wait->any_of ? WaitGraph::NodeKind::kOr : WaitGraph::NodeKind::kAnd,
+                                         {NodeType::kSnapshot, d.rank});
+    // Edges.
+    for (auto& in : instances_) {
+      if (in.node < 0) continue;
+      for (Rank r : in.not_reached) Edge(in.node, BlockingNode(r), r);
+      for (Rank r : in.no_dump) Edge(in.node, SinkFor(r), r);
+    }
+    for (const auto& [key, node] : p2p_node_) P2PEdges(key.first, key.second, node);
+    for (const auto& [rank, node] : snapshot_node_) {
+      for (Rank w : job_.Find(rank)->wait->waiting_for) {
+        const RankDump* d = job_.Find(w);
+        Edge(node, d ? BlockingNode(w) : SinkFor(w), w);
+      }
+    }
+  }
+
+  // A pending P2P op waits for its peer's matching op (the k-th send a->b
+  // pairs with the k-th recv b<-a), and, being on the pg's stream, for the
+  // earlier pending ops of its own rank in that pg.
+  void P2PEdges(Rank r, uint32_t idx, int node) {
+    const RankDump* d = job_.Find(r);
+    const OpRecord& op = d->ops[idx];
+    const Group& g = groups_[dump_group_.at({r, op.pg_name})];
+    int m = g.MemberIndex(r);
+    // Program order inside the pg.
+    for (uint32_t prev : g.p2p[m]) {
+      if (prev >= idx) break;
+      auto it = p2p_node_.find({r, prev});
+      if (it != p2p_node_.end()) {
+        Edge(node, it->second, r);
+        break;
+      }
+    }
+    if (op.p2p_peer_local < 0 || op.p2p_peer_local >= static_cast<int64_t>(g.members.size())) return;
+    Rank peer = g.members[op.p2p_peer_local];
+    int pm = g.MemberIndex(peer);
+    if (!g.dump[pm]) {
+      Edge(node, SinkFor(peer), peer);
+      return;
+    }
+    // Ordinal of this op among r's ops of the same direction to peer.
+    int ordinal = 0;
+    for (uint32_t prev : g.p2p[m]) {
+      if (prev >= idx) break;
+      const OpRecord& p = d->ops[prev];
+      if (p.op == op.op && p.p2p_peer_local == op.p2p_peer_local) ++ordinal;
+    }
+    const std::string want = op.op == "send" ? "recv" : "send";
+    int seen = 0;
+    const RankDump* pd = g.dump[pm];
+    for (uint32_t cand : g.p2p[pm]) {
+      const OpRecord& c = pd->ops[cand];
+      if (c.op != want || c.p2p_peer_local != g.MemberIndex(r)) continue;
+      if (seen++ < ordinal) continue;
+      if (c.completed) return;
+      // The partner is posted; it can start once the ops before it in its
+      // stream have finished.
+      for (auto it = g.p2p[pm].rbegin(); it != g.p2p[pm].rend(); ++it) {
+        if (*it >= cand) continue;
+        auto pn = p2p_node_.find({peer, *it});
+        if (pn != p2p_node_.end()) Edge(node, pn->second, peer);
+        break;
+      }
+      return;
+    }
+    Edge(node, BlockingNode(peer), peer);  // the peer never posted it
+  }
+
+  // Ranks blocked at a node (the waiters).
+  std::vector<Rank> Waiters(int node) const {
+    const NodeInfo& n = nodes_[node];
+    switch (n.type) {
+      case NodeType::kInstance: return instances_[n.instance].arrived;
+      case NodeType::kP2P: case NodeType::kSnapshot: return {n.rank};
+      default: return {};
+    }
+  }
+
+  std::string NodeLabel(int node) const {
+    const NodeInfo& n = nodes_[node];
+    switch (n.type) {
+      case NodeType::kInstance: {
+        const Instance& in = instances_[n.instance];
+        return groups_[in.group].Label() + " seq " + std::to_string(in.seq) + " " + OpAt(in, 0).op;
+      }
+      case NodeType::kP2P: {
+        const OpRecord& op = job_.Find(n.rank)->ops[n.op];
+        return groups_[n.group].Label() + " " + op.profiling_name;
+      }
+      case NodeType::kSnapshot: {
+        const auto& w = *job_.Find(n.rank)->wait;
+        return w.current_op + (w.op_seq >= 0 ? " seq " + std::to_string(w.op_seq) : "");
+      }
+      case NodeType::kIdle: return "not in a collective";
+      case NodeType::kNoDump: return "no dump";
+    }
+    return "";
+  }
+
+  // ------------------------------------------------------------- findings
+  void Findings() {
+    dead_ = graph_.Deadlocked();
+    for (const auto& comp : graph_.CyclicComponents(dead_)) CycleFinding(comp);
+    // Root causes: problem instances that are not part of a deadlock.
+    for (int i = 0; i < static_cast<int>(instances_.size()); ++i) {
+      const Instance& in = instances_[i];
+      if (!in.problem() || (in.node >= 0 && dead_[in.node])) continue;
+      if (in.mismatch) MismatchFinding(in);
+      else RootMissingFinding(in);
+    }
+    // Snapshot ranks waiting on ranks that wait on nothing.
+    for (const auto& [rank, node] : snapshot_node_) {
+      if (dead_[node]) continue;
+      SnapshotRootFinding(rank, node);
+    }
+    AttachCascades();
+    std::stable_sort(out_.findings.begin(), out_.findings.end(), [](const Finding& a, const Finding& b) {
+      if (a.severity != b.severity) return a.severity > b.severity;
+      size_t wa = a.blocked_behind.size() + Count(a, "arrived") + a.cycle.size();
+      size_t wb = b.blocked_behind.size() + Count(b, "arrived") + b.cycle.size();
+      if (wa != wb) return wa > wb;
+      return false;
+    });
+  }
+
+  static size_t Count(const Finding& f, const char* role) {
+    for (const auto& r : f.roles)
+      if (r.role == role) return r.ranks.size();
+    return 0;
+  }
+
+  void AddOpEvidence(Finding* f, Rank r, const OpRecord& op, const std::string& note) {
+    const RankDump* d = job_.Find(r);
+    f->evidence.push_back({d ? d->file : "", r, op.record_id, note});
+  }
+
+  std::string WhereInstead(Rank r) {
+    const RankDump* d = job_.Find(r);
+    if (!d) return "rank " + std::to_string(r) + ": no dump (process gone, or its file was not collected)";
+    if (d->ops.empty() && d->wait)
+      return "rank " + std::to_string(r) + ": live state " + d->wait->current_op +
+             (d->wait->waiting_for.empty() ? ", waiting for nobody" : ", waiting for ranks " + R(d->wait->waiting_for));
+    if (d->ops.empty()) return "rank " + std::to_string(r) + ": its dump records no operations";
+    const OpRecord& last = d->ops.back();
+    std::string s = "rank " + std::to_string(r) + ": last op " + LabelOf(r, last) +
+                    (last.completed ? " (completed)" : " (not completed)");
+    if (BlockingNode(r) >= 0 && nodes_[BlockingNode(r)].type == NodeType::kIdle)
+      s += "; not blocked in any recorded collective since";
+    if (!last.frames.empty()) s += "; called from " + FrameText(*d, last);
+    return s;
+  }
+
+  std::string FrameText(const RankDump& d, const OpRecord& op) const {
+    // First frame outside torch/distributed internals, innermost first.
+    for (uint32_t id : op.frames) {
+      const model::Frame& f = d.frames[id];
+      if (f.filename.find("torch/distributed") != std::string::npos) continue;
+      return f.name + " at " + f.filename + ":" + std::to_string(f.line);
+    }
+    const model::Frame& f = d.frames[op.frames.front()];
+    return f.name + " at " + f.filename + ":" + std::to_string(f.line);
+  }
+
+  std::string LabelOf(Rank r, const OpRecord& op) const {
+    auto g = dump_group_.find({r, op.pg_name});
+    std::string pg = g != dump_group_.end() ? groups_[g->second].Label() : "pg " + op.pg_name;
+    if (op.is_p2p) return pg + " " + op.profiling_name;
+    return pg + " seq " + std::to_string(op.collective_seq) + " " + op.op;
+  }
+
+  void FillPg(Finding* f, const Instance& in) {
+    const Group& g = groups_[in.group];
+    f->pg_name = g.name;
+    f->pg_desc = g.desc;
+    f->seq = in.seq;
+  }
+
+  void MismatchFinding(const Instance& in) {
+    const Group& g = groups_[in.group];
+    Finding f;
+    FillPg(&f, in);
+    const auto& ref = in.classes.front();
+    // Which rule separates the reference from the others decides the kind.
+    Rank ref_rank = ref.second.front();
+    size_t ref_i = std::find(in.arrived.begin(), in.arrived.end(), ref_rank) - in.arrived.begin();
+    const OpRecord& ref_op = OpAt(in, ref_i);
+    bool type_differs = false, dtype_only = true;
+    for (size_t c = 1; c < in.classes.size(); ++c) {
+      Rank r = in.classes[c].second.front();
+      size_t i = std::find(in.arrived.begin(), in.arrived.end(), r) - in.arrived.begin();
+      const OpRecord& op = OpAt(in, i);
+      MatchState ms = MatchOps(ref_op, op);
+      if (ms == MatchState::kTypeMismatch || in.ops[i].size() != in.ops[ref_i].size()) type_differs = true;
+      if (ms != MatchState::kDtypeMismatch) dtype_only = false;
+      for (Rank x : in.classes[c].second) f.culprit_ranks.push_back(x);
+    }
+    bool all_to_all_only = IsAllToAll(ref_op.op) && !type_differs;
+    f.kind = type_differs ? Kind::kCollectiveMismatch : all_to_all_only ? Kind::kUndecided : Kind::kSizeMismatch;
+    f.op = ref_op.op;
+    std::sort(f.culprit_ranks.begin(), f.culprit_ranks.end());
+    for (const auto& [sig, ranks] : in.classes) f.roles.push_back({sig, ranks});
+    if (!in.not_reached.empty()) f.roles.push_back({"not arrived", in.not_reached});
+    if (!in.no_dump.empty()) f.roles.push_back({"no dump", in.no_dump});
+    f.hang = true;
+    f.severity = Severity::kError;
+    std::string what = type_differs ? "call different collectives"
+                       : dtype_only ? "disagree on dtype"
+                                    : "disagree on sizes";
+    f.summary = "ranks of " + g.Label() + " " + what + " at seq " + std::to_string(in.seq) + ": " +
+                std::to_string(ref.second.size()) + " " + Plural(ref.second.size(), "rank", "ranks") + " (" +
+                R(ref.second) + ") call " + ref.first;
+    for (size_t c = 1; c < in.classes.size(); ++c)
+      f.summary += "; ranks " + R(in.classes[c].second) + " call " + in.classes[c].first;
+    if (all_to_all_only) {
+      f.severity = Severity::kWarning;
+      f.hang = false;
+      f.summary = "all_to_all at " + g.Label() + " seq " + std::to_string(in.seq) +
+                  " has rank-dependent sizes, which all_to_all allows: cannot decide";
+    }
+    for (size_t i = 0; i < in.arrived.size(); ++i)
+      for (uint32_t idx : in.ops[i]) {
+        const OpRecord& op = DumpOf(in, in.arrived[i])->ops[idx];
+        std::string note = Signature(op);
+        if (!op.frames.empty()) note += " from " + FrameText(*DumpOf(in, in.arrived[i]), op);
+        AddOpEvidence(&f, in.arrived[i], op, note);
+      }
+    if (in.classes.size() == 2 && in.classes[0].second.size() == in.classes[1].second.size())
+      f.details.push_back("the two sides are equal in size: the reference is the op this pg ran "
+                          "most often before, then the side without the lowest rank");
+    for (Rank r : f.culprit_ranks) f.details.push_back(WhereInstead(r));
+    f.fix_hint = type_differs
+                     ? "make every rank of the pg issue the same collectives in the same order: look for a "
+                       "rank-dependent branch, uneven data (DistributedSampler, drop_last), or a collective "
+                       "that only some ranks reach (checkpointing, logging, clip_grad_norm_)"
+                     : "make the tensors of this collective the same shape and dtype on every rank";
+    if (!in.all_in_flight) f.details.push_back("the wait has ended (timed out or failed) on the arrived ranks");
+    out_.findings.push_back(std::move(f));
+  }
+
+  void RootMissingFinding(const Instance& in) {
+    const Group& g = groups_[in.group];
+    // Who among the absent ranks is a root cause (not blocked elsewhere)?
+    std::vector<Rank> idle, dead, cascade;
+    for (Rank r : in.not_reached) {
+      int b = BlockingNode(r);
+      if (nodes_[b].type == NodeType::kIdle) idle.push_back(r);
+      else if (nodes_[b].type == NodeType::kNoDump) dead.push_back(r);
+      else cascade.push_back(r);
+    }
+    for (Rank r : in.no_dump) dead.push_back(r);
+    std::sort(dead.begin(), dead.end());
+    if (idle.empty() && dead.empty()) return;  // a cascade: reported at its root
+    Finding f;
+    FillPg(&f, in);
+    f.op = OpAt(in, 0).op;
+    f.roles.push_back({"arrived", in.arrived});
+    if (!idle.empty()) f.roles.push_back({"never arrived", idle});
+    if (!dead.empty()) f.roles.push_back({"no dump", dead});
+    if (!cascade.empty()) f.roles.push_back({"blocked elsewhere", cascade});
+    f.culprit_ranks = idle;
+    f.hang = true;
+    f.severity = Severity::kError;
+    size_t members = g.members.size();
+    std::string where = g.Label() + " seq " + std::to_string(in.seq);
+    bool straggler = in.all_in_flight && !idle.empty() && dead.empty();
+    if (!idle.empty() && straggler) {
+      f.kind = Kind::kStraggler;
+      f.hang = false;
+      f.severity = Severity::kWarning;
+      f.summary = "not a hang yet: ranks " + R(in.arrived) + " wait in " + f.op + " (" + where +
+                  ") for " + Plural(idle.size(), "rank ", "ranks ") + R(idle) +
+                  ", which has not arrived; no wait has timed out, so it may only be slow";
+      f.fix_hint = "if this persists past the collective timeout it is a hang; otherwise profile the slow "
+                   "rank (data loading, host contention, a slow link)";
+    } else if (!idle.empty()) {
+      f.kind = Kind::kMissingRank;
+      f.summary = "ranks " + R(in.arrived) + " wait in " + f.op + " (" + where + ") for " +
+                  Plural(idle.size(), "rank ", "ranks ") + R(idle) +
+                  ", which never arrived and is not blocked in any recorded collective";
+      if (!dead.empty()) {
+        f.summary += "; no dump from " + Plural(dead.size(), "rank ", "ranks ") + R(dead);
+        f.culprit_ranks.insert(f.culprit_ranks.end(), dead.begin(), dead.end());
+      }
+      f.fix_hint = "find what the absent rank is doing instead (py-spy dump it): a rank-dependent branch, "
+                   "rank-0-only work (checkpoint, evaluation, logging) or uneven data";
+    } else if (dead.size() * 2 <= members) {
+      f.kind = Kind::kCrashedRank;
+      f.culprit_ranks = dead;
+      f.summary = "ranks " + R(in.arrived) + " wait in " + f.op + " (" + where + ") for " +
+                  Plural(dead.size(), "rank ", "ranks ") + R(dead) +
+                  ", which left no dump: it most likely died (crash, OOM kill, exit)";
+      f.fix_hint = "read the log of the dead rank for its exit cause (traceback, CUDA error, OOM killer in dmesg)";
+    } else {
+      f.kind = Kind::kUndecided;
+      f.culprit_ranks = dead;
+      f.severity = Severity::kWarning;
+      f.summary = "ranks " + R(in.arrived) + " wait in " + f.op + " (" + where + "), but there is no dump from " +
+                  Plural(dead.size(), "rank ", "ranks ") + R(dead) + " (" + std::to_string(dead.size()) + " of " +
+                  std::to_string(members) + " members): cannot tell who is at fault";
+      f.fix_hint = "collect the dumps of the missing ranks";
+    }
+    std::sort(f.culprit_ranks.begin(), f.culprit_ranks.end());
+    for (size_t i = 0; i < in.arrived.size(); ++i)
+      AddOpEvidence(&f, in.arrived[i], DumpOf(in, in.arrived[i])->ops[in.ops[i].front()],
+                    "arrived at seq " + std::to_string(in.seq));
+    for (Rank r : idle) {
+      f.details.push_back(WhereInstead(r));
+      const RankDump* d = job_.Find(r);
+      if (d && !d->ops.empty()) AddOpEvidence(&f, r, d->ops.back(), "last recorded op");
+      else if (d) f.evidence.push_back({d->file, r, -1, "no op at this seq"});
+    }
+    for (Rank r : dead) f.details.push_back(WhereInstead(r));
+    for (Rank r : cascade) f.details.push_back(WhereInstead(r) + " (blocked: see the other findings)");
+    if (in.failed) f.details.push_back("the arrived ranks' op at this seq has ended (timed out or aborted)");
+    out_.findings.push_back(std::move(f));
+  }
+
+  void SnapshotRootFinding(Rank rank, int node) {
+    // Report only ranks that wait directly on a rank that waits on nothing.
+    std::vector<Rank> idle, gone;
+    for (int s : graph_.successors(node)) {
+      if (nodes_[s].type == NodeType::kIdle) idle.push_back(nodes_[s].rank);
+      if (nodes_[s].type == NodeType::kNoDump) gone.push_back(nodes_[s].rank);
+    }
+    if (idle.empty() && gone.empty()) return;
+    // Merge with an existing snapshot finding for the same culprits.
+    std::vector<Rank> culprits = idle;
+    culprits.insert(culprits.end(), gone.begin(), gone.end());
+    std::sort(culprits.begin(), culprits.end());
+    const auto& w = *job_.Find(rank)->wait;
+    for (auto& f : out_.findings) {
+      if (f.culprit_ranks == culprits && f.pg_name.empty() && f.op == w.current_op &&
+          (f.kind == Kind::kMissingRank || f.kind == Kind::kCrashedRank)) {
+        f.roles.front().ranks.push_back(rank);
+        f.evidence.push_back({job_.Find(rank)->file, rank, -1, "waits in " + w.current_op});
+        RefreshSnapshotSummary(&f);
+        return;
+      }
+    }
+    Finding f;
+    f.kind = idle.empty() ? Kind::kCrashedRank : Kind::kMissingRank;
+    f.culprit_ranks = culprits;
+    f.op = w.current_op;
+    f.seq = w.op_seq;
+    f.roles.push_back({"waiting", {rank}});
+    if (!idle.empty()) f.roles.push_back({"not waiting", idle});
+    if (!gone.empty()) f.roles.push_back({"no data", gone});
+    f.evidence.push_back({job_.Find(rank)->file, rank, -1, "waits in " + w.current_op});
+    for (Rank r : culprits) f.details.push_back(WhereInstead(r));
+    f.fix_hint = idle.empty() ? "get the state or log of the silent rank: it most likely died"
+                              : "find what the awaited rank is doing instead (py-spy dump it)";
+    RefreshSnapshotSummary(&f);
+    out_.findings.push_back(std::move(f));
+  }
+
+  void RefreshSnapshotSummary(Finding* f) {
+    std::sort(f->roles.front().ranks.begin(), f->roles.front().ranks.end());
+    f->summary = "ranks " + R(f->roles.front().ranks) + " wait in " + f->op + " for " +
+                 Plural(f->culprit_ranks.size(), "rank ", "ranks ") + R(f->culprit_ranks) +
+                 (f->kind == Kind::kMissingRank ? ", which is not waiting on anyone (it is elsewhere)"
+                                                : ", of which there is no state at all");
+  }
+
+  void CycleFinding(const std::vector<int>& comp) {
+    std::vector<int> cyc = graph_.WitnessCycle(comp);
+    Finding f;
+    // Ranks in wait order: the rank each edge of the cycle goes through.
+    std::vector<Rank> order;
+    std::set<int> groups;
+    bool all_p2p = true, all_coll = true, all_snapshot = true;
+    std::vector<std::string> ops;
+    for (size_t i = 0; i < cyc.size(); ++i) {
+      int from = cyc[i], to = cyc[(i + 1) % cyc.size()];
+      for (const auto& e : edges_)
+        if (e.from == from && e.to == to) {
+          order.push_back(e.via);
+          break;
+        }
+      const NodeInfo& n = nodes_[from];
+      all_p2p = all_p2p && n.type == NodeType::kP2P;
+      all_coll = all_coll && n.type == NodeType::kInstance;
+      all_snapshot = all_snapshot && n.type == NodeType::kSnapshot;
+      if (n.group >= 0) groups.insert(n.group);
+      ops.push_back(NodeLabel(from));
+    }
+    // The waiter of the first node comes first: rotate so the smallest rank leads.
+    if (!order.empty()) {
+      std::rotate(order.begin(), order.end() - 1, order.end());
+      auto mn = std::min_element(order.begin(), order.end());
+      std::rotate(order.begin(), mn, order.end());
+    }
+    if (all_snapshot) {
+      bool p2p = true;
+      for (int v : cyc) {
+        const std::string& op = job_.Find(nodes_[v].rank)->wait->current_op;
+        p2p = p2p && (op.find("send") != std::string::npos || op.find("recv") != std::string::npos);
+      }
+      all_p2p = p2p;
+    }
+    f.kind = all_p2p ? Kind::kP2pCycle : (all_coll && groups.size() >= 2) ? Kind::kOrderInversion : Kind::kWaitCycle;
+    f.cycle = order;
+    f.culprit_ranks = order;
+    std::sort(f.culprit_ranks.begin(), f.culprit_ranks.end());
+    f.culprit_ranks.erase(std::unique(f.culprit_ranks.begin(), f.culprit_ranks.end()), f.culprit_ranks.end());
+    f.severity = Severity::kError;
+    f.hang = true;
+    std::string chain;
+    for (size_t i = 0; i < cyc.size(); ++i) {
+      std::vector<Rank> w = Waiters(cyc[i]);
+      chain += (i ? "; " : "") + std::string("ranks ") + R(w) + " in " + ops[i] + " wait for rank " +
+               std::to_string(i < order.size() ? OrderVia(cyc, i) : -1);
+    }
+    f.op = ops.empty() ? "" : ops.front();
+    for (size_t i = 1; i < ops.size(); ++i) f.op += " / " + ops[i];
+    std::string cycle_text;
+    for (Rank r : order) cycle_text += std::to_string(r) + " -> ";
+    if (!order.empty()) cycle_text += std::to_string(order.front());
+    const char* what = f.kind == Kind::kP2pCycle ? "circular wait between P2P operations"
+                       : f.kind == Kind::kOrderInversion
+                           ? "circular wait across process groups issued in different orders"
+                           : "circular wait";
+    f.summary = std::string(what) + ": " + cycle_text;
+    f.details.push_back(chain);
+    f.roles.push_back({"cycle", f.culprit_ranks});
+    for (int v : cyc) {
+      const NodeInfo& n = nodes_[v];
+      if (n.type == NodeType::kInstance) {
+        const Instance& in = instances_[n.instance];
+        if (f.pg_name.empty()) FillPg(&f, in);
+        for (size_t i = 0; i < in.arrived.size(); ++i)
+          AddOpEvidence(&f, in.arrived[i], DumpOf(in, in.arrived[i])->ops[in.ops[i].front()],
+                        "blocked in " + NodeLabel(v));
+      } else if (n.type == NodeType::kP2P) {
+        AddOpEvidence(&f, n.rank, job_.Find(n.rank)->ops[n.op], "blocked in " + NodeLabel(v));
+      } else if (n.type == NodeType::kSnapshot) {
+        f.evidence.push_back({job_.Find(n.rank)->file, n.rank, -1, "waits in " + NodeLabel(v)});
+      }
+    }
+    if (groups.size() >= 2) f.pg_name.clear(), f.seq = -1;
+    f.fix_hint = f.kind == Kind::kP2pCycle
+                     ? "order sends and receives by rank parity (even ranks send first), or use batch_isend_irecv"
+                 : f.kind == Kind::kOrderInversion
+                     ? "issue the operations of all process groups in one consistent order on every rank"
+                     : "break the cycle: make every rank acquire what it waits for in one global order";
+    // Remember which nodes belong to this cycle for cascades.
+    cycle_nodes_.push_back({comp, out_.findings.size()});
+    out_.findings.push_back(std::move(f));
+  }
+
+  Rank OrderVia(const std::vector<int>& cyc, size_t i) const {
+    int from = cyc[i], to = cyc[(i + 1) % cyc.size()];
+    for (const auto& e : edges_)
+      if (e.from == from && e.to == to) return e.via;
+    return -1;
+  }
+
+  // Ranks blocked at nodes that (transitively) wait on a finding's nodes are
+  // "blocked behind" it; they are not reported as findings of their own.
+  void AttachCascades() {
+    // Map root nodes to findings.
+    std::map<int, std::vector<size_t>> root_of_node;
+    for (const auto& [comp, fi] : cycle_nodes_)
+      for (int v : comp) root_of_node[v].push_back(fi);
+    for (size_t fi = 0; fi < out_.findings.size(); ++fi) {
+      const Finding& f = out_.findings[fi];
+      if (f.seq < 0 || f.pg_name.empty()) continue;
+      for (const auto& in : instances_)
+        if (in.node >= 0 && in.seq == f.seq && groups_[in.group].name == f.pg_name &&
+            groups_[in.group].desc == f.pg_desc)
+          root_of_node[in.node].push_back(fi);
+    }
+    // Reverse BFS from each root over predecessors.
+    std::vector<std::vector<int>> pred(graph_.size());
+    for (int v = 0; v < graph_.size(); ++v)
+      for (int w : graph_.successors(v)) pred[w].push_back(v);
+    for (auto& [root, fis] : root_of_node) {
+      std::vector<bool> seen(graph_.size(), false);
+      std::vector<int> stack{root};
+      seen[root] = true;
+      std::set<Rank> behind;
+      while (!stack.empty()) {
+        int v = stack.back();
+        stack.pop_back();
+        for (int p : pred[v]) {
+          if (seen[p]) continue;
+          seen[p] = true;
+          stack.push_back(p);
+          for (Rank r : Waiters(p)) behind.insert(r);
+        }
+      }
+      for (size_t fi : fis) {
+        Finding& f = out_.findings[fi];
+        std::set<Rank> own(f.culprit_ranks.begin(), f.culprit_ranks.end());
+        for (const auto& role : f.roles) own.insert(role.ranks.begin(), role.ranks.end());
+        for (Rank r : behind)
+          if (!own.count(r)) f.blocked_behind.push_back(r);
+        std::sort(f.blocked_behind.begin(), f.blocked_behind.end());
+        f.blocked_behind.erase(std::unique(f.blocked_behind.begin(), f.blocked_behind.end()),
+                               f.blocked_behind.end());
+      }
+    }
+  }
+
+  // ------------------------------------------------------------ summaries
+  void Summaries() {
+    for (const auto& g : groups_) {
+      PgSummary s;
+      s.name = g.name;
+      s.desc = g.desc;
+      s.ranks = g.members;
+      s.ranks_inferred = g.inferred;
+      out_.pgs.push_back(std::move(s));
+    }
+    for (const auto& in : instances_) {
+      PgSummary& s = out_.pgs[in.group];
+      s.max_seq = std::max(s.max_seq, in.seq);
+      if (in.mismatch) ++s.mismatched_seqs;
+      if ((in.problem() || in.any_pending) && s.stuck_seq < 0) {
+        s.stuck_seq = in.seq;
+        s.stuck_op = OpAt(in, 0).op;
+      }
+    }
+    std::set<Rank> ranks;
+    for (const auto& d : job_.dumps) ranks.insert(d.rank);
+    for (Rank r : out_.ranks_without_dump) ranks.insert(r);
+    for (Rank r : ranks) {
+      RankSummary s;
+      s.rank = r;
+      const RankDump* d = job_.Find(r);
+      if (!d) {
+        s.state = "no dump";
+        out_.ranks.push_back(std::move(s));
+        continue;
+      }
+      s.file = d->file;
+      for (auto it = d->ops.rbegin(); it != d->ops.rend(); ++it)
+        if (it->completed) {
+          s.last_completed = LabelOf(r, *it);
+          break;
+        }
+      for (const auto& op : d->ops) {
+        s.last_activity_ns = std::max({s.last_activity_ns, op.time_created_ns, op.time_completed_ns});
+      }
+      int b = BlockingNode(r);
+      if (nodes_[b].type == NodeType::kIdle) {
+        s.state = d->ops.empty() && !d->wait ? "no ops" : "idle";
+        s.current = d->ops.empty() ? (d->wait ? d->wait->current_op : "") : "after " + LabelOf(r, d->ops.back());
+      } else {
+        s.state = dead_[b] ? "deadlocked" : "blocked";
+        s.current = NodeLabel(b);
+      }
+      out_.ranks.push_back(std::move(s));
+    }
+    // Rank-level wait-for edges.
+    std::set<std::pair<int, int>> cyc_edges;
+    for (const auto& [comp, fi] : cycle_nodes_)
+      for (int v : comp)
+        for (int w : graph_.successors(v))
+          if (std::binary_search(comp.begin(), comp.end(), w)) cyc_edges.insert({v, w});
+    std::set<std::tuple<Rank, Rank>> seen;
+    for (const auto& e : edges_) {
+      for (Rank w : Waiters(e.from)) {
+        if (w == e.via || !seen.insert({w, e.via}).second) continue;
+        out_.edges.push_back({w, e.via, NodeLabel(e.from), cyc_edges.count({e.from, e.to}) > 0});
+      }
+    }
+  }
+
+  void Verdict() {
+    out_.hang = false;
+    for (const auto& f : out_.findings)
+      if (f.severity == Severity::kError) out_.hang = true;
+    if (out_.findings.empty()) {
+      if (job_.dumps.empty()) {
+        out_.verdict = "No usable input: no Flight Recorder dump or wait snapshot could be read.";
+      } else {
+        out_.verdict = "No hang found: every process group's recorded collectives match on all " +
+                       std::to_string(job_.dumps.size()) + " ranks seen.";
+        bool pending = false;
+        for (const auto& p : out_.pgs) pending = pending || p.stuck_seq >= 0;
+        if (pending) out_.verdict += " Some are still in progress.";
+        if (!out_.ranks_without_dump.empty())
+          out_.verdict += " No dump from ranks " + R(out_.ranks_without_dump) + ".";
+      }
+      return;
+    }
+    const Finding& f = out_.findings.front();
+    std::string head = f.severity == Severity::kError ? "HANG: " : "WARNING: ";
+    if (f.kind == Kind::kCollectiveMismatch || f.kind == Kind::kSizeMismatch) head = "HANG (mismatch): ";
+    out_.verdict = head + f.summary + ". Look first at " +
+                   Plural(f.culprit_ranks.size(), "rank ", "ranks ") + R(f.culprit_ranks) + ".";
+  }
+
+  const model::Job& job_;
+  AnalyzeOptions opt_;
+  Diagnosis out_;
+  int64_t world_ = 0;
+  std::vector<Group> groups_;
+  std::map<std::string, int> group_by_key_;
+  std::map<std::pair<Rank, std::string>, int> dump_group_;
+  std::vector<Instance> instances_;
+  std::map<std::pair<int, int64_t>, int> instance_index_;
+  WaitGraph graph_;
+  std::vector<NodeInfo> nodes_;
+  std::vector<EdgeInfo> edges_;
+  std::map<Rank, int> sink_of_, blocking_, snapshot_node_;
+  std::map<std::pair<Rank, uint32_t>, int> p2p_node_;
+  std::vector<bool> dead_;
+  std::vector<std::pair<std::vector<int>, size_t>> cycle_nodes_;
+};
+
+}  // namespace
+
+Diagnosis Analyze(const model::Job& job, const AnalyzeOptions& options) {
+  return Analyzer(job, options).Run();
+}
+
+}  // namespace hangdx::analyze

@@ -1,0 +1,341 @@
+#include "hangdx/analyze/analyze.h"
+
+#include <gtest/gtest.h>
+
+namespace hangdx::analyze {
+namespace {
+
+// Builds synthetic jobs in a few lines: "rank 3 did seqs 1-4 of pg 0".
+class JobBuilder {
+ public:
+  explicit JobBuilder(std::string backend = "gloo") : backend_(std::move(backend)) {}
+
+  model::RankDump& Rank(model::Rank r) {
+    for (auto& d : job_.dumps)
+      if (d.rank == r) return d;
+    model::RankDump d;
+    d.rank = r;
+    d.file = "trace_" + std::to_string(r);
+    d.format = "fr-pickle";
+    job_.dumps.push_back(std::move(d));
+    return job_.dumps.back();
+  }
+  // Appends a collective; `done` marks it completed (for gloo: retired).
+  JobBuilder& Coll(model::Rank r, const std::string& pg, int64_t seq, const std::string& op, bool done = true,
+                   model::Shape shape = {4, 4}, const std::string& dtype = "Float", bool retired = false) {
+    model::RankDump& d = Rank(r);
+    model::OpRecord o;
+    o.record_id = static_cast<int64_t>(d.ops.size());
+    o.pg_name = pg;
+    o.pg_desc = pg == "0" ? "default_pg" : "undefined";
+    o.collective_seq = seq;
+    o.profiling_name = backend_ + ":" + op;
+    model::ParseProfilingName(&o);
+    o.input_sizes = o.output_sizes = {shape};
+    o.input_dtypes = o.output_dtypes = {dtype};
+    o.completed = done;
+    o.retired = done || retired;
+    o.state = done && backend_ != "gloo" ? model::OpState::kCompleted : model::OpState::kScheduled;
+    o.time_created_ns = 1000 + clock_++;
+    o.timeout_ms = 1000;
+    d.ops.push_back(std::move(o));
+    return *this;
+  }
+  JobBuilder& Steps(model::Rank r, const std::string& pg, int64_t from, int64_t to) {
+    for (int64_t s = from; s <= to; ++s) Coll(r, pg, s, "all_reduce");
+    return *this;
+  }
+  JobBuilder& P2P(model::Rank r, const std::string& pg, const std::string& name, bool done = false) {
+    model::RankDump& d = Rank(r);
+    model::OpRecord o;
+    o.record_id = static_cast<int64_t>(d.ops.size());
+    o.pg_name = pg;
+    o.profiling_name = backend_ + ":" + name;
+    model::ParseProfilingName(&o);
+    o.is_p2p = true;
+    o.input_sizes = o.output_sizes = {{100}};
+    o.completed = done;
+    o.time_created_ns = 1000 + clock_++;
+    d.ops.push_back(std::move(o));
+    return *this;
+  }
+  JobBuilder& Members(const std::string& pg, std::vector<model::Rank> ranks) {
+    for (auto& d : job_.dumps) {
+      model::PgConfig c;
+      c.name = pg;
+      c.desc = pg == "0" ? "default_pg" : "undefined";
+      c.ranks = ranks;
+      c.ranks_known = true;
+      d.pg_config[pg] = c;
+    }
+    return *this;
+  }
+  JobBuilder& Wait(model::Rank r, const std::string& op, std::vector<model::Rank> for_ranks, int64_t seq = -1) {
+    model::RankDump& d = Rank(r);
+    d.format = "wait-snapshot";
+    d.wait = model::WaitSnapshot{op, for_ranks, seq};
+    return *this;
+  }
+  JobBuilder& World(int64_t w) {
+    job_.world_size = w;
+    return *this;
+  }
+  model::Job Build() {
+    std::sort(job_.dumps.begin(), job_.dumps.end(),
+              [](const model::RankDump& a, const model::RankDump& b) { return a.rank < b.rank; });
+    return job_;
+  }
+
+ private:
+  std::string backend_;
+  model::Job job_;
+  int64_t clock_ = 0;
+};
+
+using Ranks = std::vector<model::Rank>;
+
+TEST(Analyze, RankDependentBranchBlamesTheAbsentRank) {
+  JobBuilder b;
+  for (int r = 0; r < 4; ++r) b.Steps(r, "0", 1, 4);
+  for (int r = 0; r < 3; ++r) b.Coll(r, "0", 5, "all_reduce");  // gloo: timed out, retired
+  Diagnosis d = Analyze(b.Build());
+  ASSERT_FALSE(d.findings.empty());
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.kind, Kind::kMissingRank);
+  EXPECT_EQ(f.culprit_ranks, Ranks{3});
+  EXPECT_EQ(f.pg_name, "0");
+  EXPECT_EQ(f.seq, 5);
+  EXPECT_TRUE(d.hang);
+  EXPECT_EQ(d.verdict.rfind("HANG", 0), 0u) << d.verdict;
+  EXPECT_EQ(d.findings.size(), 1u);
+}
+
+TEST(Analyze, MajorityIsTheReferenceNotTheFirstFile) {
+  // Flaw §3.9.1: fr_trace compares with the first file; if rank 0 is the odd
+  // one out, it blames every healthy rank.
+  JobBuilder b;
+  for (int r = 0; r < 4; ++r) b.Steps(r, "0", 1, 2);
+  b.Coll(0, "0", 3, "all_reduce", true, {1});
+  for (int r = 1; r < 4; ++r) b.Coll(r, "0", 3, "all_reduce", true, {4, 4});
+  Diagnosis d = Analyze(b.Build());
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].kind, Kind::kSizeMismatch);
+  EXPECT_EQ(d.findings[0].culprit_ranks, Ranks{0});
+  EXPECT_EQ(d.findings[0].seq, 3);
+}
+
+TEST(Analyze, DtypeMismatchIsASizeMismatchKind) {
+  JobBuilder b;
+  for (int r = 0; r < 3; ++r) b.Steps(r, "0", 1, 2);
+  b.Coll(0, "0", 3, "all_reduce").Coll(1, "0", 3, "all_reduce").Coll(2, "0", 3, "all_reduce", true, {4, 4}, "Half");
+  Diagnosis d = Analyze(b.Build());
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].kind, Kind::kSizeMismatch);
+  EXPECT_EQ(d.findings[0].culprit_ranks, Ranks{2});
+  EXPECT_NE(d.findings[0].summary.find("dtype"), std::string::npos) << d.findings[0].summary;
+}
+
+TEST(Analyze, TypeMismatchTieBrokenByHistory) {
+  // Two ranks, one each side: the side that does what this pg usually does
+  // is the reference, whichever rank it is.
+  for (int deviant : {0, 1}) {
+    JobBuilder b;
+    for (int r = 0; r < 2; ++r) b.Steps(r, "0", 1, 4);
+    b.Coll(deviant, "0", 5, "broadcast", true, {1});
+    b.Coll(1 - deviant, "0", 5, "all_reduce");
+    Diagnosis d = Analyze(b.Build());
+    ASSERT_FALSE(d.findings.empty());
+    EXPECT_EQ(d.findings[0].kind, Kind::kCollectiveMismatch);
+    EXPECT_EQ(d.findings[0].culprit_ranks, Ranks{deviant});
+    EXPECT_EQ(d.findings[0].op, "all_reduce");
+  }
+}
+
+TEST(Analyze, OneMismatchDoesNotPoisonLaterSeqs) {
+  // Flaw §3.9.3: after a mismatch fr_trace reports every later seq of the pg
+  // as undecidable. Here seq 2 mismatched (and errored), seqs 3-5 are fine,
+  // and seq 6 is where rank 2 went missing.
+  JobBuilder b;
+  for (int r = 0; r < 3; ++r) b.Steps(r, "0", 1, 1);
+  b.Coll(0, "0", 2, "all_reduce").Coll(1, "0", 2, "all_reduce").Coll(2, "0", 2, "all_reduce", true, {8});
+  for (int r = 0; r < 3; ++r) b.Steps(r, "0", 3, 5);
+  b.Coll(0, "0", 6, "all_reduce").Coll(1, "0", 6, "all_reduce");
+  Diagnosis d = Analyze(b.Build());
+  ASSERT_EQ(d.findings.size(), 2u);
+  std::vector<std::pair<int64_t, Kind>> got;
+  for (const auto& f : d.findings) got.push_back({f.seq, f.kind});
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got[0], std::make_pair(int64_t{2}, Kind::kSizeMismatch));
+  EXPECT_EQ(got[1], std::make_pair(int64_t{6}, Kind::kMissingRank));
+}
+
+TEST(Analyze, SamePgNameDifferentRanksAreTwoGroups) {
+  // PyTorch testBuildDB case 1: pg "1" is [0] on rank 0 and [1] on rank 1.
+  JobBuilder b("nccl");
+  b.Coll(0, "0", 1, "all_reduce").Coll(1, "0", 1, "all_reduce");
+  b.Coll(0, "1", 1, "all_reduce", true, {5, 5}).Coll(1, "1", 1, "all_reduce", true, {6, 6});
+  model::Job job = b.Members("0", {0, 1}).Build();
+  for (auto& dump : job.dumps) dump.pg_config["1"] = {"1", "sub_pg", {dump.rank}, true};
+  Diagnosis d = Analyze(job);
+  EXPECT_TRUE(d.findings.empty()) << d.findings[0].summary;
+  EXPECT_EQ(d.pgs.size(), 3u);
+  EXPECT_FALSE(d.hang);
+}
+
+TEST(Analyze, P2PSendSendCycle) {
+  JobBuilder b("nccl");
+  b.Steps(0, "0", 1, 2).Steps(1, "0", 1, 2);
+  b.P2P(0, "0", "send 0->1").P2P(0, "0", "recv 0<-1");
+  b.P2P(1, "0", "send 1->0").P2P(1, "0", "recv 1<-0");
+  Diagnosis d = Analyze(b.Members("0", {0, 1}).Build());
+  ASSERT_FALSE(d.findings.empty());
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.kind, Kind::kP2pCycle);
+  EXPECT_EQ(f.cycle, (Ranks{0, 1}));
+  EXPECT_EQ(f.culprit_ranks, (Ranks{0, 1}));
+}
+
+TEST(Analyze, MatchedP2PIsNotACycle) {
+  JobBuilder b("nccl");
+  b.P2P(0, "0", "send 0->1").P2P(0, "0", "recv 0<-1");
+  b.P2P(1, "0", "recv 1<-0").P2P(1, "0", "send 1->0");
+  Diagnosis d = Analyze(b.Members("0", {0, 1}).Build());
+  for (const auto& f : d.findings) EXPECT_NE(f.kind, Kind::kP2pCycle) << f.summary;
+}
+
+TEST(Analyze, OrderInversionAcrossTwoPgs) {
+  // Gloo-style: members inferred from history (both ranks used both pgs),
+  // then rank 0 calls pg A before B and rank 1 B before A.
+  JobBuilder b;
+  for (int r = 0; r < 2; ++r) b.Steps(r, "1", 1, 2).Steps(r, "2", 1, 2);
+  b.Coll(0, "1", 3, "all_reduce");  // timed out
+  b.Coll(1, "2", 3, "all_reduce");
+  Diagnosis d = Analyze(b.Build());
+  ASSERT_FALSE(d.findings.empty());
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.kind, Kind::kOrderInversion);
+  EXPECT_EQ(f.culprit_ranks, (Ranks{0, 1}));
+  EXPECT_EQ(f.cycle, (Ranks{0, 1}));
+  EXPECT_EQ(d.findings.size(), 1u) << d.findings[1].summary;
+}
+
+TEST(Analyze, CascadeNamesTheRootNotTheChain) {
+  // rank 0 waits in pg A for rank 1; rank 1 waits in pg B for rank 2; rank 2
+  // is idle. One root finding (rank 2), rank 0 blocked behind it.
+  JobBuilder b("nccl");
+  b.Steps(0, "A", 1, 2).Steps(1, "A", 1, 2).Steps(1, "B", 1, 1).Steps(2, "B", 1, 1);
+  b.Coll(0, "A", 3, "all_reduce", false, {4, 4}, "Float", true);
+  b.Coll(1, "B", 2, "all_reduce", false, {4, 4}, "Float", true);
+  model::Job job = b.Build();
+  for (auto& dump : job.dumps) {
+    dump.pg_config["A"] = {"A", "undefined", {0, 1}, true};
+    dump.pg_config["B"] = {"B", "undefined", {1, 2}, true};
+  }
+  Diagnosis d = Analyze(job);
+  ASSERT_EQ(d.findings.size(), 1u) << d.findings[1].summary;
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.kind, Kind::kMissingRank);
+  EXPECT_EQ(f.culprit_ranks, Ranks{2});
+  EXPECT_EQ(f.pg_name, "B");
+  EXPECT_EQ(f.blocked_behind, Ranks{0});
+}
+
+TEST(Analyze, DeadRankWithoutDump) {
+  JobBuilder b;
+  for (int r : {0, 1, 3}) b.Steps(r, "0", 1, 5);
+  Diagnosis d = Analyze(b.World(4).Build());
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_EQ(d.findings[0].kind, Kind::kCrashedRank);
+  EXPECT_EQ(d.findings[0].culprit_ranks, Ranks{2});
+  EXPECT_EQ(d.ranks_without_dump, Ranks{2});
+}
+
+TEST(Analyze, MostDumpsMissingIsUndecided) {
+  JobBuilder b;
+  b.Steps(0, "0", 1, 5);
+  Diagnosis d = Analyze(b.World(8).Build());
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_EQ(d.findings[0].kind, Kind::kUndecided);
+  EXPECT_NE(d.findings[0].summary.find("1-7"), std::string::npos) << d.findings[0].summary;
+}
+
+TEST(Analyze, SlowRankIsAStragglerNotAHang) {
+  JobBuilder b;
+  for (int r = 0; r < 4; ++r) b.Steps(r, "0", 1, 4);
+  for (int r = 0; r < 3; ++r) b.Coll(r, "0", 5, "all_reduce", /*done=*/false);
+  Diagnosis d = Analyze(b.Build());
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].kind, Kind::kStraggler);
+  EXPECT_EQ(d.findings[0].culprit_ranks, Ranks{3});
+  EXPECT_FALSE(d.hang);
+  AnalyzeOptions strict;
+  strict.assume_timed_out = true;
+  EXPECT_EQ(Analyze(b.Build(), strict).findings[0].kind, Kind::kMissingRank);
+}
+
+TEST(Analyze, HealthyJob) {
+  JobBuilder b;
+  for (int r = 0; r < 4; ++r) b.Steps(r, "0", 1, 6);
+  Diagnosis d = Analyze(b.Build());
+  EXPECT_TRUE(d.findings.empty());
+  EXPECT_FALSE(d.hang);
+  EXPECT_EQ(d.verdict.rfind("No hang found", 0), 0u) << d.verdict;
+}
+
+TEST(Analyze, AllRanksAgreeButStuckIsNotNoErrors) {
+  // Flaw §3.9.8: every rank is in the same all_reduce and none finished;
+  // fr_trace says "No errors found". hangdx names the (pg, seq).
+  JobBuilder b("nccl");
+  for (int r = 0; r < 4; ++r) b.Steps(r, "0", 1, 6).Coll(r, "0", 7, "all_reduce", false, {4, 4}, "Float", true);
+  Diagnosis d = Analyze(b.Members("0", {0, 1, 2, 3}).Build());
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_EQ(d.findings[0].seq, 7);
+  EXPECT_EQ(d.findings[0].pg_name, "0");
+  EXPECT_EQ(d.pgs[0].stuck_seq, 7);
+}
+
+TEST(Analyze, WaitSnapshotCycleAndMissing) {
+  JobBuilder b;
+  b.Wait(0, "send", {1}).Wait(1, "send", {0}).Wait(2, "recv", {0});
+  Diagnosis d = Analyze(b.Build());
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_EQ(d.findings[0].kind, Kind::kP2pCycle);
+  EXPECT_EQ(d.findings[0].cycle, (Ranks{0, 1}));
+  EXPECT_EQ(d.findings[0].blocked_behind, Ranks{2});
+
+  JobBuilder m;
+  m.Wait(0, "all_reduce", {3}, 41).Wait(1, "all_reduce", {3}, 41).Wait(2, "all_reduce", {3}, 41)
+      .Wait(3, "checkpoint", {}, 40);
+  Diagnosis d2 = Analyze(m.Build());
+  ASSERT_EQ(d2.findings.size(), 1u);
+  EXPECT_EQ(d2.findings[0].kind, Kind::kMissingRank);
+  EXPECT_EQ(d2.findings[0].culprit_ranks, Ranks{3});
+  EXPECT_EQ(d2.findings[0].roles[0].ranks, (Ranks{0, 1, 2}));
+}
+
+TEST(Analyze, WaitSnapshotMixedCycleIsAWaitCycle) {
+  JobBuilder b;
+  b.Wait(0, "all_reduce", {1}).Wait(1, "event_wait", {2}).Wait(2, "recv", {0});
+  Diagnosis d = Analyze(b.Build());
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_EQ(d.findings[0].kind, Kind::kWaitCycle);
+  EXPECT_EQ(d.findings[0].cycle, (Ranks{0, 1, 2}));
+}
+
+TEST(Analyze, DeterministicWhateverTheDumpOrder) {
+  JobBuilder b;
+  for (int r = 0; r < 8; ++r) b.Steps(r, "0", 1, 3);
+  for (int r = 0; r < 8; ++r)
+    if (r != 5) b.Coll(r, "0", 4, "all_reduce");
+  model::Job job = b.Build();
+  Diagnosis a = Analyze(job);
+  std::reverse(job.dumps.begin(), job.dumps.end());
+  std::sort(job.dumps.begin(), job.dumps.end(),
+            [](const model::RankDump& x, const model::RankDump& y) { return x.rank < y.rank; });
+  Diagnosis c = Analyze(job);
+  EXPECT_EQ(a.verdict, c.verdict);
+  EXPECT_EQ(a.findings[0].culprit_ranks, Ranks{5});
+}
+
+}  // namespace
+}  // namespace hangdx::analyze

@@ -1,0 +1,64 @@
+// hangdx/base/status.h
+// Status and StatusOr<T>: how library functions report operational errors
+// (unreadable file, bad usage) without exceptions. Data problems in inputs
+// are not errors: they become model::Diagnostic entries and parsing goes on.
+//
+//   StatusOr<std::string> data = ReadFile(path);
+//   if (!data.ok()) return data.status();
+#pragma once
+
+#include <cassert>
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace hangdx {
+
+// Status: ok, or an error code with a human-readable message that names
+// what failed (file, offset, field). Cheap to copy; not thread-affine.
+class Status {
+ public:
+  enum class Code { kOk, kInvalidArgument, kNotFound, kIo, kDataLoss, kUnimplemented };
+
+  Status() = default;
+  Status(Code code, std::string message) : code_(code), message_(std::move(message)) {}
+
+  static Status Ok() { return Status(); }
+  bool ok() const { return code_ == Code::kOk; }
+  Code code() const { return code_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  Code code_ = Code::kOk;
+  std::string message_;
+};
+
+inline Status InvalidArgument(std::string m) { return {Status::Code::kInvalidArgument, std::move(m)}; }
+inline Status NotFound(std::string m) { return {Status::Code::kNotFound, std::move(m)}; }
+inline Status IoError(std::string m) { return {Status::Code::kIo, std::move(m)}; }
+inline Status DataLoss(std::string m) { return {Status::Code::kDataLoss, std::move(m)}; }
+
+// StatusOr<T>: a T, or the Status that explains why there is none.
+// Never holds an ok Status without a value.
+template <typename T>
+class [[nodiscard]] StatusOr {
+ public:
+  StatusOr(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  StatusOr(Status status) : status_(std::move(status)) { assert(!status_.ok()); }  // NOLINT
+
+  bool ok() const { return value_.has_value(); }
+  const Status& status() const { return status_; }
+  T& value() & { assert(ok()); return *value_; }
+  const T& value() const& { assert(ok()); return *value_; }
+  T&& value() && { assert(ok()); return std::move(*value_); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+
+ private:
+  Status status_;
+  std::optional<T> value_;
+};
+
+}  // namespace hangdx

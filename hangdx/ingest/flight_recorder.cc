@@ -1,0 +1,460 @@
+#include "hangdx/ingest/flight_recorder.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+
+#include "hangdx/ingest/pickle.h"
+
+namespace hangdx::ingest {
+namespace {
+
+using model::Diagnostic;
+using Sev = model::Diagnostic::Severity;
+
+// ---- Node adapters: one converter serves both pickle and JSON trees. ----
+
+struct PNode {
+  const PickleValue* v;
+  bool null() const { return !v || v->kind == PickleValue::Kind::kNone; }
+  bool is_dict() const { return v && v->is_dict(); }
+  bool is_seq() const { return v && v->is_seq(); }
+  bool str(std::string_view* out) const {
+    if (!v || v->kind != PickleValue::Kind::kStr) return false;
+    *out = v->s;
+    return true;
+  }
+  bool integer(int64_t* out) const {
+    if (!v) return false;
+    if (v->kind == PickleValue::Kind::kInt) { *out = v->i; return true; }
+    if (v->kind == PickleValue::Kind::kBool) { *out = v->b; return true; }
+    if (v->kind == PickleValue::Kind::kStr) {  // seq ids passed as strings in PyTorch's tests
+      auto r = std::from_chars(v->s.data(), v->s.data() + v->s.size(), *out);
+      return r.ec == std::errc() && r.ptr == v->s.data() + v->s.size();
+    }
+    return false;
+  }
+  bool number(double* out) const {
+    if (!v) return false;
+    if (v->kind == PickleValue::Kind::kFloat) { *out = v->f; return true; }
+    if (v->kind == PickleValue::Kind::kInt) { *out = static_cast<double>(v->i); return true; }
+    return false;
+  }
+  bool boolean(bool* out) const {
+    if (!v) return false;
+    if (v->kind == PickleValue::Kind::kBool) { *out = v->b; return true; }
+    if (v->kind == PickleValue::Kind::kInt) { *out = v->i != 0; return true; }
+    return false;
+  }
+  PNode get(std::string_view key) const { return PNode{v ? v->Get(key) : nullptr}; }
+  size_t size() const { return v && (v->is_seq() || v->is_dict()) ? v->size() : 0; }
+  PNode at(size_t i) const { return PNode{&v->c->items[i]}; }
+  template <typename F>
+  void items(F f) const {  // dict items with string keys
+    if (!is_dict()) return;
+    const auto& it = v->c->items;
+    for (size_t i = 0; i + 1 < it.size(); i += 2) {
+      std::string key;
+      if (it[i].kind == PickleValue::Kind::kStr) key = std::string(it[i].s);
+      else if (it[i].kind == PickleValue::Kind::kInt) key = std::to_string(it[i].i);
+      else continue;
+      f(key, PNode{&it[i + 1]});
+    }
+  }
+  bool present() const { return v != nullptr; }
+  // Identity of a shared container: memoised frame dicts are one object.
+  const void* identity() const { return v && v->c ? static_cast<const void*>(v->c) : v; }
+};
+
+struct JNode {
+  const nlohmann::json* v;
+  bool null() const { return !v || v->is_null(); }
+  bool is_dict() const { return v && v->is_object(); }
+  bool is_seq() const { return v && v->is_array(); }
+  bool str(std::string_view* out) const {
+    if (!v || !v->is_string()) return false;
+    *out = v->get_ref<const std::string&>();
+    return true;
+  }
+  bool integer(int64_t* out) const {
+    if (!v) return false;
+    if (v->is_number_integer()) { *out = v->get<int64_t>(); return true; }
+    if (v->is_number_unsigned()) {
+      uint64_t u = v->get<uint64_t>();
+      if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return false;
+      *out = static_cast<int64_t>(u);
+      return true;
+    }
+    if (v->is_boolean()) { *out = v->get<bool>(); return true; }
+    if (v->is_string()) {  // pg_status values are strings in JSON dumps
+      const auto& s = v->get_ref<const std::string&>();
+      auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
+      return r.ec == std::errc() && r.ptr == s.data() + s.size();
+    }
+    return false;
+  }
+  bool number(double* out) const {
+    if (!v || !v->is_number()) return false;
+    *out = v->get<double>();
+    return true;
+  }
+  bool boolean(bool* out) const {
+    if (!v) return false;
+    if (v->is_boolean()) { *out = v->get<bool>(); return true; }
+    if (v->is_number_integer()) { *out = v->get<int64_t>() != 0; return true; }
+    return false;
+  }
+  JNode get(std::string_view key) const {
+    if (!v || !v->is_object()) return JNode{nullptr};
+    auto it = v->find(key);
+    return JNode{it == v->end() ? nullptr : &*it};
+  }
+  size_t size() const { return v && (v->is_array() || v->is_object()) ? v->size() : 0; }
+  JNode at(size_t i) const { return JNode{&(*v)[i]}; }
+  template <typename F>
+  void items(F f) const {
+    if (!is_dict()) return;
+    for (auto it = v->begin(); it != v->end(); ++it) f(it.key(), JNode{&it.value()});
+  }
+  bool present() const { return v != nullptr; }
+  const void* identity() const { return v; }
+};
+
+// Collects per-file problems, deduplicated by message, with a count.
+class DiagSink {
+ public:
+  DiagSink(const std::string& file, model::Rank rank, std::vector<Diagnostic>* out)
+      : file_(file), rank_(rank), out_(out) {}
+  ~DiagSink() {
+    for (auto& [msg, n] : counts_) {
+      Diagnostic d;
+      d.severity = Sev::kWarning;
+      d.file = file_;
+      d.rank = rank_;
+      d.message = n > 1 ? msg + " (" + std::to_string(n) + " times)" : msg;
+      out_->push_back(std::move(d));
+    }
+  }
+  void Warn(const std::string& msg) {
+    auto [it, fresh] = counts_.try_emplace(msg, 0);
+    if (fresh) order_.push_back(msg);
+    ++it->second;
+  }
+  void Add(Sev sev, std::string msg, int64_t offset = -1) {
+    Diagnostic d;
+    d.severity = sev;
+    d.file = file_;
+    d.rank = rank_;
+    d.offset = offset;
+    d.message = std::move(msg);
+    out_->push_back(std::move(d));
+  }
+
+ private:
+  const std::string& file_;
+  model::Rank rank_;
+  std::vector<Diagnostic>* out_;
+  std::vector<std::string> order_;
+  std::map<std::string, int> counts_;
+};
+
+template <typename N>
+bool ReadShapes(N n, std::vector<model::Shape>* out) {
+  if (n.null()) return true;
+  if (!n.is_seq()) return false;
+  out->reserve(n.size());
+  for (size_t i = 0; i < n.size(); ++i) {
+    N s = n.at(i);
+    if (!s.is_seq()) return false;
+    model::Shape shape;
+    shape.reserve(s.size());
+    for (size_t k = 0; k < s.size(); ++k) {
+      int64_t d;
+      if (!s.at(k).integer(&d)) return false;
+      shape.push_back(d);
+    }
+    out->push_back(std::move(shape));
+  }
+  return true;
+}
+
+template <typename N>
+bool ReadStrings(N n, std::vector<std::string>* out) {
+  if (n.null()) return true;
+  std::string_view s;
+  if (n.str(&s)) {  // PyTorch's own tests pass a bare dtype string
+    out->emplace_back(s);
+    return true;
+  }
+  if (!n.is_seq()) return false;
+  for (size_t i = 0; i < n.size(); ++i) {
+    if (!n.at(i).str(&s)) return false;
+    out->emplace_back(s);
+  }
+  return true;
+}
+
+// pg_config ranks: "[0, 1, 2]" (ProcessGroupNCCL) or "[0,1,2]" (TorchComm);
+// also accept a real list.
+template <typename N>
+bool ReadRankList(N n, std::vector<model::Rank>* out) {
+  std::string_view s;
+  if (n.is_seq()) {
+    for (size_t i = 0; i < n.size(); ++i) {
+      int64_t r;
+      if (!n.at(i).integer(&r)) return false;
+      out->push_back(r);
+    }
+  } else if (n.str(&s)) {
+    size_t i = 0;
+    while (i < s.size() && (s[i] == ' ' || s[i] == '[' || s[i] == '(' || s[i] == '{')) ++i;
+    while (i < s.size()) {
+      while (i < s.size() && (s[i] == ' ' || s[i] == ',')) ++i;
+      if (i >= s.size() || s[i] == ']' || s[i] == ')' || s[i] == '}') break;
+      int64_t r;
+      auto res = std::from_chars(s.data() + i, s.data() + s.size(), r);
+      if (res.ec != std::errc()) return false;
+      out->push_back(r);
+      i = res.ptr - s.data();
+    }
+  } else {
+    return false;
+  }
+  std::sort(out->begin(), out->end());
+  out->erase(std::unique(out->begin(), out->end()), out->end());
+  return true;
+}
+
+model::OpState ParseState(std::string_view s) {
+  if (s == "completed") return model::OpState::kCompleted;
+  if (s == "started") return model::OpState::kStarted;
+  if (s == "scheduled") return model::OpState::kScheduled;
+  return model::OpState::kUnknown;
+}
+
+template <typename N>
+class Converter {
+ public:
+  Converter(model::RankDump* dump, DiagSink* sink) : dump_(dump), sink_(sink) {}
+
+  bool Run(N root) {
+    N entries{nullptr};
+    if (root.is_seq()) {  // pre-2024 dumps: a bare list of entries
+      sink_->Warn("top level is a bare list (dump older than version 2.2): read as entries");
+      entries = root;
+    } else if (!root.is_dict()) {
+      sink_->Add(Sev::kError, "not a Flight Recorder dump: top level is neither a dict nor a list");
+      return false;
+    } else {
+      ReadHeader(root);
+      entries = root.get("entries");
+      if (!root.get("version").present() && !entries.present()) {
+        sink_->Add(Sev::kError, "not a Flight Recorder dump: no 'version' and no 'entries' key");
+        return false;
+      }
+    }
+    if (entries.present() && !entries.null() && !entries.is_seq()) {
+      sink_->Add(Sev::kError, "'entries' is not a list");
+      return false;
+    }
+    size_t n = entries.present() ? entries.size() : 0;
+    dump_->ops.reserve(n);
+    for (size_t i = 0; i < n; ++i) ReadEntry(entries.at(i), i);
+    return true;
+  }
+
+ private:
+  void ReadHeader(N root) {
+    std::string_view s;
+    N version = root.get("version");
+    if (version.present()) {
+      if (!version.str(&s)) {
+        sink_->Warn("'version' is not a string");
+      } else {
+        dump_->version = std::string(s);
+        int major = 0, minor = 0;
+        size_t dot = s.find('.');
+        bool ok = dot != std::string_view::npos &&
+                  std::from_chars(s.data(), s.data() + dot, major).ec == std::errc() &&
+                  std::from_chars(s.data() + dot + 1, s.data() + s.size(), minor).ec == std::errc();
+        if (!ok || major != 2 || minor < 2 || minor > 10)
+          sink_->Add(Sev::kWarning, "unknown Flight Recorder version '" + std::string(s) +
+                                        "' (known: 2.2 to 2.10); fields are read by presence");
+      }
+    }
+    for (const char* key : {"comm_lib_version", "nccl_version", "xccl_version"}) {
+      if (root.get(key).str(&s) && !s.empty()) {
+        dump_->comm_lib_version = std::string(s);
+        break;
+      }
+    }
+    root.get("pg_config").items([&](const std::string& name, N cfg) {
+      model::PgConfig pc;
+      std::string_view v;
+      pc.name = cfg.get("name").str(&v) ? std::string(v) : name;
+      if (cfg.get("desc").str(&v)) pc.desc = std::string(v);
+      N ranks = cfg.get("ranks");
+      if (ranks.present() && !ReadRankList(ranks, &pc.ranks)) {
+        sink_->Warn("pg_config '" + name + "': cannot read 'ranks'");
+        pc.ranks.clear();
+      }
+      pc.ranks_known = !pc.ranks.empty();
+      if (name.empty() && pc.ranks.empty()) return;  // gloo writes an empty placeholder
+      dump_->pg_config[name] = std::move(pc);
+    });
+    root.get("pg_status").items([&](const std::string& key, N st) {
+      int64_t pg_id;
+      auto r = std::from_chars(key.data(), key.data() + key.size(), pg_id);
+      if (r.ec != std::errc()) {
+        sink_->Warn("pg_status key '" + key + "' is not a pg id");
+        return;
+      }
+      model::PgStatus ps;
+      st.get("last_enqueued_collective").integer(&ps.last_enqueued);
+      st.get("last_started_collective").integer(&ps.last_started);
+      st.get("last_completed_collective").integer(&ps.last_completed);
+      dump_->pg_status[pg_id] = ps;
+    });
+  }
+
+  uint32_t InternFrame(N f) {
+    // Pickle dumps share one dict per distinct frame: intern by identity.
+    const void* key = f.identity();
+    auto it = frame_ids_.find(key);
+    if (it != frame_ids_.end()) return it->second;
+    model::Frame fr;
+    std::string_view s;
+    if (f.get("name").str(&s)) fr.name = std::string(s);
+    if (f.get("filename").str(&s)) fr.filename = std::string(s);
+    f.get("line").integer(&fr.line);
+    uint32_t id = static_cast<uint32_t>(dump_->frames.size());
+    dump_->frames.push_back(std::move(fr));
+    frame_ids_.emplace(key, id);
+    return id;
+  }
+
+  void ReadEntry(N e, size_t index) {
+    std::string where = "entry " + std::to_string(index);
+    if (!e.is_dict()) {
+      sink_->Warn("an entry is not a dict; skipped");
+      return;
+    }
+    model::OpRecord op;
+    std::string_view s;
+    if (!e.get("profiling_name").str(&s)) {
+      sink_->Warn("an entry has no 'profiling_name'; skipped");
+      return;
+    }
+    op.profiling_name = std::string(s);
+    model::ParseProfilingName(&op);
+    auto int_field = [&](const char* key, int64_t* out) {
+      N f = e.get(key);
+      if (f.present() && !f.null() && !f.integer(out)) sink_->Warn(std::string("field '") + key + "' is not an integer");
+    };
+    int_field("record_id", &op.record_id);
+    int_field("pg_id", &op.pg_id);
+    int_field("collective_seq_id", &op.collective_seq);
+    int_field("p2p_seq_id", &op.p2p_seq);
+    int_field("op_id", &op.op_id);
+    int_field("time_created_ns", &op.time_created_ns);
+    int_field("time_discovered_started_ns", &op.time_started_ns);
+    int_field("time_discovered_completed_ns", &op.time_completed_ns);
+    int_field("timeout_ms", &op.timeout_ms);
+    N pg = e.get("process_group");
+    if (pg.is_seq() && pg.size() >= 1) {
+      if (pg.at(0).str(&s)) op.pg_name = std::string(s);
+      if (pg.size() >= 2 && pg.at(1).str(&s)) op.pg_desc = std::string(s);
+    } else if (pg.present()) {
+      sink_->Warn("field 'process_group' is not a (name, desc) pair");
+    }
+    if (!ReadShapes(e.get("input_sizes"), &op.input_sizes)) sink_->Warn("field 'input_sizes' is malformed");
+    if (!ReadShapes(e.get("output_sizes"), &op.output_sizes)) sink_->Warn("field 'output_sizes' is malformed");
+    if (!ReadStrings(e.get("input_dtypes"), &op.input_dtypes)) sink_->Warn("field 'input_dtypes' is malformed");
+    if (!ReadStrings(e.get("output_dtypes"), &op.output_dtypes)) sink_->Warn("field 'output_dtypes' is malformed");
+    if (e.get("state").str(&s)) {
+      op.state = ParseState(s);
+      if (op.state == model::OpState::kUnknown) sink_->Warn("unknown state '" + std::string(s) + "'");
+    }
+    e.get("retired").boolean(&op.retired);
+    e.get("is_p2p").boolean(&op.is_p2p);
+    if (op.op == "send" || op.op == "recv") op.is_p2p = true;
+    double ms;
+    if (e.get("duration_ms").number(&ms) && std::isfinite(ms)) op.duration_ms = ms;
+    if (e.get("thread_name").str(&s)) op.thread_name = std::string(s);
+    if (e.get("thread_id").str(&s)) op.thread_id = std::string(s);
+    N frames = e.get("frames");
+    if (frames.is_seq()) {
+      op.frames.reserve(frames.size());
+      for (size_t i = 0; i < frames.size(); ++i)
+        if (frames.at(i).is_dict()) op.frames.push_back(InternFrame(frames.at(i)));
+    }
+    dump_->ops.push_back(std::move(op));
+  }
+
+  model::RankDump* dump_;
+  DiagSink* sink_;
+  std::unordered_map<const void*, uint32_t> frame_ids_;
+};
+
+}  // namespace
+
+void DeriveCompletion(model::RankDump* dump) {
+  for (auto& op : dump->ops) {
+    op.completed = op.state == model::OpState::kCompleted;
+    // gloo's recorder never moves `state` past "scheduled"; the watchdog
+    // retires a work item when it ends (successfully or not), and pg_status
+    // can lag behind that. Measured on torch 2.13 (see testdata/torch).
+    if (op.backend == "gloo" && op.retired) op.completed = true;
+    if (!op.completed && !op.is_p2p && op.collective_seq >= 0) {
+      auto it = dump->pg_status.find(op.pg_id);
+      if (it != dump->pg_status.end() && op.collective_seq <= it->second.last_completed)
+        op.completed = true;
+    }
+  }
+}
+
+bool ParseFlightRecorderPickle(std::string data, const std::string& file,
+                               model::RankDump* dump, std::vector<Diagnostic>* diags) {
+  DiagSink sink(file, dump->rank, diags);
+  if (data.empty()) {
+    sink.Add(Sev::kError, "empty file", 0);
+    return false;
+  }
+  PickleDocument doc;
+  PickleError err;
+  size_t size = data.size();
+  if (!doc.Parse(std::move(data), &err)) {
+    sink.Add(Sev::kError, "unreadable pickle at byte " + std::to_string(err.offset) + " of " +
+                              std::to_string(size) + ": " + err.message,
+             err.offset);
+    return false;
+  }
+  dump->format = "fr-pickle";
+  Converter<PNode> conv(dump, &sink);
+  if (!conv.Run(PNode{&doc.root()})) return false;
+  DeriveCompletion(dump);
+  return true;
+}
+
+bool ParseFlightRecorderJson(const std::string& data, const std::string& file,
+                             model::RankDump* dump, std::vector<Diagnostic>* diags) {
+  DiagSink sink(file, dump->rank, diags);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(data);
+  } catch (const nlohmann::json::parse_error& e) {
+    sink.Add(Sev::kError, std::string("unreadable JSON at byte ") + std::to_string(e.byte) + ": " + e.what(),
+             static_cast<int64_t>(e.byte));
+    return false;
+  }
+  dump->format = "fr-json";
+  Converter<JNode> conv(dump, &sink);
+  if (!conv.Run(JNode{&j})) return false;
+  DeriveCompletion(dump);
+  return true;
+}
+
+}  // namespace hangdx::ingest

@@ -1,0 +1,38 @@
+// hangdx/ingest/flight_recorder.h
+// Reader for PyTorch Flight Recorder dumps, pickle and JSON, versions 2.2 to
+// 2.10 (fields read by presence, so later versions that only add keys work).
+//
+// Upstream writers: pickle from torch/csrc/distributed/c10d/FlightRecorder
+// (dump_entries + TraceUtils.h::pickle_str, protocol 2); JSON from
+// FlightRecorder::dump_json (nlohmann::json; `_dump_fr_trace_json`,
+// `_dump_nccl_trace_json`). The two differ: JSON has no frames, pg_status
+// values are strings, time_discovered_* are 0 instead of None.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hangdx/model/job.h"
+
+namespace hangdx::ingest {
+
+// Parses a Flight Recorder pickle held in `data`, read from `file`, into
+// *dump (whose `rank` the caller sets). Returns false when nothing usable was
+// found (refused or malformed pickle, wrong top-level shape); every problem,
+// fatal or not, is appended to *diags with the file, and for pickle errors
+// the byte offset. Partial problems (one bad entry) skip that entry only.
+bool ParseFlightRecorderPickle(std::string data, const std::string& file,
+                               model::RankDump* dump,
+                               std::vector<model::Diagnostic>* diags);
+
+// Same for a JSON dump. Byte offsets of JSON syntax errors are reported.
+bool ParseFlightRecorderJson(const std::string& data, const std::string& file,
+                             model::RankDump* dump,
+                             std::vector<model::Diagnostic>* diags);
+
+// Derives OpRecord::completed for every op of *dump from `state`, from
+// pg_status last_completed, and for gloo (which never updates `state`) from
+// `retired`.
+void DeriveCompletion(model::RankDump* dump);
+
+}  // namespace hangdx::ingest

@@ -1,0 +1,199 @@
+#include "hangdx/ingest/load.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "hangdx/base/file.h"
+#include "hangdx/ingest/flight_recorder.h"
+#include "hangdx/ingest/pickle.h"
+#include "hangdx/ingest/snapshot.h"
+
+namespace hangdx::ingest {
+namespace fs = std::filesystem;
+using model::Diagnostic;
+using Sev = Diagnostic::Severity;
+
+int64_t RankFromFileName(const std::string& path) {
+  std::string base = fs::path(path).filename().string();
+  for (const char* ext : {".pkl", ".pickle", ".json", ".txt", ".log", ".bin"}) {
+    size_t n = std::strlen(ext);
+    if (base.size() > n && base.compare(base.size() - n, n, ext) == 0) {
+      base.resize(base.size() - n);
+      break;
+    }
+  }
+  size_t end = base.size();
+  size_t begin = end;
+  while (begin > 0 && std::isdigit(static_cast<unsigned char>(base[begin - 1]))) --begin;
+  if (begin == end || end - begin > 9) return -1;
+  return std::stoll(base.substr(begin, end - begin));
+}
+
+Format SniffFormat(const std::string& data) {
+  if (LooksLikePickle(data)) return Format::kFlightRecorderPickle;
+  size_t i = 0;
+  while (i < data.size() && std::isspace(static_cast<unsigned char>(data[i]))) ++i;
+  if (i >= data.size() || (data[i] != '{' && data[i] != '[')) return Format::kUnknown;
+  nlohmann::json j = nlohmann::json::parse(data, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    // A truncated JSON dump is still a Flight Recorder dump the user meant
+    // to give: let the parser report where it breaks.
+    if (data.find("\"entries\"") != std::string::npos || data.find("\"pg_config\"") != std::string::npos ||
+        data.find("\"version\"") != std::string::npos)
+      return Format::kFlightRecorderJson;
+    if (data.find("\"waiting_for_ranks\"") != std::string::npos) return Format::kWaitSnapshot;
+    return Format::kUnknown;
+  }
+  if (j.is_object() && (j.contains("entries") || j.contains("pg_config") ||
+                        (j.contains("version") && j.contains("pg_status"))))
+    return Format::kFlightRecorderJson;
+  if (LooksLikeWaitSnapshot(data)) return Format::kWaitSnapshot;
+  return Format::kUnknown;
+}
+
+namespace {
+
+struct FileResult {
+  std::string path;
+  std::vector<model::RankDump> dumps;
+  std::vector<Diagnostic> diags;
+};
+
+void LoadOne(const std::string& path, const LoadOptions& opt, FileResult* res) {
+  res->path = path;
+  auto add = [&](Sev sev, std::string msg, int64_t off = -1) {
+    Diagnostic d;
+    d.severity = sev;
+    d.file = path;
+    d.offset = off;
+    d.message = std::move(msg);
+    res->diags.push_back(std::move(d));
+  };
+  StatusOr<std::string> data = ReadFile(path, opt.max_file_bytes);
+  if (!data.ok()) {
+    add(Sev::kError, data.status().message());
+    return;
+  }
+  Format f = SniffFormat(*data);
+  if (f == Format::kUnknown) {
+    if (data->empty()) add(Sev::kWarning, "empty file; skipped", 0);
+    else add(Sev::kInfo, "not a format hangdx reads (Flight Recorder pickle or JSON, wait snapshot); skipped");
+    return;
+  }
+  if (f == Format::kWaitSnapshot) {
+    ParseWaitSnapshot(*data, path, &res->dumps, &res->diags);
+    return;
+  }
+  model::RankDump dump;
+  dump.file = path;
+  auto it = opt.rank_of.find(path);
+  dump.rank = it != opt.rank_of.end() ? it->second : RankFromFileName(path);
+  bool ok = f == Format::kFlightRecorderPickle
+                ? ParseFlightRecorderPickle(std::move(*data), path, &dump, &res->diags)
+                : ParseFlightRecorderJson(*data, path, &dump, &res->diags);
+  if (!ok) return;
+  if (dump.rank < 0) {
+    add(Sev::kError, "cannot tell which rank this dump belongs to: its name does not end in a "
+                     "rank number; pass --rank " + path + "=RANK");
+    return;
+  }
+  res->dumps.push_back(std::move(dump));
+}
+
+void Walk(const fs::path& p, std::vector<std::string>* out, std::vector<Diagnostic>* diags) {
+  std::error_code ec;
+  if (fs::is_directory(p, ec)) {
+    std::vector<fs::path> kids;
+    for (fs::recursive_directory_iterator it(p, fs::directory_options::skip_permission_denied, ec), end;
+         it != end; it.increment(ec)) {
+      if (ec) break;
+      std::string name = it->path().filename().string();
+      if (!name.empty() && name[0] == '.') {
+        if (it->is_directory(ec)) it.disable_recursion_pending();
+        continue;
+      }
+      if (it->is_regular_file(ec)) kids.push_back(it->path());
+    }
+    if (ec) {
+      Diagnostic d;
+      d.file = p.string();
+      d.message = "cannot list folder completely: " + ec.message();
+      diags->push_back(std::move(d));
+    }
+    std::sort(kids.begin(), kids.end());
+    for (auto& k : kids) out->push_back(k.string());
+  } else {
+    out->push_back(p.string());
+  }
+}
+
+}  // namespace
+
+StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOptions& opt) {
+  model::Job job;
+  job.world_size = opt.world_size;
+  std::vector<std::string> files;
+  for (const auto& p : paths) {
+    std::error_code ec;
+    if (!fs::exists(p, ec)) return NotFound(p + ": no such file or folder");
+    Walk(p, &files, &job.diagnostics);
+  }
+  job.files = files;
+  std::vector<FileResult> results(files.size());
+  int threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::thread::hardware_concurrency());
+  threads = std::max(1, std::min<int>(threads, static_cast<int>(files.size())));
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < files.size();) LoadOne(files[i], opt, &results[i]);
+  };
+  if (threads <= 1) {
+    worker();
+  } else {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
+    for (auto& t : pool) t.join();
+  }
+  // Merge in file order (deterministic whatever the thread count).
+  std::map<model::Rank, model::RankDump> by_rank;
+  for (auto& r : results) {
+    for (auto& d : r.diags) job.diagnostics.push_back(std::move(d));
+    for (auto& d : r.dumps) {
+      auto [it, fresh] = by_rank.try_emplace(d.rank);
+      if (fresh) {
+        it->second = std::move(d);
+        continue;
+      }
+      model::RankDump& have = it->second;
+      if (d.wait && !have.wait && have.format != "wait-snapshot" && d.format == "wait-snapshot") {
+        have.wait = std::move(d.wait);  // a live wait state adds to a dump
+        continue;
+      }
+      if (have.wait && have.format == "wait-snapshot" && d.format != "wait-snapshot") {
+        d.wait = std::move(have.wait);
+        have = std::move(d);
+        continue;
+      }
+      // Two dumps of one rank (e.g. its pickle and its JSON): keep the one
+      // with more entries, the pickle on a tie (it carries stack frames).
+      bool take = d.ops.size() > have.ops.size() ||
+                  (d.ops.size() == have.ops.size() && d.format == "fr-pickle" && have.format != "fr-pickle");
+      Diagnostic diag;
+      diag.severity = Sev::kInfo;
+      diag.rank = d.rank;
+      diag.file = take ? have.file : d.file;
+      diag.message = "rank " + std::to_string(d.rank) + " has two dumps; using " +
+                     (take ? d.file : have.file) + " and ignoring this one";
+      job.diagnostics.push_back(std::move(diag));
+      if (take) have = std::move(d);
+    }
+  }
+  for (auto& [r, d] : by_rank) job.dumps.push_back(std::move(d));
+  return job;
+}
+
+}  // namespace hangdx::ingest

@@ -1,0 +1,45 @@
+// hangdx/ingest/load.h
+// Turns the paths a user gives (files and folders, searched recursively)
+// into one model::Job: sniffs each file's format from its content (never its
+// name), infers each file's rank from its name, parses files in parallel,
+// and records every problem as a Diagnostic. Bad files never stop the load.
+//
+//   LoadOptions opt;
+//   opt.threads = 8;
+//   StatusOr<model::Job> job = LoadJob({"dumps/"}, opt);
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "hangdx/base/status.h"
+#include "hangdx/model/job.h"
+
+namespace hangdx::ingest {
+
+struct LoadOptions {
+  int threads = 0;                          // 0: all cores
+  std::map<std::string, int64_t> rank_of;   // file path -> rank (overrides the name)
+  int64_t world_size = -1;                  // -1: infer
+  uint64_t max_file_bytes = uint64_t{4} << 30;
+};
+
+// Infers the global rank from a dump's file name: the last run of digits of
+// the base name once known extensions (.pkl .pickle .json .txt .log) are
+// removed, e.g. "nccl_trace_rank_container-node02_5" -> 5,
+// "fr_trace_rank_12.json" -> 12. Returns -1 when the name ends in no digits.
+int64_t RankFromFileName(const std::string& path);
+
+// The input formats hangdx recognizes, by content.
+enum class Format { kUnknown, kFlightRecorderPickle, kFlightRecorderJson, kWaitSnapshot };
+
+// Sniffs `data` (the file's first bytes suffice for pickle; JSON is parsed).
+Format SniffFormat(const std::string& data);
+
+// Loads every path. Errors (kNotFound) only when a given path does not
+// exist; an empty result with diagnostics is not an error.
+StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOptions& options);
+
+}  // namespace hangdx::ingest

@@ -1,0 +1,62 @@
+#include "hangdx/ingest/load.h"
+
+#include <gtest/gtest.h>
+
+namespace hangdx::ingest {
+namespace {
+
+TEST(RankFromFileName, Prefixes) {
+  EXPECT_EQ(RankFromFileName("/tmp/trace_0"), 0);
+  EXPECT_EQ(RankFromFileName("nccl_trace_rank_container-node02_5"), 5);  // pytorch#140879
+  EXPECT_EQ(RankFromFileName("dir/fr_trace_rank_12.json"), 12);
+  EXPECT_EQ(RankFromFileName("comm_lib_trace_rank_1023"), 1023);
+  EXPECT_EQ(RankFromFileName("host7.pickle"), 7);
+  EXPECT_EQ(RankFromFileName("README"), -1);
+}
+
+TEST(SniffFormat, ByContent) {
+  EXPECT_EQ(SniffFormat(std::string("\x80\x02}.", 4)), Format::kFlightRecorderPickle);
+  EXPECT_EQ(SniffFormat("{\"version\": \"2.10\", \"entries\": []}"), Format::kFlightRecorderJson);
+  EXPECT_EQ(SniffFormat("{\"version\": \"2.10\", \"entr"), Format::kFlightRecorderJson);
+  EXPECT_EQ(SniffFormat("{\"0\": {\"current_op\": \"send\", \"waiting_for_ranks\": [1]}}"), Format::kWaitSnapshot);
+  EXPECT_EQ(SniffFormat("{\"kind\": \"x\"}"), Format::kUnknown);
+  EXPECT_EQ(SniffFormat("[rank0]: RuntimeError"), Format::kUnknown);
+}
+
+TEST(LoadJob, RealDumpsAndJunkInOneFolder) {
+  std::string dir = std::string(HANGDX_SOURCE_DIR) + "/hangdx/ingest/testdata";
+  LoadOptions opt;
+  opt.threads = 2;
+  auto job = LoadJob({dir}, opt);
+  ASSERT_TRUE(job.ok());
+  // gloo_rank0/1 as pickle and JSON: one dump per rank survives; the
+  // data_p*/evil_* pickles are files with rank-less names or refused.
+  ASSERT_EQ(job->dumps.size(), 2u);
+  EXPECT_EQ(job->dumps[0].rank, 0);
+  EXPECT_EQ(job->dumps[0].format, "fr-pickle");
+  EXPECT_EQ(job->dumps[1].rank, 1);
+  bool evil_refused = false;
+  for (const auto& d : job->diagnostics)
+    if (d.file.find("evil_proto2_data.pickle") != std::string::npos && d.message.find("refused opcode") != std::string::npos)
+      evil_refused = true;
+  EXPECT_TRUE(evil_refused);
+}
+
+TEST(LoadJob, MissingPathIsAnError) {
+  auto job = LoadJob({"/nonexistent/hangdx"}, {});
+  EXPECT_FALSE(job.ok());
+  EXPECT_EQ(job.status().code(), Status::Code::kNotFound);
+}
+
+TEST(LoadJob, RankOverride) {
+  std::string file = std::string(HANGDX_SOURCE_DIR) + "/hangdx/ingest/testdata/gloo_rank1.json";
+  LoadOptions opt;
+  opt.rank_of[file] = 7;
+  auto job = LoadJob({file}, opt);
+  ASSERT_TRUE(job.ok());
+  ASSERT_EQ(job->dumps.size(), 1u);
+  EXPECT_EQ(job->dumps[0].rank, 7);
+}
+
+}  // namespace
+}  // namespace hangdx::ingest

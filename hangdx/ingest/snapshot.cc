@@ -1,0 +1,96 @@
+#include "hangdx/ingest/snapshot.h"
+
+#include <algorithm>
+#include <charconv>
+#include <nlohmann/json.hpp>
+
+namespace hangdx::ingest {
+namespace {
+
+bool RankKey(const std::string& key, int64_t* r) {
+  auto res = std::from_chars(key.data(), key.data() + key.size(), *r);
+  return res.ec == std::errc() && res.ptr == key.data() + key.size() && *r >= 0;
+}
+
+bool IsSnapshot(const nlohmann::json& j) {
+  if (!j.is_object() || j.empty()) return false;
+  int64_t r;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (!RankKey(it.key(), &r) || !it->is_object()) return false;
+    if (!it->contains("waiting_for_ranks") && !it->contains("current_op")) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool LooksLikeWaitSnapshot(const std::string& data) {
+  nlohmann::json j = nlohmann::json::parse(data, nullptr, /*allow_exceptions=*/false);
+  return IsSnapshot(j);
+}
+
+bool ParseWaitSnapshot(const std::string& data, const std::string& file,
+                       std::vector<model::RankDump>* out,
+                       std::vector<model::Diagnostic>* diags) {
+  auto diag = [&](model::Rank rank, std::string msg, int64_t offset = -1) {
+    model::Diagnostic d;
+    d.file = file;
+    d.rank = rank;
+    d.offset = offset;
+    d.message = std::move(msg);
+    diags->push_back(std::move(d));
+  };
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(data);
+  } catch (const nlohmann::json::parse_error& e) {
+    diag(-1, std::string("unreadable JSON at byte ") + std::to_string(e.byte) + ": " + e.what(),
+         static_cast<int64_t>(e.byte));
+    return false;
+  }
+  if (!IsSnapshot(j)) {
+    diag(-1, "not a wait snapshot: want {\"<rank>\": {\"current_op\", \"waiting_for_ranks\", \"op_seq\"}}");
+    return false;
+  }
+  size_t before = out->size();
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    model::RankDump d;
+    RankKey(it.key(), &d.rank);
+    d.file = file;
+    d.format = "wait-snapshot";
+    model::WaitSnapshot w;
+    const auto& v = *it;
+    bool ok = true;
+    if (auto f = v.find("current_op"); f != v.end()) {
+      if (f->is_string()) w.current_op = f->get<std::string>();
+      else ok = false;
+    }
+    if (auto f = v.find("op_seq"); f != v.end() && !f->is_null()) {
+      if (f->is_number_integer()) w.op_seq = f->get<int64_t>();
+      else ok = false;
+    }
+    if (auto f = v.find("wait_kind"); f != v.end()) {
+      if (f->is_string() && (*f == "any" || *f == "all")) w.any_of = *f == "any";
+      else ok = false;
+    }
+    if (auto f = v.find("waiting_for_ranks"); f != v.end() && !f->is_null()) {
+      if (!f->is_array()) ok = false;
+      for (const auto& x : *f) {
+        if (!x.is_number_integer() || x.get<int64_t>() < 0) { ok = false; break; }
+        w.waiting_for.push_back(x.get<int64_t>());
+      }
+    }
+    if (!ok) {
+      diag(d.rank, "rank " + it.key() + ": malformed wait state (want current_op: str, "
+                   "waiting_for_ranks: [int >= 0], op_seq: int); skipped");
+      continue;
+    }
+    std::sort(w.waiting_for.begin(), w.waiting_for.end());
+    w.waiting_for.erase(std::unique(w.waiting_for.begin(), w.waiting_for.end()), w.waiting_for.end());
+    d.wait = std::move(w);
+    out->push_back(std::move(d));
+  }
+  return out->size() > before;
+}
+
+}  // namespace hangdx::ingest

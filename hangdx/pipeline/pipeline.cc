@@ -1,0 +1,26 @@
+#include "hangdx/pipeline/pipeline.h"
+
+#include "hangdx/report/report.h"
+
+namespace hangdx::pipeline {
+
+StatusOr<analyze::Diagnosis> Diagnose(const std::vector<std::string>& paths, const PipelineOptions& options) {
+  if (paths.empty()) return InvalidArgument("no input paths given");
+  StatusOr<model::Job> job = ingest::LoadJob(paths, options.load);
+  if (!job.ok()) return job.status();
+  return analyze::Analyze(*job, options.analyze);
+}
+
+StatusOr<std::string> Render(const analyze::Diagnosis& d, const std::string& format) {
+  if (format == "text") return report::RenderText(d);
+  if (format == "json") return report::RenderJson(d);
+  if (format == "dot") return report::RenderDot(d);
+  return InvalidArgument("unknown format '" + format + "' (want text, json or dot)");
+}
+
+int ExitCode(const analyze::Diagnosis& d) {
+  if (d.ranks.empty() || d.verdict.rfind("No usable input", 0) == 0) return 2;
+  return d.hang ? 1 : 0;
+}
+
+}  // namespace hangdx::pipeline

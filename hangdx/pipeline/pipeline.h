@@ -1,0 +1,36 @@
+// hangdx/pipeline/pipeline.h
+// The single facade every front-end (CLI, Python, later the watchdog
+// service) calls: paths in, a Diagnosis and its rendering out.
+//
+//   PipelineOptions opt;
+//   StatusOr<analyze::Diagnosis> d = Diagnose({"dumps/"}, opt);
+//   std::string text = Render(*d, "text");
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hangdx/analyze/analyze.h"
+#include "hangdx/base/status.h"
+#include "hangdx/ingest/load.h"
+
+namespace hangdx::pipeline {
+
+struct PipelineOptions {
+  ingest::LoadOptions load;
+  analyze::AnalyzeOptions analyze;
+};
+
+// Loads every path (file or folder) and analyzes the job. Errors only for
+// unusable invocations (a path that does not exist); unreadable files are
+// diagnostics inside the Diagnosis.
+StatusOr<analyze::Diagnosis> Diagnose(const std::vector<std::string>& paths, const PipelineOptions& options);
+
+// Renders as "text", "json" or "dot". Errors: kInvalidArgument for another format.
+StatusOr<std::string> Render(const analyze::Diagnosis& d, const std::string& format);
+
+// Process exit code for a diagnosis: 0 nothing wrong found, 1 a hang or
+// mismatch found, 2 unusable input (no file could be read at all).
+int ExitCode(const analyze::Diagnosis& d);
+
+}  // namespace hangdx::pipeline

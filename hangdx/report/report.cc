@@ -1,0 +1,195 @@
+#include "hangdx/report/report.h"
+
+#include <set>
+
+#include "hangdx/base/rank_set.h"
+
+namespace hangdx::report {
+namespace {
+
+using analyze::Diagnosis;
+using analyze::Finding;
+
+const char* DiagSeverity(model::Diagnostic::Severity s) {
+  switch (s) {
+    case model::Diagnostic::Severity::kInfo: return "info";
+    case model::Diagnostic::Severity::kWarning: return "warning";
+    case model::Diagnostic::Severity::kError: return "error";
+  }
+  return "warning";
+}
+
+std::string PgText(const Finding& f) {
+  if (f.pg_name.empty()) return "";
+  std::string s = "pg " + f.pg_name;
+  if (!f.pg_desc.empty() && f.pg_desc != "undefined") s += " (" + f.pg_desc + ")";
+  if (f.seq >= 0) s += " seq " + std::to_string(f.seq);
+  return s;
+}
+
+}  // namespace
+
+std::string RenderText(const Diagnosis& d, size_t max_findings) {
+  std::string o = d.verdict + "\n";
+  size_t shown = 0;
+  for (const auto& f : d.findings) {
+    if (shown++ == max_findings) {
+      o += "\n... " + std::to_string(d.findings.size() - max_findings) +
+           " more findings (use --format json to see all)\n";
+      break;
+    }
+    o += "\n[" + std::string(analyze::KindName(f.kind)) + ", " + analyze::SeverityName(f.severity) + "] " +
+         f.summary + "\n";
+    std::string pg = PgText(f);
+    if (!pg.empty()) o += "  where:    " + pg + (f.op.empty() ? "" : " " + f.op) + "\n";
+    o += "  culprits: " + (f.culprit_ranks.empty() ? std::string("none named") : FormatRanks(f.culprit_ranks)) + "\n";
+    if (!f.cycle.empty()) {
+      o += "  cycle:    ";
+      for (auto r : f.cycle) o += std::to_string(r) + " -> ";
+      o += std::to_string(f.cycle.front()) + "\n";
+    }
+    for (const auto& role : f.roles) o += "  " + role.role + ": " + FormatRanks(role.ranks) + "\n";
+    if (!f.blocked_behind.empty()) o += "  blocked behind it: ranks " + FormatRanks(f.blocked_behind) + "\n";
+    size_t n = 0;
+    for (const auto& line : f.details) {
+      if (n++ == 6) { o += "  ... " + std::to_string(f.details.size() - 6) + " more\n"; break; }
+      o += "  - " + line + "\n";
+    }
+    n = 0;
+    for (const auto& e : f.evidence) {
+      if (n++ == 6) { o += "  evidence: ... " + std::to_string(f.evidence.size() - 6) + " more\n"; break; }
+      o += "  evidence: " + e.file + " (rank " + std::to_string(e.rank) +
+           (e.record_id >= 0 ? ", record " + std::to_string(e.record_id) : "") + "): " + e.note + "\n";
+    }
+    if (!f.fix_hint.empty()) o += "  fix:      " + f.fix_hint + "\n";
+  }
+  if (!d.pgs.empty()) {
+    o += "\nProcess groups:\n";
+    for (const auto& p : d.pgs) {
+      o += "  pg " + p.name + (p.desc.empty() ? "" : " (" + p.desc + ")") + ": ranks " + FormatRanks(p.ranks) +
+           (p.ranks_inferred ? " (inferred)" : "") + ", last seq " + std::to_string(p.max_seq);
+      if (p.stuck_seq >= 0) o += ", stuck at seq " + std::to_string(p.stuck_seq) + " " + p.stuck_op;
+      o += "\n";
+    }
+  }
+  std::vector<int64_t> seen;
+  for (const auto& r : d.ranks)
+    if (!r.file.empty()) seen.push_back(r.rank);
+  o += "\nRanks with data: " + (seen.empty() ? std::string("none") : FormatRanks(seen));
+  if (!d.ranks_without_dump.empty())
+    o += "; without: " + FormatRanks(d.ranks_without_dump) +
+         (d.world_size_inferred ? " (world size " + std::to_string(d.world_size) + " inferred; set --world-size)"
+                                : "");
+  o += "\n";
+  size_t problems = 0;
+  for (const auto& diag : d.diagnostics)
+    if (diag.severity != model::Diagnostic::Severity::kInfo) ++problems;
+  if (problems) {
+    o += "\nInput problems (" + std::to_string(problems) + "):\n";
+    size_t k = 0;
+    for (const auto& diag : d.diagnostics) {
+      if (diag.severity == model::Diagnostic::Severity::kInfo) continue;
+      if (k++ == 10) { o += "  ...\n"; break; }
+      o += "  " + std::string(DiagSeverity(diag.severity)) + ": " + diag.file +
+           (diag.offset >= 0 ? " @" + std::to_string(diag.offset) : "") + ": " + diag.message + "\n";
+    }
+  }
+  return o;
+}
+
+nlohmann::ordered_json ToJson(const Diagnosis& d) {
+  using J = nlohmann::ordered_json;
+  J j;
+  j["schema_version"] = kSchemaVersion;
+  j["tool"] = "hangdx";
+  j["hang"] = d.hang;
+  j["verdict"] = d.verdict;
+  j["world_size"] = d.world_size;
+  j["world_size_inferred"] = d.world_size_inferred;
+  j["ranks_without_dump"] = d.ranks_without_dump;
+  J findings = J::array();
+  for (const auto& f : d.findings) {
+    J x;
+    x["kind"] = analyze::KindName(f.kind);
+    x["severity"] = analyze::SeverityName(f.severity);
+    x["hang"] = f.hang;
+    x["summary"] = f.summary;
+    x["pg"] = f.pg_name.empty() ? J(nullptr) : J{{"name", f.pg_name}, {"desc", f.pg_desc}};
+    x["seq"] = f.seq >= 0 ? J(f.seq) : J(nullptr);
+    x["op"] = f.op;
+    x["culprit_ranks"] = f.culprit_ranks;
+    J roles = J::array();
+    for (const auto& r : f.roles) roles.push_back({{"role", r.role}, {"ranks", r.ranks}});
+    x["roles"] = roles;
+    x["cycle"] = f.cycle;
+    x["blocked_behind"] = f.blocked_behind;
+    x["details"] = f.details;
+    J ev = J::array();
+    for (const auto& e : f.evidence)
+      ev.push_back({{"file", e.file}, {"rank", e.rank},
+                    {"record_id", e.record_id >= 0 ? J(e.record_id) : J(nullptr)}, {"note", e.note}});
+    x["evidence"] = ev;
+    x["fix_hint"] = f.fix_hint;
+    findings.push_back(std::move(x));
+  }
+  j["findings"] = findings;
+  J pgs = J::array();
+  for (const auto& p : d.pgs)
+    pgs.push_back({{"name", p.name}, {"desc", p.desc}, {"ranks", p.ranks}, {"ranks_inferred", p.ranks_inferred},
+                   {"max_seq", p.max_seq}, {"stuck_seq", p.stuck_seq >= 0 ? J(p.stuck_seq) : J(nullptr)},
+                   {"stuck_op", p.stuck_op}, {"mismatched_seqs", p.mismatched_seqs}});
+  j["process_groups"] = pgs;
+  J ranks = J::array();
+  for (const auto& r : d.ranks)
+    ranks.push_back({{"rank", r.rank}, {"file", r.file.empty() ? J(nullptr) : J(r.file)}, {"state", r.state},
+                     {"last_completed", r.last_completed}, {"current", r.current}});
+  j["ranks"] = ranks;
+  J edges = J::array();
+  for (const auto& e : d.edges)
+    edges.push_back({{"from", e.from}, {"to", e.to}, {"label", e.label}, {"in_cycle", e.in_cycle}});
+  j["wait_for_graph"] = {{"edges", edges}};
+  J diags = J::array();
+  for (const auto& g : d.diagnostics)
+    diags.push_back({{"severity", DiagSeverity(g.severity)}, {"file", g.file},
+                     {"rank", g.rank >= 0 ? J(g.rank) : J(nullptr)},
+                     {"offset", g.offset >= 0 ? J(g.offset) : J(nullptr)}, {"message", g.message}});
+  j["diagnostics"] = diags;
+  j["files"] = d.files.size();
+  return j;
+}
+
+std::string RenderJson(const Diagnosis& d) { return ToJson(d).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"; }
+
+std::string RenderDot(const Diagnosis& d) {
+  std::set<int64_t> culprits, nodes;
+  for (const auto& f : d.findings)
+    if (f.severity == analyze::Severity::kError) culprits.insert(f.culprit_ranks.begin(), f.culprit_ranks.end());
+  for (const auto& e : d.edges) nodes.insert(e.from), nodes.insert(e.to);
+  nodes.insert(culprits.begin(), culprits.end());
+  auto esc = [](std::string s) {
+    std::string o;
+    for (char c : s) {
+      if (c == '"' || c == '\\') o += '\\';
+      o += c;
+    }
+    return o;
+  };
+  std::string o = "digraph wait_for {\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];\n";
+  o += "  label=\"" + esc(d.verdict) + "\";\n  labelloc=t;\n";
+  std::set<int64_t> nodump(d.ranks_without_dump.begin(), d.ranks_without_dump.end());
+  for (int64_t r : nodes) {
+    o += "  r" + std::to_string(r) + " [label=\"rank " + std::to_string(r) + (nodump.count(r) ? "\\n(no dump)" : "") +
+         "\"";
+    if (culprits.count(r)) o += ", style=filled, fillcolor=\"#f4b6b6\"";
+    if (nodump.count(r)) o += ", style=\"filled,dashed\"";
+    o += "];\n";
+  }
+  for (const auto& e : d.edges) {
+    o += "  r" + std::to_string(e.from) + " -> r" + std::to_string(e.to) + " [label=\"" + esc(e.label) + "\"";
+    if (e.in_cycle) o += ", color=red, penwidth=2";
+    o += "];\n";
+  }
+  return o + "}\n";
+}
+
+}  // namespace hangdx::report

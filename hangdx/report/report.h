@@ -1,0 +1,29 @@
+// hangdx/report/report.h
+// Renderers of a Diagnosis: a short human report, the stable JSON document
+// (schema in docs/json-schema.md, versioned by "schema_version"), and
+// Graphviz DOT of the rank-level wait-for graph. Renderers only format.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "hangdx/analyze/diagnosis.h"
+
+namespace hangdx::report {
+
+inline constexpr int kSchemaVersion = 1;
+
+// The human report. Its first line is the verdict in one sentence; rank sets
+// print as ranges. `max_findings` caps the findings shown in full.
+std::string RenderText(const analyze::Diagnosis& d, size_t max_findings = 8);
+
+// The JSON document (see docs/json-schema.md). Deterministic key order.
+nlohmann::ordered_json ToJson(const analyze::Diagnosis& d);
+std::string RenderJson(const analyze::Diagnosis& d);
+
+// Graphviz DOT: one node per rank involved, one edge per wait (label: the op
+// waited in); edges of a cycle red, culprit ranks filled.
+std::string RenderDot(const analyze::Diagnosis& d);
+
+}  // namespace hangdx::report

@@ -1,0 +1,240 @@
+"""Scenario bodies for the gloo fault-injection suite.
+
+Each scenario is run on `world` ranks by worker.py.  The body runs after
+init_process_group; the worker dumps the Flight Recorder when a collective
+raises, or at `deadline` seconds after init (every live rank).
+
+Tiny training loop used by several scenarios: a Linear(8, 4) model, one
+all_reduce of the flattened gradients per step (36 floats), plus a distinct
+extra op where the scenario says so.
+"""
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Dict
+
+import torch
+import torch.distributed as dist
+
+
+@dataclass
+class Ctx:
+    rank: int
+    world: int
+    timeout: float
+    log: Callable[[str], None]
+
+
+@dataclass
+class Scenario:
+    name: str
+    world: int
+    body: Callable[[Ctx], None]
+    timeout: float = 4.0       # init_process_group / new_group timeout (s)
+    deadline: float = 8.0      # watchdog dump, seconds after init
+    env: Dict[str, str] = field(default_factory=dict)
+    doc: str = ""
+
+
+class Trainer:
+    def __init__(self, ctx):
+        torch.manual_seed(0)  # same weights everywhere
+        self.model = torch.nn.Linear(8, 4)
+        self.gen = torch.Generator().manual_seed(100 + ctx.rank)  # per-rank data
+        self.ctx = ctx
+
+    def step(self, i, group=None):
+        x = torch.randn(16, 8, generator=self.gen)
+        y = torch.randn(16, 4, generator=self.gen)
+        self.model.zero_grad()
+        loss = torch.nn.functional.mse_loss(self.model(x), y)
+        loss.backward()
+        flat = torch.cat([p.grad.reshape(-1) for p in self.model.parameters()])
+        self.ctx.log("step %d: all_reduce(grads, numel=%d)" % (i, flat.numel()))
+        dist.all_reduce(flat, group=group)
+        with torch.no_grad():
+            off = 0
+            for p in self.model.parameters():
+                n = p.numel()
+                p -= 0.01 * flat[off:off + n].reshape(p.shape) / self.ctx.world
+                off += n
+        return loss.detach()
+
+
+def sleep_forever(ctx, what):
+    ctx.log("%s (no collective); sleeping until the dump deadline" % what)
+    time.sleep(3600)
+
+
+# a. `if rank == 0: all_reduce(loss)` at the logging step of the loop.
+def sc_a(ctx):
+    tr = Trainer(ctx)
+    steps = 3
+    for i in range(steps):
+        loss = tr.step(i)
+        if i == steps - 1 and ctx.rank == 0:  # rank-dependent logging branch
+            ctx.log("rank 0 only: all_reduce(loss) for logging")
+            dist.all_reduce(loss.reshape(1))
+    sleep_forever(ctx, "training loop done, writing local checkpoint")
+
+
+# b. uneven number of batches; the short rank goes on to the end-of-epoch barrier.
+def sc_b(ctx):
+    tr = Trainer(ctx)
+    nbatches = 3 if ctx.rank == 2 else 4
+    for i in range(nbatches):
+        tr.step(i)
+    ctx.log("epoch done after %d batches: barrier" % nbatches)
+    dist.barrier()
+    sleep_forever(ctx, "after barrier")
+
+
+# c. all_reduce on ranks 0,1 and broadcast on rank 2 at the same seq.
+def sc_c(ctx):
+    tr = Trainer(ctx)
+    for i in range(2):
+        tr.step(i)
+    t = torch.ones(8)
+    if ctx.rank == 2:
+        ctx.log("broadcast(src=0, numel=8)")
+        dist.broadcast(t, src=0)
+    else:
+        ctx.log("all_reduce(numel=8)")
+        dist.all_reduce(t)
+    sleep_forever(ctx, "after the mismatched op")
+
+
+# d. same op, different sizes: rank 3 of 4 all_reduces 24 elements, the others 16.
+# (world 4: gloo aborts the process of a rank that receives a wrongly sized
+# chunk, so one innocent rank leaves no dump; 4 ranks keep a clear majority.)
+def sc_d(ctx):
+    tr = Trainer(ctx)
+    for i in range(2):
+        tr.step(i)
+    t = torch.ones(24 if ctx.rank == 3 else 16)
+    ctx.log("all_reduce(numel=%d)" % t.numel())
+    dist.all_reduce(t)
+    sleep_forever(ctx, "after the mismatched op")
+
+
+# e. same op, same shape, different dtype: rank 3 of 4 float64, the others float32.
+def sc_e(ctx):
+    tr = Trainer(ctx)
+    for i in range(2):
+        tr.step(i)
+    t = torch.ones(16, dtype=torch.float64 if ctx.rank == 3 else torch.float32)
+    ctx.log("all_reduce(dtype=%s)" % t.dtype)
+    dist.all_reduce(t)
+    sleep_forever(ctx, "after the mismatched op")
+
+
+# f1/f2. rank 1 of 4 leaves in the middle of training (exit / SIGKILL) before step 2's all_reduce.
+def _sc_f(ctx, how):
+    tr = Trainer(ctx)
+    for i in range(4):
+        if i == 2 and ctx.rank == 1:
+            if how == "exit":
+                ctx.log("rank 1: sys.exit(0) in the middle of training")
+                sys.stderr.flush()
+                sys.exit(0)
+            ctx.log("rank 1: SIGKILL to self in the middle of training")
+            sys.stderr.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
+        tr.step(i)
+    sleep_forever(ctx, "training loop done")
+
+
+def sc_f1(ctx):
+    _sc_f(ctx, "exit")
+
+
+def sc_f2(ctx):
+    _sc_f(ctx, "kill")
+
+
+# g. P2P: both ranks send first, then receive.
+G_NUMEL = 4 * 1024 * 1024  # 16 MiB of float32
+
+
+def sc_g(ctx):
+    tr = Trainer(ctx)
+    tr.step(0)
+    peer = 1 - ctx.rank
+    out = torch.full((G_NUMEL,), float(ctx.rank))
+    inp = torch.empty(G_NUMEL)
+    ctx.log("send(%d floats) to %d" % (G_NUMEL, peer))
+    dist.send(out, peer)
+    ctx.log("send returned; recv from %d" % peer)
+    dist.recv(inp, peer)
+    ctx.log("recv returned (value %.0f)" % inp[0].item())
+    tr.step(1)
+    sleep_forever(ctx, "after the exchange")
+
+
+# h. two process groups over the same ranks, issued in opposite orders.
+def sc_h(ctx):
+    ga = dist.new_group([0, 1], group_desc="pg_a")
+    gb = dist.new_group([0, 1], group_desc="pg_b")
+    tr = Trainer(ctx)
+    tr.step(0, group=ga)
+    t = torch.ones(8)
+    dist.all_reduce(t, group=gb)  # both in the same order once: fine
+    order = [("pg_a", ga), ("pg_b", gb)] if ctx.rank == 0 else [("pg_b", gb), ("pg_a", ga)]
+    for desc, g in order:
+        ctx.log("all_reduce on %s" % desc)
+        dist.all_reduce(torch.ones(8), group=g)
+    sleep_forever(ctx, "after both all_reduces")
+
+
+# i. new_group called in different orders: rank 2 creates "dp" before "tp".
+def sc_i(ctx):
+    if ctx.rank == 2:
+        dp = dist.new_group([0, 1, 2], group_desc="dp")
+        tp = dist.new_group([0, 1, 2], group_desc="tp")
+    else:
+        tp = dist.new_group([0, 1, 2], group_desc="tp")
+        dp = dist.new_group([0, 1, 2], group_desc="dp")
+    ctx.log("groups created; all_reduce on tp then dp")
+    dist.all_reduce(torch.ones(8), group=tp)
+    dist.all_reduce(torch.ones(16), group=dp)
+    sleep_forever(ctx, "after both all_reduces")
+
+
+# j1. healthy.
+def sc_j1(ctx):
+    tr = Trainer(ctx)
+    for i in range(3):
+        tr.step(i)
+    dist.barrier()
+    sleep_forever(ctx, "training done")
+
+
+# j2. rank 2 is slow (1.2 s of extra compute per step) but progresses; dump before any timeout.
+def sc_j2(ctx):
+    tr = Trainer(ctx)
+    for i in range(8):
+        if ctx.rank == 2:
+            time.sleep(1.2)
+        tr.step(i)
+    sleep_forever(ctx, "training done")
+
+
+SCENARIOS = {s.name: s for s in [
+    Scenario("a", 3, sc_a, deadline=7.0, doc="rank 0 only: all_reduce(loss) at the last step"),
+    Scenario("b", 3, sc_b, deadline=7.0, doc="rank 2 has 3 batches, ranks 0,1 have 4; then barrier"),
+    Scenario("c", 3, sc_c, deadline=7.0, doc="all_reduce on ranks 0,1 vs broadcast on rank 2"),
+    Scenario("c_detail", 3, sc_c, deadline=7.0, env={"TORCH_DISTRIBUTED_DEBUG": "DETAIL"},
+             doc="scenario c with TORCH_DISTRIBUTED_DEBUG=DETAIL"),
+    Scenario("d", 4, sc_d, deadline=7.0, doc="all_reduce numel 16 on ranks 0-2 vs 24 on rank 3"),
+    Scenario("e", 4, sc_e, deadline=7.0, doc="all_reduce float32 on ranks 0-2 vs float64 on rank 3"),
+    Scenario("f1", 4, sc_f1, deadline=7.0, doc="rank 1 calls sys.exit(0) before step 2"),
+    Scenario("f2", 4, sc_f2, deadline=7.0, doc="rank 1 SIGKILLs itself before step 2"),
+    Scenario("g", 2, sc_g, deadline=7.0, doc="both ranks send 16 MiB first, then recv"),
+    Scenario("h", 2, sc_h, deadline=7.0, doc="pg_a/pg_b all_reduce in opposite orders on ranks 0 and 1"),
+    Scenario("i", 3, sc_i, deadline=7.0, doc="rank 2 creates new_group dp before tp, ranks 0,1 tp before dp"),
+    Scenario("j1", 3, sc_j1, deadline=3.0, doc="healthy: 3 steps + barrier"),
+    Scenario("j2", 3, sc_j2, timeout=10.0, deadline=4.5,
+             doc="rank 2 sleeps 1.2 s per step; dump at +4.5 s, before the 10 s timeout"),
+]}

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""One rank of a fault-injection scenario (started by run_scenarios.py).
+
+The rank initialises a gloo process group over loopback TCP, runs the scenario
+body from scenarios.py, and dumps the generic Flight Recorder
+(torch._C._distributed_c10d._dump_fr_trace / _dump_fr_trace_json) exactly once:
+
+* when a collective raises (gloo timeout, connection closed, mismatch error),
+  from the exception handler, then the process exits with code 1;
+* otherwise from a background "watchdog" thread at a fixed deadline measured
+  from the end of init_process_group (this imitates PyTorch's coordinated
+  dump-on-timeout signal, which makes every live rank dump, including ranks
+  that are sleeping or already finished).  After that dump the process exits
+  with code 0 (os._exit), whatever the main thread is doing.
+
+A rank that dies (sys.exit / SIGKILL) writes nothing.  The bytes returned by
+PyTorch are written unchanged.
+"""
+import argparse
+import datetime
+import os
+import sys
+import threading
+import time
+import traceback
+
+import torch
+import torch.distributed as dist
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import scenarios  # noqa: E402
+
+_lock = threading.Lock()
+_dumped = False
+
+
+def log(msg):
+    sys.stderr.write("[hangdx-fi rank %s %.3f] %s\n" % (os.environ.get("RANK", "?"), time.time(), msg))
+    sys.stderr.flush()
+
+
+def dump(out, rank, reason):
+    """Write this rank's FR dump (pickle + JSON) once; later calls are no-ops."""
+    global _dumped
+    with _lock:
+        if _dumped:
+            return False
+        _dumped = True
+        pkl = torch._C._distributed_c10d._dump_fr_trace()
+        js = torch._C._distributed_c10d._dump_fr_trace_json()
+        os.makedirs(os.path.join(out, "pickle"), exist_ok=True)
+        os.makedirs(os.path.join(out, "json"), exist_ok=True)
+        with open(os.path.join(out, "pickle", "fr_trace_rank_%d" % rank), "wb") as f:
+            f.write(pkl)
+        if isinstance(js, str):
+            js = js.encode()
+        with open(os.path.join(out, "json", "fr_trace_rank_%d.json" % rank), "wb") as f:
+            f.write(js)
+        log("dumped flight recorder (%s): pickle %d bytes, json %d bytes" % (reason, len(pkl), len(js)))
+        return True
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--scenario", required=True)
+    ap.add_argument("--rank", type=int, required=True)
+    ap.add_argument("--world", type=int, required=True)
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--timeout", type=float, required=True)
+    ap.add_argument("--deadline", type=float, required=True,
+                    help="seconds after init at which every live rank dumps")
+    a = ap.parse_args()
+    os.environ["RANK"] = str(a.rank)
+    sc = scenarios.SCENARIOS[a.scenario]
+
+    torch.manual_seed(1234)
+    dist.init_process_group(
+        "gloo", init_method="tcp://127.0.0.1:%d" % a.port, rank=a.rank,
+        world_size=a.world, timeout=datetime.timedelta(seconds=a.timeout))
+    t0 = time.time()
+    log("init_process_group done (world %d, timeout %.1fs, dump deadline +%.1fs)"
+        % (a.world, a.timeout, a.deadline))
+
+    def watchdog():
+        time.sleep(max(0.0, t0 + a.deadline - time.time()))
+        if dump(a.out, a.rank, "deadline reached: rank alive and not in a failed collective"):
+            sys.stderr.flush()
+            os._exit(0)
+
+    threading.Thread(target=watchdog, daemon=True).start()
+
+    ctx = scenarios.Ctx(rank=a.rank, world=a.world, timeout=a.timeout, log=log)
+    try:
+        sc.body(ctx)
+    except Exception as e:  # gloo raises RuntimeError / DistBackendError
+        log("collective raised %s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
+        traceback.print_exc()
+        dump(a.out, a.rank, "collective raised")
+        sys.stderr.flush()
+        os._exit(1)
+    log("scenario body finished; waiting for the dump deadline")
+    while True:  # the watchdog thread dumps and exits the process
+        time.sleep(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+// hangdx: the command line. Thin: parses flags, calls pipeline::Diagnose,
+// prints. Exit codes: 0 nothing wrong found, 1 a hang or mismatch found,
+// 2 unusable input or usage error.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "hangdx/pipeline/pipeline.h"
+
+namespace {
+
+int RunAnalyze(const std::vector<std::string>& paths, const std::string& format, const std::string& output,
+               hangdx::pipeline::PipelineOptions options) {
+  auto d = hangdx::pipeline::Diagnose(paths, options);
+  if (!d.ok()) {
+    std::cerr << "hangdx: " << d.status().message() << "\n";
+    return 2;
+  }
+  auto text = hangdx::pipeline::Render(*d, format);
+  if (!text.ok()) {
+    std::cerr << "hangdx: " << text.status().message() << "\n";
+    return 2;
+  }
+  if (output.empty() || output == "-") {
+    std::fwrite(text->data(), 1, text->size(), stdout);
+  } else {
+    std::ofstream f(output, std::ios::binary);
+    f << *text;
+    if (!f) {
+      std::cerr << "hangdx: cannot write " << output << "\n";
+      return 2;
+    }
+  }
+  return hangdx::pipeline::ExitCode(*d);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"hangdx: names the hang in a distributed deep-learning job from what its ranks left behind"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("hangdx 0.1.0"));
+
+  auto* analyze = app.add_subcommand("analyze", "Diagnose a hang from per-rank dumps (files or folders)");
+  std::vector<std::string> paths;
+  std::string format = "text", output;
+  std::vector<std::string> rank_overrides;
+  hangdx::pipeline::PipelineOptions options;
+  analyze->add_option("PATH", paths, "Flight Recorder dumps (pickle or JSON), wait snapshots, or folders of them")
+      ->required();
+  analyze->add_option("--format", format, "Output format")->check(CLI::IsMember({"text", "json", "dot"}));
+  analyze->add_option("-o,--output", output, "Write the report to FILE instead of stdout");
+  analyze->add_option("--world-size", options.load.world_size,
+                      "Number of ranks in the job (gloo dumps do not record it)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  analyze->add_option("--rank", rank_overrides, "FILE=RANK: the rank of a dump whose name does not say it");
+  analyze->add_option("-j,--threads", options.load.threads, "Parser threads (0: all cores)")
+      ->check(CLI::NonNegativeNumber);
+  analyze->add_flag("--assume-timed-out", options.analyze.assume_timed_out,
+                    "Treat every wait as a hang even without timeout evidence (no straggler verdicts)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  for (const auto& o : rank_overrides) {
+    size_t eq = o.rfind('=');
+    int64_t r = -1;
+    try {
+      if (eq != std::string::npos) r = std::stoll(o.substr(eq + 1));
+    } catch (...) {
+      r = -1;
+    }
+    if (eq == std::string::npos || r < 0) {
+      std::cerr << "hangdx: --rank wants FILE=RANK, got '" << o << "'\n";
+      return 2;
+    }
+    options.load.rank_of[o.substr(0, eq)] = r;
+  }
+  if (*analyze) return RunAnalyze(paths, format, output, options);
+  return 2;
+}
