@@ -108,9 +108,11 @@ class Analyzer {
     int64_t w = job_.world_size;
     out_.world_size_inferred = w < 0;
     if (w < 0) {
+      // gloo keys its one pg_config entry '' and lists the world there while
+      // only the default pg exists (torch 2.13, testdata/torch/README.md).
       for (const auto& d : job_.dumps)
         for (const auto& [name, cfg] : d.pg_config)
-          if ((name == "0" || cfg.desc == "default_pg") && cfg.ranks_known)
+          if ((name == "0" || name.empty() || cfg.desc == "default_pg") && cfg.ranks_known)
             w = std::max<int64_t>(w, static_cast<int64_t>(cfg.ranks.size()));
       if (w >= 0) out_.world_size_inferred = false;
     }
@@ -276,6 +278,18 @@ class Analyzer {
       // gap inside its history: it got past it.
     }
     if (opt_.assume_timed_out) in.all_in_flight = false;
+    // A member without a dump took part in every seq that some arrived rank
+    // got past (the collective completed); it is a suspect only where the
+    // arrived ranks stopped.
+    if (!in.no_dump.empty()) {
+      for (Rank r : in.arrived) {
+        const auto& list = g.coll[g.MemberIndex(r)];
+        if (!list.empty() && list.back().first > seq) {
+          in.no_dump.clear();
+          break;
+        }
+      }
+    }
     for (auto& [sig, ranks] : classes) in.classes.emplace_back(sig, ranks);
     in.mismatch = in.classes.size() > 1;
     if (in.mismatch) OrderClasses(&in, g);
@@ -502,6 +516,7 @@ class Analyzer {
       if (in.mismatch) MismatchFinding(in);
       else RootMissingFinding(in);
     }
+    StalledFindings();
     // Snapshot ranks waiting on ranks that wait on nothing.
     for (const auto& [rank, node] : snapshot_node_) {
       if (dead_[node]) continue;
@@ -536,8 +551,10 @@ class Analyzer {
              (d->wait->waiting_for.empty() ? ", waiting for nobody" : ", waiting for ranks " + R(d->wait->waiting_for));
     if (d->ops.empty()) return "rank " + std::to_string(r) + ": its dump records no operations";
     const OpRecord& last = d->ops.back();
+    // gloo marks a failed op retired like a finished one.
+    const char* done = last.backend == "gloo" ? " (ended: finished or failed)" : " (completed)";
     std::string s = "rank " + std::to_string(r) + ": last op " + LabelOf(r, last) +
-                    (last.completed ? " (completed)" : " (not completed)");
+                    (last.completed ? done : " (not completed)");
     if (BlockingNode(r) >= 0 && nodes_[BlockingNode(r)].type == NodeType::kIdle)
       s += "; not blocked in any recorded collective since";
     if (!last.frames.empty()) s += "; called from " + FrameText(*d, last);
@@ -601,10 +618,11 @@ class Analyzer {
                        : dtype_only ? "disagree on dtype"
                                     : "disagree on sizes";
     f.summary = "ranks of " + g.Label() + " " + what + " at seq " + std::to_string(in.seq) + ": " +
-                std::to_string(ref.second.size()) + " " + Plural(ref.second.size(), "rank", "ranks") + " (" +
-                R(ref.second) + ") call " + ref.first;
+                Plural(ref.second.size(), "rank ", "ranks ") + R(ref.second) + " " +
+                Plural(ref.second.size(), "calls ", "call ") + ref.first;
     for (size_t c = 1; c < in.classes.size(); ++c)
-      f.summary += "; ranks " + R(in.classes[c].second) + " call " + in.classes[c].first;
+      f.summary += "; " + Plural(in.classes[c].second.size(), "rank ", "ranks ") + R(in.classes[c].second) +
+                   " " + Plural(in.classes[c].second.size(), "calls ", "call ") + in.classes[c].first;
     if (all_to_all_only) {
       f.severity = Severity::kWarning;
       f.hang = false;
@@ -706,6 +724,112 @@ class Analyzer {
     for (Rank r : dead) f.details.push_back(WhereInstead(r));
     for (Rank r : cascade) f.details.push_back(WhereInstead(r) + " (blocked: see the other findings)");
     if (in.failed) f.details.push_back("the arrived ranks' op at this seq has ended (timed out or aborted)");
+    out_.findings.push_back(std::move(f));
+  }
+
+  // A pg's first pending seq that every member reached and agrees on, yet
+  // did not finish. gloo finishes such an op at once unless a member it
+  // cannot see (e.g. a pg created in a different order) is missing; for
+  // NCCL it is a stall inside the collective (network, device).
+  void StalledFindings() {
+    std::map<int, int> first_stalled;  // group -> instance
+    for (int i = 0; i < static_cast<int>(instances_.size()); ++i) {
+      const Instance& in = instances_[i];
+      if (in.problem() || !in.any_pending || (in.node >= 0 && dead_[in.node])) continue;
+      first_stalled.try_emplace(in.group, i);
+    }
+    // pg descriptions set by the user name one logical group: if a desc is a
+    // different pg name on different ranks, new_group was called in a
+    // different order there, and each side waits in a pg the other does not use.
+    std::map<std::string, std::vector<int>> by_desc;
+    for (const auto& [gi, i] : first_stalled) {
+      const std::string& desc = groups_[gi].desc;
+      if (!desc.empty() && desc != "undefined" && desc != "default_pg") by_desc[desc].push_back(i);
+    }
+    std::set<int> explained;
+    for (const auto& [desc, list] : by_desc) {
+      std::set<std::string> names;
+      for (int i : list) names.insert(groups_[instances_[i].group].name);
+      if (names.size() < 2) continue;
+      NamingFinding(desc, list);
+      explained.insert(list.begin(), list.end());
+    }
+    for (const auto& [gi, i] : first_stalled)
+      if (!explained.count(i)) StallFinding(instances_[i]);
+  }
+
+  void NamingFinding(const std::string& desc, const std::vector<int>& list) {
+    // Sides: the ranks that know `desc` under one pg name. The larger side is
+    // the reference; on a tie, the side with the lowest rank.
+    std::vector<std::pair<std::string, std::vector<Rank>>> sides;
+    for (int i : list) sides.push_back({groups_[instances_[i].group].name, instances_[i].arrived});
+    std::stable_sort(sides.begin(), sides.end(), [](const auto& a, const auto& b) {
+      if (a.second.size() != b.second.size()) return a.second.size() > b.second.size();
+      return a.second.front() < b.second.front();
+    });
+    Finding f;
+    f.kind = Kind::kOrderInversion;
+    f.severity = Severity::kError;
+    f.hang = true;
+    f.op = OpAt(instances_[list.front()], 0).op;
+    f.summary = "process groups were created in different orders: pg '" + desc + "' is";
+    for (size_t k = 0; k < sides.size(); ++k) {
+      f.summary += (k ? (k + 1 == sides.size() ? " and" : ",") : "") + std::string(" pg ") + sides[k].first +
+                   " on ranks " + R(sides[k].second);
+      f.roles.push_back({"pg " + sides[k].first + " ('" + desc + "')", sides[k].second});
+      if (k) f.culprit_ranks.insert(f.culprit_ranks.end(), sides[k].second.begin(), sides[k].second.end());
+    }
+    f.summary += ", so each side waits in a pg the other side is not using";
+    std::sort(f.culprit_ranks.begin(), f.culprit_ranks.end());
+    // Rank-level cycle: the first rank of each side waits for the next side.
+    for (const auto& side : sides) f.cycle.push_back(side.second.front());
+    std::sort(f.cycle.begin(), f.cycle.end());
+    for (int i : list) {
+      const Instance& in = instances_[i];
+      for (size_t a = 0; a < in.arrived.size(); ++a)
+        AddOpEvidence(&f, in.arrived[a], DumpOf(in, in.arrived[a])->ops[in.ops[a].front()],
+                      "pending in pg " + groups_[in.group].name + " ('" + desc + "') seq " + std::to_string(in.seq));
+    }
+    f.details.push_back("pg names are creation counters: every rank must call new_group for every group, "
+                        "in the same order");
+    f.fix_hint = "call new_group (and split_group) for all groups in one fixed order on every rank";
+    out_.findings.push_back(std::move(f));
+  }
+
+  void StallFinding(const Instance& in) {
+    const Group& g = groups_[in.group];
+    Finding f;
+    FillPg(&f, in);
+    f.op = OpAt(in, 0).op;
+    f.kind = Kind::kUndecided;
+    bool timed_out = opt_.assume_timed_out;
+    // Least advanced state among members: the ranks to look at first.
+    std::map<int, std::vector<Rank>> by_state;
+    for (size_t a = 0; a < in.arrived.size(); ++a) {
+      const OpRecord& op = OpAt(in, a);
+      int st = op.completed ? 3 : op.state == model::OpState::kStarted ? 2 : 1;
+      by_state[st].push_back(in.arrived[a]);
+      if (op.retired && !op.completed) timed_out = true;
+      AddOpEvidence(&f, in.arrived[a], op, std::string("in ") + op.op + " seq " + std::to_string(in.seq) +
+                                               (op.completed ? ", completed" : ", not completed"));
+    }
+    if (by_state.size() > 1) f.culprit_ranks = by_state.begin()->second;
+    f.roles.push_back({"arrived", in.arrived});
+    if (by_state.size() > 1) f.roles.push_back({"least advanced", by_state.begin()->second});
+    f.severity = timed_out ? Severity::kError : Severity::kWarning;
+    f.hang = timed_out;
+    bool gloo = OpAt(in, 0).backend == "gloo";
+    f.summary = "all " + std::to_string(in.arrived.size()) + " recorded members of " + g.Label() +
+                " are in " + f.op + " seq " + std::to_string(in.seq) + " and agree on it, but it has not finished";
+    if (gloo && g.inferred)
+      f.details.push_back("gloo records no pg members: a member that never recorded this pg may be missing");
+    else if (by_state.size() > 1)
+      f.details.push_back("ranks " + R(by_state.begin()->second) + " have not started it while others have");
+    else
+      f.details.push_back("no rank is missing or disagrees: look at the transport (NCCL_DEBUG=INFO logs, "
+                          "network, a stuck device)");
+    if (!timed_out) f.details.push_back("no evidence that the wait timed out: it may still be running");
+    f.fix_hint = "check the communication layer of the least advanced ranks (NCCL logs, link errors)";
     out_.findings.push_back(std::move(f));
   }
 

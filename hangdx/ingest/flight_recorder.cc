@@ -407,7 +407,12 @@ void DeriveCompletion(model::RankDump* dump) {
     // gloo's recorder never moves `state` past "scheduled"; the watchdog
     // retires a work item when it ends (successfully or not), and pg_status
     // can lag behind that. Measured on torch 2.13 (see testdata/torch).
-    if (op.backend == "gloo" && op.retired) op.completed = true;
+    if (op.backend == "gloo") {
+      // ...and its pg_status counts op_id (which P2P ops advance too), not
+      // collective_seq_id: not comparable with an entry's seq.
+      op.completed = op.completed || op.retired;
+      continue;
+    }
     if (!op.completed && !op.is_p2p && op.collective_seq >= 0) {
       auto it = dump->pg_status.find(op.pg_id);
       if (it != dump->pg_status.end() && op.collective_seq <= it->second.last_completed)

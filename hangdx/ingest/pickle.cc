@@ -57,9 +57,7 @@ std::string Hex(unsigned char op) {
 
 class Machine {
  public:
-  Machine(std::string_view data, std::deque<PickleContainer>* arena,
-          std::deque<std::string>* strings)
-      : d_(data), arena_(arena), strings_(strings) {}
+  Machine(std::string_view data, std::deque<PickleContainer>* arena) : d_(data), arena_(arena) {}
 
   bool Run(PickleValue* root, int* protocol, PickleError* err);
 
@@ -167,7 +165,6 @@ class Machine {
 
   std::string_view d_;
   std::deque<PickleContainer>* arena_;
-  std::deque<std::string>* strings_;
   size_t pos_ = 0, op_pos_ = 0;
   std::vector<PickleValue> stack_;
   std::vector<size_t> marks_;
@@ -198,7 +195,6 @@ bool Machine::Run(PickleValue* root, int* protocol, PickleError* err) {
         pos_ += 8;
         break;
       case '.': {  // STOP
-        PickleValue v;
         if (stack_.size() != 1 || !marks_.empty())
           return Fail("STOP with " + std::to_string(stack_.size()) + " values and " +
                       std::to_string(marks_.size()) + " marks on the stack (want 1 and 0)");
@@ -416,10 +412,9 @@ bool Machine::Run(PickleValue* root, int* protocol, PickleError* err) {
 bool PickleDocument::Parse(std::string data, PickleError* err) {
   data_ = std::make_unique<std::string>(std::move(data));
   arena_.clear();
-  strings_.clear();
   root_ = PickleValue{};
   protocol_ = 0;
-  Machine m(*data_, &arena_, &strings_);
+  Machine m(*data_, &arena_);
   return m.Run(&root_, &protocol_, err);
 }
 

@@ -85,7 +85,6 @@ class PickleDocument {
  private:
   std::unique_ptr<std::string> data_;  // heap-held: views survive a move
   std::deque<PickleContainer> arena_;
-  std::deque<std::string> strings_;  // decoded text-protocol strings
   PickleValue root_;
   int protocol_ = 0;
 };

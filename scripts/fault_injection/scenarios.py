@@ -211,12 +211,14 @@ def sc_j1(ctx):
     sleep_forever(ctx, "training done")
 
 
-# j2. rank 2 is slow (1.2 s of extra compute per step) but progresses; dump before any timeout.
+# j2. rank 2 is slow (1.2 s of extra compute per step, then one 10 s step) but
+# progresses; the dumps are taken during the long step, before any timeout, so
+# the pickle and the JSON dump (taken ~1-2 s apart) see the same state.
 def sc_j2(ctx):
     tr = Trainer(ctx)
-    for i in range(8):
+    for i in range(5):
         if ctx.rank == 2:
-            time.sleep(1.2)
+            time.sleep(10.0 if i == 3 else 1.2)
         tr.step(i)
     sleep_forever(ctx, "training done")
 
@@ -235,6 +237,6 @@ SCENARIOS = {s.name: s for s in [
     Scenario("h", 2, sc_h, deadline=7.0, doc="pg_a/pg_b all_reduce in opposite orders on ranks 0 and 1"),
     Scenario("i", 3, sc_i, deadline=7.0, doc="rank 2 creates new_group dp before tp, ranks 0,1 tp before dp"),
     Scenario("j1", 3, sc_j1, deadline=3.0, doc="healthy: 3 steps + barrier"),
-    Scenario("j2", 3, sc_j2, timeout=10.0, deadline=4.5,
-             doc="rank 2 sleeps 1.2 s per step; dump at +4.5 s, before the 10 s timeout"),
+    Scenario("j2", 3, sc_j2, timeout=30.0, deadline=5.0,
+             doc="rank 2 sleeps 1.2 s per step, 10 s in step 3; dump at +5 s, before the 30 s timeout"),
 ]}

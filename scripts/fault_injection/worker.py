@@ -32,6 +32,7 @@ import scenarios  # noqa: E402
 
 _lock = threading.Lock()
 _dumped = False
+EXIT_GRACE_S = 6.0  # > the time every rank needs for its two dumps (1-2 s each)
 
 
 def log(msg):
@@ -86,6 +87,10 @@ def main():
         time.sleep(max(0.0, t0 + a.deadline - time.time()))
         if dump(a.out, a.rank, "deadline reached: rank alive and not in a failed collective"):
             sys.stderr.flush()
+            # Stay alive while the other ranks dump: an exit here would close
+            # this rank's connections and fail their pending collectives
+            # between their pickle and their JSON dump.
+            time.sleep(EXIT_GRACE_S)
             os._exit(0)
 
     threading.Thread(target=watchdog, daemon=True).start()

@@ -79,6 +79,9 @@ def test_hangdx_verdict(name, fmt):
     f0 = findings[0]
     assert f0["kind"] == exp["kind"], (f0, exp["why"])
     assert sorted(f0.get("culprit_ranks") or []) == exp["culprit_ranks"], (f0, exp["why"])
+    if exp.get("seq") is not None and f0.get("seq") is not None:
+        assert f0["seq"] == exp["seq"], (f0, exp["why"])
+        assert f0["pg"]["name"] == exp["pg"], (f0, exp["why"])
     if exp["kind"] == "straggler":
         assert p.returncode == 0, out
     elif exp["hang"]:

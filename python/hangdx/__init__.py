@@ -1,0 +1,63 @@
+"""hangdx: names the hang in a distributed deep-learning job.
+
+    >>> import hangdx
+    >>> d = hangdx.analyze(["dumps/"])          # folders and/or files
+    >>> d["verdict"], d["findings"][0]["kind"], d["findings"][0]["culprit_ranks"]
+
+The returned dict is the same JSON document as ``hangdx analyze --format json``
+(schema: docs/json-schema.md, versioned by ``schema_version``).
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Dict, Iterable, Optional, Union
+
+from . import _hangdx
+
+__all__ = ["analyze", "render", "Error"]
+__version__ = "0.1.0"
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+class Error(ValueError):
+    """Unusable invocation: a path that does not exist, an unknown format."""
+
+
+def render(paths: Union[PathLike, Iterable[PathLike]], format: str = "text", *,
+           world_size: Optional[int] = None, threads: int = 0,
+           rank_of: Optional[Dict[str, int]] = None, assume_timed_out: bool = False) -> tuple:
+    """Analyzes ``paths`` and returns ``(report: str, exit_code: int)``.
+
+    ``format`` is "text", "json" or "dot"; ``exit_code`` is the CLI's: 0 nothing
+    wrong found, 1 a hang or mismatch found, 2 unusable input. ``world_size``
+    (ranks) is needed for gloo dumps of jobs whose last rank left no dump;
+    ``rank_of`` maps a file path to its rank when the name does not say it;
+    ``threads`` = 0 parses with all cores. Raises :class:`Error`.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    try:
+        text, code = _hangdx.run([os.fspath(p) for p in paths], format,
+                                 -1 if world_size is None else int(world_size), int(threads),
+                                 {os.fspath(k): int(v) for k, v in (rank_of or {}).items()},
+                                 bool(assume_timed_out))
+    except ValueError as e:
+        raise Error(str(e)) from None
+    return text.decode("utf-8", errors="replace"), code
+
+
+def analyze(paths: Union[PathLike, Iterable[PathLike]], **kwargs) -> dict:
+    """Analyzes Flight Recorder dumps (pickle or JSON) and wait snapshots.
+
+    ``paths``: one path or several; a folder is searched recursively and each
+    file's format is sniffed from its content. Keyword arguments as for
+    :func:`render`. Returns the diagnosis as a dict (the CLI's JSON document):
+    ``hang`` (bool), ``verdict`` (str), ``findings`` (list, most important
+    first; each has ``kind``, ``culprit_ranks``, ``pg``, ``seq``, ``op``,
+    ``roles``, ``evidence``, ``fix_hint``), ``process_groups``, ``ranks``,
+    ``wait_for_graph``, ``diagnostics``. Raises :class:`Error`.
+    """
+    text, _ = render(paths, "json", **kwargs)
+    return json.loads(text)

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# End-to-end tests of the hangdx command: formats, exit codes, bad input.
+# Run by ctest with HANGDX_BIN set to the built binary.
+set -u
+cd "$(dirname "$0")/.."
+BIN=${HANGDX_BIN:?set HANGDX_BIN}
+fail=0
+check() {  # check NAME EXPECTED_RC COMMAND...
+  local name=$1 want=$2; shift 2
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [ "$rc" -ne "$want" ]; then
+    echo "FAIL $name: exit $rc, want $want"; head -5 "$tmp/out" "$tmp/err"; fail=1
+  else
+    echo "ok   $name"
+  fi
+}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# A hang is exit 1, and the first line is the verdict.
+check mismatch_text 1 "$BIN" analyze examples/mismatch
+head -1 "$tmp/out" | grep -q "^HANG (mismatch): ranks of pg 0 (default_pg) call different collectives at seq 3: ranks 0-1 call all_reduce .*; rank 2 calls broadcast" \
+  || { echo "FAIL mismatch_text first line: $(head -1 "$tmp/out")"; fail=1; }
+check mismatch_json 1 "$BIN" analyze examples/mismatch --format json
+python3 -c "
+import json,sys
+d=json.load(open('$tmp/out'))
+assert d['schema_version']==1 and d['hang'] is True
+f=d['findings'][0]
+assert f['kind']=='collective_mismatch' and f['culprit_ranks']==[2] and f['seq']==3, f
+assert all(e['file'] and e['rank']>=0 for e in f['evidence'])
+" || { echo "FAIL mismatch_json content"; fail=1; }
+check mismatch_dot 1 "$BIN" analyze examples/mismatch --format dot
+grep -q "^digraph wait_for" "$tmp/out" || { echo "FAIL dot header"; fail=1; }
+if command -v dot >/dev/null; then dot -Tsvg "$tmp/out" -o "$tmp/g.svg" || { echo "FAIL dot does not parse"; fail=1; }; fi
+check output_file 1 "$BIN" analyze examples/mismatch --format json -o "$tmp/report.json"
+[ -s "$tmp/report.json" ] || { echo "FAIL -o wrote nothing"; fail=1; }
+
+# Healthy: exit 0.
+check healthy 0 "$BIN" analyze testdata/torch/j1/pickle
+# Straggler: a warning, not a hang: exit 0.
+check straggler 0 "$BIN" analyze testdata/torch/j2/json
+
+# Usage and unusable input: exit 2.
+check no_args 2 "$BIN"
+check bad_format 2 "$BIN" analyze examples/mismatch --format xml
+check missing_path 2 "$BIN" analyze /nonexistent/hangdx
+grep -q "no such file" "$tmp/err" || { echo "FAIL missing_path message"; fail=1; }
+mkdir -p "$tmp/empty"
+check empty_dir 2 "$BIN" analyze "$tmp/empty"
+printf 'garbage\x00\x01' > "$tmp/empty/trace_0"
+check junk_only 2 "$BIN" analyze "$tmp/empty"
+
+# Bad files next to good ones: the analysis goes on and names the bad file.
+mkdir -p "$tmp/mixed"
+cp testdata/torch/a/pickle/* "$tmp/mixed/"
+head -c 700 testdata/torch/a/pickle/fr_trace_rank_1 > "$tmp/mixed/fr_trace_rank_1"   # truncated
+check truncated_rank 1 "$BIN" analyze "$tmp/mixed" --format json
+python3 -c "
+import json
+d=json.load(open('$tmp/out'))
+msgs=[g for g in d['diagnostics'] if g['file'].endswith('fr_trace_rank_1')]
+assert msgs and 'byte' in msgs[0]['message'] and msgs[0]['offset'] is not None, d['diagnostics']
+assert 1 in d['ranks_without_dump'], d['ranks_without_dump']
+" || { echo "FAIL truncated_rank diagnostics"; fail=1; }
+
+# A hostile pickle is refused and runs nothing.
+rm -f /tmp/hangdx_pwned
+mkdir -p "$tmp/evil"
+cp hangdx/ingest/testdata/evil_proto2_data.pickle "$tmp/evil/trace_0"
+check hostile_pickle 2 "$BIN" analyze "$tmp/evil" --format json
+[ ! -e /tmp/hangdx_pwned ] || { echo "FAIL hostile pickle ran a command"; fail=1; }
+grep -q "refused opcode GLOBAL" "$tmp/out" || { echo "FAIL hostile pickle message"; fail=1; }
+
+# Rank override and world size.
+check world_size 1 "$BIN" analyze testdata/torch/f1/json --world-size 4 --format json
+python3 -c "
+import json; d=json.load(open('$tmp/out')); assert d['findings'][0]['culprit_ranks']==[1]" || { echo "FAIL world_size"; fail=1; }
+check bad_rank_flag 2 "$BIN" analyze examples/mismatch --rank foo
+
+# Determinism: 1 and 2 parser threads give identical output.
+"$BIN" analyze testdata/torch --format json -j 1 > "$tmp/t1"
+"$BIN" analyze testdata/torch --format json -j 2 > "$tmp/t2"
+cmp -s "$tmp/t1" "$tmp/t2" && echo "ok   deterministic" || { echo "FAIL threads change output"; fail=1; }
+
+exit $fail
