@@ -13,10 +13,12 @@ and prints a Markdown table.  Raw analyzer output goes to --log-dir if given.
 import argparse
 import json
 import os
+import pickle
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -93,6 +95,42 @@ def run_torchfrtrace(pickle_dir):
     return rc, out, summary, used
 
 
+def repair_pg_config(src, dst):
+    """Copies the gloo dumps in `src` to `dst` with pg_config rewritten the way
+    ProcessGroupNCCL writes it (one entry per pg name with its member ranks),
+    so that torchfrtrace's matching logic can be judged on the same hangs
+    (on the raw gloo dumps it crashes before matching anything).
+
+    Members: the world listed under gloo's '' entry (or every rank with a dump)
+    for the default pg; for other pgs, the ranks whose dumps record them.
+    This is the repair a user would do by hand; hangdx needs none of it."""
+    dumps = {}
+    for name in sorted(os.listdir(src)):
+        m = re.search(r"(\d+)$", name)
+        if not m:
+            continue
+        with open(os.path.join(src, name), "rb") as f:
+            dumps[int(m.group(1))] = (name, pickle.load(f))
+    world = set(dumps)
+    for _, d in dumps.values():
+        listed = (d.get("pg_config") or {}).get("", {}).get("ranks", "[]")
+        world |= set(json.loads(listed))
+    members, descs = {}, {}
+    for r, (_, d) in dumps.items():
+        for e in d.get("entries", []):
+            pg_name, desc = e["process_group"]
+            members.setdefault(pg_name, set()).add(r)
+            descs[pg_name] = desc
+    for r, (name, d) in dumps.items():
+        cfg = {}
+        for pg_name, ranks in members.items():
+            ranks = world if pg_name == "0" else ranks
+            cfg[pg_name] = {"name": pg_name, "desc": descs[pg_name], "ranks": str(sorted(ranks))}
+        d["pg_config"] = cfg
+        with open(os.path.join(dst, name), "wb") as f:
+            pickle.dump(d, f, protocol=2)
+
+
 def run_hangdx(hangdx, d):
     if not hangdx:
         return None, "", "n/a", None
@@ -158,13 +196,16 @@ def main():
     names = a.scenario or sorted(n for n in os.listdir(a.root)
                                  if os.path.isfile(os.path.join(a.root, n, "expected.json")))
     print("| scenario | expected (kind, culprits) | torchfrtrace verdict | torchfrtrace | "
-          "hangdx verdict | hangdx |")
-    print("|---|---|---|---|---|---|")
+          "torchfrtrace, pg_config repaired | repaired | hangdx verdict | hangdx |")
+    print("|---|---|---|---|---|---|---|---|")
     for n in names:
         d = os.path.join(a.root, n)
         with open(os.path.join(d, "expected.json")) as f:
             exp = json.load(f)
         rc, out, summary, used = run_torchfrtrace(os.path.join(d, "pickle"))
+        with tempfile.TemporaryDirectory() as fixed:
+            repair_pg_config(os.path.join(d, "pickle"), fixed)
+            _, rout, rsummary, _ = run_torchfrtrace(fixed)
         hrc, hout, hsum, hj = run_hangdx(a.hangdx, os.path.join(d, "pickle"))
         if a.log_dir:
             with open(os.path.join(a.log_dir, n + ".torchfrtrace.log"), "w") as f:
@@ -172,9 +213,12 @@ def main():
             if a.hangdx:
                 with open(os.path.join(a.log_dir, n + ".hangdx.json"), "w") as f:
                     f.write(hout)
-        print("| %s | %s %s | %s | %s | %s | %s |" % (
+        if a.log_dir:
+            with open(os.path.join(a.log_dir, n + ".torchfrtrace-repaired.log"), "w") as f:
+                f.write(rout)
+        print("| %s | %s %s | %s | %s | %s | %s | %s | %s |" % (
             n, exp["kind"], exp["culprit_ranks"], summary.replace("|", "/"), judge_frt(exp, summary),
-            hsum, judge_hangdx(exp, hj, hrc)))
+            rsummary.replace("|", "/"), judge_frt(exp, rsummary), hsum, judge_hangdx(exp, hj, hrc)))
 
 
 if __name__ == "__main__":

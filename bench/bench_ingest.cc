@@ -1,0 +1,85 @@
+// bench/bench_ingest.cc: parsing throughput, single thread (= MB/s per core).
+//   BM_PickleParse          PickleDocument::Parse on one generated rank dump
+//   BM_FlightRecorderPickle ParseFlightRecorderPickle (pickle machine + FR
+//                           conversion into a model::RankDump)
+//   BM_FlightRecorderJson   ParseFlightRecorderJson on the JSON flavour
+// Argument: entries in the dump (2,000 = the default ring size).
+#include <benchmark/benchmark.h>
+
+#include "bench_job.h"
+#include "hangdx/ingest/flight_recorder.h"
+#include "hangdx/ingest/pickle.h"
+
+namespace hangdx::bench {
+namespace {
+
+bool LoadInput(benchmark::State& state, bool json, std::string* data) {
+  std::string path = GeneratedDump(static_cast<int>(state.range(0)), json);
+  *data = path.empty() ? "" : Slurp(path);
+  if (data->empty()) {
+    state.SkipWithError("could not generate the input dump (python3 scripts/synth/gen_dumps.py)");
+    return false;
+  }
+  state.counters["file_bytes"] = static_cast<double>(data->size());
+  return true;
+}
+
+void BM_PickleParse(benchmark::State& state) {
+  std::string data;
+  if (!LoadInput(state, false, &data)) return;
+  for (auto _ : state) {
+    ingest::PickleDocument doc;
+    ingest::PickleError err;
+    bool ok = doc.Parse(data, &err);  // the copy is part of what the loader pays too
+    if (!ok) {
+      state.SkipWithError(err.message.c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(doc.root());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(data.size()));
+}
+BENCHMARK(BM_PickleParse)->Arg(2000)->Unit(benchmark::kMillisecond);
+
+void BM_FlightRecorderPickle(benchmark::State& state) {
+  std::string data;
+  if (!LoadInput(state, false, &data)) return;
+  size_t ops = 0;
+  for (auto _ : state) {
+    model::RankDump dump;
+    std::vector<model::Diagnostic> diags;
+    if (!ingest::ParseFlightRecorderPickle(data, "nccl_trace_rank_0", &dump, &diags)) {
+      state.SkipWithError("ParseFlightRecorderPickle failed");
+      return;
+    }
+    ops = dump.ops.size();
+    benchmark::DoNotOptimize(dump.ops.data());
+  }
+  state.counters["entries"] = static_cast<double>(ops);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(data.size()));
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(ops));
+}
+BENCHMARK(BM_FlightRecorderPickle)->Arg(2000)->Unit(benchmark::kMillisecond);
+
+void BM_FlightRecorderJson(benchmark::State& state) {
+  std::string data;
+  if (!LoadInput(state, true, &data)) return;
+  size_t ops = 0;
+  for (auto _ : state) {
+    model::RankDump dump;
+    std::vector<model::Diagnostic> diags;
+    if (!ingest::ParseFlightRecorderJson(data, "nccl_trace_rank_0.json", &dump, &diags)) {
+      state.SkipWithError("ParseFlightRecorderJson failed");
+      return;
+    }
+    ops = dump.ops.size();
+    benchmark::DoNotOptimize(dump.ops.data());
+  }
+  state.counters["entries"] = static_cast<double>(ops);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(data.size()));
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(ops));
+}
+BENCHMARK(BM_FlightRecorderJson)->Arg(2000)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace hangdx::bench
