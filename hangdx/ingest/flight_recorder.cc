@@ -421,7 +421,7 @@ void DeriveCompletion(model::RankDump* dump) {
   }
 }
 
-bool ParseFlightRecorderPickle(std::string data, const std::string& file,
+bool ParseFlightRecorderPickle(std::string_view data, const std::string& file,
                                model::RankDump* dump, std::vector<Diagnostic>* diags) {
   DiagSink sink(file, dump->rank, diags);
   if (data.empty()) {
@@ -431,7 +431,7 @@ bool ParseFlightRecorderPickle(std::string data, const std::string& file,
   PickleDocument doc;
   PickleError err;
   size_t size = data.size();
-  if (!doc.Parse(std::move(data), &err)) {
+  if (!doc.ParseView(data, &err)) {
     sink.Add(Sev::kError, "unreadable pickle at byte " + std::to_string(err.offset) + " of " +
                               std::to_string(size) + ": " + err.message,
              err.offset);
@@ -444,12 +444,12 @@ bool ParseFlightRecorderPickle(std::string data, const std::string& file,
   return true;
 }
 
-bool ParseFlightRecorderJson(const std::string& data, const std::string& file,
+bool ParseFlightRecorderJson(std::string_view data, const std::string& file,
                              model::RankDump* dump, std::vector<Diagnostic>* diags) {
   DiagSink sink(file, dump->rank, diags);
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(data);
+    j = nlohmann::json::parse(data.begin(), data.end());
   } catch (const nlohmann::json::parse_error& e) {
     sink.Add(Sev::kError, std::string("unreadable JSON at byte ") + std::to_string(e.byte) + ": " + e.what(),
              static_cast<int64_t>(e.byte));

@@ -16,17 +16,18 @@
 
 namespace hangdx::ingest {
 
-// Parses a Flight Recorder pickle held in `data`, read from `file`, into
+// Parses a Flight Recorder pickle held in `data` (read in place, not kept),
+// read from `file`, into
 // *dump (whose `rank` the caller sets). Returns false when nothing usable was
 // found (refused or malformed pickle, wrong top-level shape); every problem,
 // fatal or not, is appended to *diags with the file, and for pickle errors
 // the byte offset. Partial problems (one bad entry) skip that entry only.
-bool ParseFlightRecorderPickle(std::string data, const std::string& file,
+bool ParseFlightRecorderPickle(std::string_view data, const std::string& file,
                                model::RankDump* dump,
                                std::vector<model::Diagnostic>* diags);
 
 // Same for a JSON dump. Byte offsets of JSON syntax errors are reported.
-bool ParseFlightRecorderJson(const std::string& data, const std::string& file,
+bool ParseFlightRecorderJson(std::string_view data, const std::string& file,
                              model::RankDump* dump,
                              std::vector<model::Diagnostic>* diags);
 

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "hangdx/base/file.h"
+#include "hangdx/base/mapped_file.h"
 #include "hangdx/ingest/flight_recorder.h"
 #include "hangdx/ingest/pickle.h"
 #include "hangdx/ingest/snapshot.h"
@@ -34,25 +34,22 @@ int64_t RankFromFileName(const std::string& path) {
   return std::stoll(base.substr(begin, end - begin));
 }
 
-Format SniffFormat(const std::string& data) {
+Format SniffFormat(std::string_view data) {
   if (LooksLikePickle(data)) return Format::kFlightRecorderPickle;
   size_t i = 0;
   while (i < data.size() && std::isspace(static_cast<unsigned char>(data[i]))) ++i;
   if (i >= data.size() || (data[i] != '{' && data[i] != '[')) return Format::kUnknown;
-  nlohmann::json j = nlohmann::json::parse(data, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    // A truncated JSON dump is still a Flight Recorder dump the user meant
-    // to give: let the parser report where it breaks.
-    if (data.find("\"entries\"") != std::string::npos || data.find("\"pg_config\"") != std::string::npos ||
-        data.find("\"version\"") != std::string::npos)
-      return Format::kFlightRecorderJson;
-    if (data.find("\"waiting_for_ranks\"") != std::string::npos) return Format::kWaitSnapshot;
-    return Format::kUnknown;
-  }
-  if (j.is_object() && (j.contains("entries") || j.contains("pg_config") ||
-                        (j.contains("version") && j.contains("pg_status"))))
-    return Format::kFlightRecorderJson;
-  if (LooksLikeWaitSnapshot(data)) return Format::kWaitSnapshot;
+  // Decide from the head of the file, so a big dump is parsed once, not twice.
+  // nlohmann writes keys sorted, so a Flight Recorder dump begins with
+  // "comm_lib_version" or "entries"; a truncated dump still counts (the
+  // parser then says where it breaks).
+  std::string_view head = data.substr(0, 4096);
+  for (const char* key : {"\"entries\"", "\"pg_config\"", "\"pg_status\"", "\"comm_lib_version\"",
+                          "\"nccl_comm_state\"", "\"version\""})
+    if (head.find(key) != std::string_view::npos) return Format::kFlightRecorderJson;
+  if (head.find("\"waiting_for_ranks\"") != std::string_view::npos ||
+      head.find("\"current_op\"") != std::string_view::npos)
+    return Format::kWaitSnapshot;
   return Format::kUnknown;
 }
 
@@ -60,6 +57,7 @@ namespace {
 
 struct FileResult {
   std::string path;
+  uint64_t bytes = 0;
   std::vector<model::RankDump> dumps;
   std::vector<Diagnostic> diags;
 };
@@ -74,19 +72,21 @@ void LoadOne(const std::string& path, const LoadOptions& opt, FileResult* res) {
     d.message = std::move(msg);
     res->diags.push_back(std::move(d));
   };
-  StatusOr<std::string> data = ReadFile(path, opt.max_file_bytes);
-  if (!data.ok()) {
-    add(Sev::kError, data.status().message());
+  StatusOr<MappedFile> file = MappedFile::Open(path, opt.max_file_bytes);
+  if (!file.ok()) {
+    add(Sev::kError, file.status().message());
     return;
   }
-  Format f = SniffFormat(*data);
+  std::string_view data = file->data();
+  res->bytes = data.size();
+  Format f = SniffFormat(data);
   if (f == Format::kUnknown) {
-    if (data->empty()) add(Sev::kWarning, "empty file; skipped", 0);
+    if (data.empty()) add(Sev::kWarning, "empty file; skipped", 0);
     else add(Sev::kInfo, "not a format hangdx reads (Flight Recorder pickle or JSON, wait snapshot); skipped");
     return;
   }
   if (f == Format::kWaitSnapshot) {
-    ParseWaitSnapshot(*data, path, &res->dumps, &res->diags);
+    ParseWaitSnapshot(data, path, &res->dumps, &res->diags);
     return;
   }
   model::RankDump dump;
@@ -94,8 +94,8 @@ void LoadOne(const std::string& path, const LoadOptions& opt, FileResult* res) {
   auto it = opt.rank_of.find(path);
   dump.rank = it != opt.rank_of.end() ? it->second : RankFromFileName(path);
   bool ok = f == Format::kFlightRecorderPickle
-                ? ParseFlightRecorderPickle(std::move(*data), path, &dump, &res->diags)
-                : ParseFlightRecorderJson(*data, path, &dump, &res->diags);
+                ? ParseFlightRecorderPickle(data, path, &dump, &res->diags)
+                : ParseFlightRecorderJson(data, path, &dump, &res->diags);
   if (!ok) return;
   if (dump.rank < 0) {
     add(Sev::kError, "cannot tell which rank this dump belongs to: its name does not end in a "
@@ -147,9 +147,15 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
   std::vector<FileResult> results(files.size());
   int threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::thread::hardware_concurrency());
   threads = std::max(1, std::min<int>(threads, static_cast<int>(files.size())));
-  std::atomic<size_t> next{0};
+  std::atomic<size_t> next{0}, done{0};
+  std::atomic<uint64_t> bytes{0};
   auto worker = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < files.size();) LoadOne(files[i], opt, &results[i]);
+    for (size_t i; (i = next.fetch_add(1)) < files.size();) {
+      LoadOne(files[i], opt, &results[i]);
+      uint64_t b = bytes.fetch_add(results[i].bytes) + results[i].bytes;
+      size_t d = done.fetch_add(1) + 1;
+      if (opt.progress) opt.progress(d, files.size(), b);
+    }
   };
   if (threads <= 1) {
     worker();

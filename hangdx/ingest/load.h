@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -23,7 +24,10 @@ struct LoadOptions {
   int threads = 0;                          // 0: all cores
   std::map<std::string, int64_t> rank_of;   // file path -> rank (overrides the name)
   int64_t world_size = -1;                  // -1: infer
-  uint64_t max_file_bytes = uint64_t{4} << 30;
+  uint64_t max_file_bytes = uint64_t{1} << 40;
+  // Called from the parser threads after each file with (files done, files
+  // in all, bytes done); must be thread-safe. For progress bars.
+  std::function<void(size_t, size_t, uint64_t)> progress;
 };
 
 // Infers the global rank from a dump's file name: the last run of digits of
@@ -36,7 +40,7 @@ int64_t RankFromFileName(const std::string& path);
 enum class Format { kUnknown, kFlightRecorderPickle, kFlightRecorderJson, kWaitSnapshot };
 
 // Sniffs `data` (the file's first bytes suffice for pickle; JSON is parsed).
-Format SniffFormat(const std::string& data);
+Format SniffFormat(std::string_view data);
 
 // Loads every path. Errors (kNotFound) only when a given path does not
 // exist; an empty result with diagnostics is not an error.

@@ -411,10 +411,20 @@ bool Machine::Run(PickleValue* root, int* protocol, PickleError* err) {
 
 bool PickleDocument::Parse(std::string data, PickleError* err) {
   data_ = std::make_unique<std::string>(std::move(data));
+  std::string_view view = *data_;
   arena_.clear();
   root_ = PickleValue{};
   protocol_ = 0;
-  Machine m(*data_, &arena_);
+  Machine m(view, &arena_);
+  return m.Run(&root_, &protocol_, err);
+}
+
+bool PickleDocument::ParseView(std::string_view data, PickleError* err) {
+  data_.reset();
+  arena_.clear();
+  root_ = PickleValue{};
+  protocol_ = 0;
+  Machine m(data, &arena_);
   return m.Run(&root_, &protocol_, err);
 }
 

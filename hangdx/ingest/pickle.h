@@ -77,6 +77,9 @@ class PickleDocument {
   // and fills *err on a refused opcode, truncation, malformed operands, stack
   // or memo misuse, or a missing STOP. Bytes after STOP are ignored.
   bool Parse(std::string data, PickleError* err);
+  // Same, reading `data` in place: the caller keeps it alive (and unchanged)
+  // as long as the document's values are used. For memory-mapped files.
+  bool ParseView(std::string_view data, PickleError* err);
 
   const PickleValue& root() const { return root_; }
   // Highest pickle protocol announced by PROTO, 0 if none.

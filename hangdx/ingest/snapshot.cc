@@ -24,12 +24,12 @@ bool IsSnapshot(const nlohmann::json& j) {
 
 }  // namespace
 
-bool LooksLikeWaitSnapshot(const std::string& data) {
-  nlohmann::json j = nlohmann::json::parse(data, nullptr, /*allow_exceptions=*/false);
+bool LooksLikeWaitSnapshot(std::string_view data) {
+  nlohmann::json j = nlohmann::json::parse(data.begin(), data.end(), nullptr, /*allow_exceptions=*/false);
   return IsSnapshot(j);
 }
 
-bool ParseWaitSnapshot(const std::string& data, const std::string& file,
+bool ParseWaitSnapshot(std::string_view data, const std::string& file,
                        std::vector<model::RankDump>* out,
                        std::vector<model::Diagnostic>* diags) {
   auto diag = [&](model::Rank rank, std::string msg, int64_t offset = -1) {
@@ -42,7 +42,7 @@ bool ParseWaitSnapshot(const std::string& data, const std::string& file,
   };
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(data);
+    j = nlohmann::json::parse(data.begin(), data.end());
   } catch (const nlohmann::json::parse_error& e) {
     diag(-1, std::string("unreadable JSON at byte ") + std::to_string(e.byte) + ": " + e.what(),
          static_cast<int64_t>(e.byte));

@@ -20,12 +20,12 @@ namespace hangdx::ingest {
 
 // True when `data` is a JSON object whose keys are ranks and whose values
 // carry "waiting_for_ranks" or "current_op": the wait-snapshot format.
-bool LooksLikeWaitSnapshot(const std::string& data);
+bool LooksLikeWaitSnapshot(std::string_view data);
 
 // Parses a wait snapshot from `file` into one RankDump per rank (format
 // "wait-snapshot"). Bad members are skipped with a diagnostic naming the
 // rank key; returns false when nothing usable was found.
-bool ParseWaitSnapshot(const std::string& data, const std::string& file,
+bool ParseWaitSnapshot(std::string_view data, const std::string& file,
                        std::vector<model::RankDump>* out,
                        std::vector<model::Diagnostic>* diags);
 

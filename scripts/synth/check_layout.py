@@ -61,7 +61,41 @@ def check(path):
     return real, res
 
 
+def selftest():
+    """Round trip through pickle.loads of an object whose memo passes 255
+    (LONG_BINPUT / LONG_BINGET, which the small real dumps never reach),
+    with every int width, floats, None, bools, tuples of 0-4 items."""
+    shared_d = {"name": "f", "line": 7}
+    obj = {"s%d" % i: [i, -i, 1 << 40, 70000, 300, None, True, False, 1.5, (), (i,),
+                       ("a", "b"), (1, 2, 3), (1, 2, 3, 4), shared_d, "s%d" % i]
+           for i in range(400)}
+    data = frpickle.dumps(obj)
+    back = pickle.loads(data)
+    ops = {op.name for op, _, _ in pickletools.genops(data)}
+    need = {"LONG_BINPUT", "LONG_BINGET", "BINPUT", "BINGET", "BININT1", "BININT2",
+            "BININT", "LONG1", "BINFLOAT", "NEWTRUE", "NEWFALSE", "NONE", "EMPTY_TUPLE",
+            "TUPLE1", "TUPLE2", "TUPLE3", "TUPLE", "SETITEMS", "APPENDS"}
+    ok = back == obj and need <= ops and back["s1"][14] is back["s2"][14]
+    print("selftest: round trip of a %d-byte pickle with %s: %s"
+          % (len(data), ", ".join(sorted(need)), "ok" if ok else "FAILED (missing %s)" % (need - ops)))
+    return ok
+
+
+def check_json(pickle_path):
+    """Renders the real pickle's object as gen_dumps.to_json and compares with
+    the JSON dump of the same rank (taken by a separate dump call, so it may
+    legitimately differ in state/retired/pg_status)."""
+    import gen_dumps  # noqa: E402
+    jpath = pickle_path.replace("/pickle/", "/json/") + ".json"
+    if not os.path.exists(jpath):
+        return None
+    obj = pickle.load(open(pickle_path, "rb"))
+    return gen_dumps.to_json(obj).encode("utf-8") == open(jpath, "rb").read()
+
+
 def main(argv):
+    if not selftest():
+        return 1
     args = argv[1:] or sorted(glob.glob(os.path.join(ROOT, "testdata/torch/*/pickle")))
     files = []
     for a in args:
@@ -72,7 +106,12 @@ def main(argv):
     ok = {"tree": 0, "memo": 0}
     total_bytes = 0
     failed = False
+    json_same = json_total = 0
     for f in files:
+        js = check_json(f)
+        if js is not None:
+            json_total += 1
+            json_same += js
         real, res = check(f)
         total_bytes += len(real)
         for policy, r in res.items():
@@ -90,6 +129,10 @@ def main(argv):
     print("check_layout: %d real dumps (%d bytes); byte-identical re-encodings: "
           "%d/%d (tree-sharing policy), %d/%d (real memo policy)"
           % (n, total_bytes, ok["tree"], n, ok["memo"], n))
+    if json_total:
+        print("check_layout: JSON rendering (gen_dumps.to_json of the pickle's object) equals the "
+              "real JSON dump byte for byte on %d/%d ranks (the JSON was a separate dump call)"
+              % (json_same, json_total))
     return 1 if failed or n == 0 else 0
 
 

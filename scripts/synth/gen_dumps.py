@@ -140,7 +140,7 @@ def step_ops(world_fams):
             ops.append((pg, "all_reduce", [[4096, 1024]], [[4096, 1024]], "BFloat16", "all_reduce"))
             ops.append((pg, "all_reduce", [[4096, 4096]], [[4096, 4096]], "BFloat16", "all_reduce2"))
         else:           # stride families: FSDP style gather / reduce-scatter
-            ops.append((pg, "_allgather_base", [[1048576]], [["G", 1048576]], "BFloat16",
+            ops.append((pg, "_all_gather_base", [[1048576]], [["G", 1048576]], "BFloat16",
                         "all_gather_into_tensor"))
             ops.append((pg, "_reduce_scatter_base", [["G", 1048576]], [[1048576]], "Float",
                         "reduce_scatter_tensor"))

@@ -2,17 +2,48 @@
 // prints. Exit codes: 0 nothing wrong found, 1 a hang or mismatch found,
 // 2 unusable input or usage error.
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <mutex>
+#include <unistd.h>
 
 #include "hangdx/pipeline/pipeline.h"
 
 namespace {
 
+// A one-line progress bar on stderr, shown only on a terminal and only when
+// reading takes more than a second.
+class Progress {
+ public:
+  void operator()(size_t done, size_t total, uint64_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto now = std::chrono::steady_clock::now();
+    if (now - start_ < std::chrono::seconds(1) || (now - last_ < std::chrono::milliseconds(100) && done < total))
+      return;
+    last_ = now;
+    shown_ = true;
+    std::fprintf(stderr, "\rhangdx: read %zu/%zu files (%.1f MB)", done, total, bytes / 1e6);
+    std::fflush(stderr);
+  }
+  ~Progress() {
+    if (shown_) std::fprintf(stderr, "\r\033[K");
+  }
+
+ private:
+  std::mutex mu_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_;
+  bool shown_ = false;
+};
+
 int RunAnalyze(const std::vector<std::string>& paths, const std::string& format, const std::string& output,
                hangdx::pipeline::PipelineOptions options) {
+  Progress progress;
+  if (::isatty(STDERR_FILENO))
+    options.load.progress = [&progress](size_t d, size_t t, uint64_t b) { progress(d, t, b); };
   auto d = hangdx::pipeline::Diagnose(paths, options);
+  options.load.progress = nullptr;
   if (!d.ok()) {
     std::cerr << "hangdx: " << d.status().message() << "\n";
     return 2;
