@@ -138,11 +138,11 @@ class Analyzer {
     std::map<std::string, std::string> inferred_desc;
     for (const auto& d : job_.dumps) {
       std::set<std::string> names;
-      for (const auto& op : d.ops) names.insert(op.pg_name);
+      for (const auto& op : d.ops) names.insert(std::string(op.pg_name));
       for (const auto& name : names) {
         std::string desc;
         for (const auto& op : d.ops)
-          if (op.pg_name == name) { desc = op.pg_desc; break; }
+          if (op.pg_name == name) { desc = std::string(op.pg_desc); break; }
         auto cfg = d.pg_config.find(name);
         std::vector<Rank> members;
         bool was_inferred = false;
@@ -175,12 +175,12 @@ class Analyzer {
     for (const auto& d : job_.dumps) {
       for (uint32_t i = 0; i < d.ops.size(); ++i) {
         const OpRecord& op = d.ops[i];
-        auto it = dump_group_.find({d.rank, op.pg_name});
+        auto it = dump_group_.find({d.rank, std::string(op.pg_name)});
         if (it == dump_group_.end()) continue;
         Group& g = groups_[it->second];
         int m = g.MemberIndex(d.rank);
         if (m < 0) {
-          Warn(d, "records pg " + op.pg_name + " whose recorded members (" + R(g.members) +
+          Warn(d, "records pg " + std::string(op.pg_name) + " whose recorded members (" + R(g.members) +
                       ") do not include this rank");
           continue;
         }
@@ -362,7 +362,7 @@ class Analyzer {
     if (d && !d->ops.empty()) {
       uint32_t last = static_cast<uint32_t>(d->ops.size() - 1);
       const OpRecord& op = d->ops[last];
-      auto g = dump_group_.find({r, op.pg_name});
+      auto g = dump_group_.find({r, std::string(op.pg_name)});
       if (g != dump_group_.end()) {
         if (op.is_p2p) {
           auto p = p2p_node_.find({r, last});
@@ -428,7 +428,7 @@ class Analyzer {
   void P2PEdges(Rank r, uint32_t idx, int node) {
     const RankDump* d = job_.Find(r);
     const OpRecord& op = d->ops[idx];
-    const Group& g = groups_[dump_group_.at({r, op.pg_name})];
+    const Group& g = groups_[dump_group_.at({r, std::string(op.pg_name)})];
     int m = g.MemberIndex(r);
     // Program order inside the pg.
     for (uint32_t prev : g.p2p[m]) {
@@ -489,11 +489,11 @@ class Analyzer {
     switch (n.type) {
       case NodeType::kInstance: {
         const Instance& in = instances_[n.instance];
-        return groups_[in.group].Label() + " seq " + std::to_string(in.seq) + " " + OpAt(in, 0).op;
+        return groups_[in.group].Label() + " seq " + std::to_string(in.seq) + " " + std::string(OpAt(in, 0).op);
       }
       case NodeType::kP2P: {
         const OpRecord& op = job_.Find(n.rank)->ops[n.op];
-        return groups_[n.group].Label() + " " + op.profiling_name;
+        return groups_[n.group].Label() + " " + std::string(op.profiling_name);
       }
       case NodeType::kSnapshot: {
         const auto& w = *job_.Find(n.rank)->wait;
@@ -557,26 +557,26 @@ class Analyzer {
                     (last.completed ? done : " (not completed)");
     if (BlockingNode(r) >= 0 && nodes_[BlockingNode(r)].type == NodeType::kIdle)
       s += "; not blocked in any recorded collective since";
-    if (!last.frames.empty()) s += "; called from " + FrameText(*d, last);
+    if (!last.frames->empty()) s += "; called from " + FrameText(*d, last);
     return s;
   }
 
   std::string FrameText(const RankDump& d, const OpRecord& op) const {
     // First frame outside torch/distributed internals, innermost first.
-    for (uint32_t id : op.frames) {
+    for (uint32_t id : *op.frames) {
       const model::Frame& f = d.frames[id];
       if (f.filename.find("torch/distributed") != std::string::npos) continue;
       return f.name + " at " + f.filename + ":" + std::to_string(f.line);
     }
-    const model::Frame& f = d.frames[op.frames.front()];
+    const model::Frame& f = d.frames[op.frames->front()];
     return f.name + " at " + f.filename + ":" + std::to_string(f.line);
   }
 
   std::string LabelOf(Rank r, const OpRecord& op) const {
-    auto g = dump_group_.find({r, op.pg_name});
-    std::string pg = g != dump_group_.end() ? groups_[g->second].Label() : "pg " + op.pg_name;
-    if (op.is_p2p) return pg + " " + op.profiling_name;
-    return pg + " seq " + std::to_string(op.collective_seq) + " " + op.op;
+    auto g = dump_group_.find({r, std::string(op.pg_name)});
+    std::string pg = g != dump_group_.end() ? groups_[g->second].Label() : "pg " + std::string(op.pg_name);
+    if (op.is_p2p) return pg + " " + std::string(op.profiling_name);
+    return pg + " seq " + std::to_string(op.collective_seq) + " " + std::string(op.op);
   }
 
   void FillPg(Finding* f, const Instance& in) {
@@ -633,7 +633,7 @@ class Analyzer {
       for (uint32_t idx : in.ops[i]) {
         const OpRecord& op = DumpOf(in, in.arrived[i])->ops[idx];
         std::string note = Signature(op);
-        if (!op.frames.empty()) note += " from " + FrameText(*DumpOf(in, in.arrived[i]), op);
+        if (!op.frames->empty()) note += " from " + FrameText(*DumpOf(in, in.arrived[i]), op);
         AddOpEvidence(&f, in.arrived[i], op, note);
       }
     if (in.classes.size() == 2 && in.classes[0].second.size() == in.classes[1].second.size())
@@ -810,7 +810,7 @@ class Analyzer {
       int st = op.completed ? 3 : op.state == model::OpState::kStarted ? 2 : 1;
       by_state[st].push_back(in.arrived[a]);
       if (op.retired && !op.completed) timed_out = true;
-      AddOpEvidence(&f, in.arrived[a], op, std::string("in ") + op.op + " seq " + std::to_string(in.seq) +
+      AddOpEvidence(&f, in.arrived[a], op, "in " + std::string(op.op) + " seq " + std::to_string(in.seq) +
                                                (op.completed ? ", completed" : ", not completed"));
     }
     if (by_state.size() > 1) f.culprit_ranks = by_state.begin()->second;

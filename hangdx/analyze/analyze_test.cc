@@ -24,15 +24,16 @@ class JobBuilder {
   JobBuilder& Coll(model::Rank r, const std::string& pg, int64_t seq, const std::string& op, bool done = true,
                    model::Shape shape = {4, 4}, const std::string& dtype = "Float", bool retired = false) {
     model::RankDump& d = Rank(r);
+    model::Interner& pool = *d.interner;
     model::OpRecord o;
     o.record_id = static_cast<int64_t>(d.ops.size());
-    o.pg_name = pg;
-    o.pg_desc = pg == "0" ? "default_pg" : "undefined";
+    o.pg_name = pool.Str(pg);
+    o.pg_desc = pool.Str(pg == "0" ? "default_pg" : "undefined");
     o.collective_seq = seq;
-    o.profiling_name = backend_ + ":" + op;
+    o.profiling_name = pool.Str(backend_ + ":" + op);
     model::ParseProfilingName(&o);
-    o.input_sizes = o.output_sizes = {shape};
-    o.input_dtypes = o.output_dtypes = {dtype};
+    o.input_sizes = o.output_sizes = pool.Intern(model::Shapes{shape});
+    o.input_dtypes = o.output_dtypes = pool.Intern(model::Dtypes{dtype});
     o.completed = done;
     o.retired = done || retired;
     o.state = done && backend_ != "gloo" ? model::OpState::kCompleted : model::OpState::kScheduled;
@@ -47,13 +48,14 @@ class JobBuilder {
   }
   JobBuilder& P2P(model::Rank r, const std::string& pg, const std::string& name, bool done = false) {
     model::RankDump& d = Rank(r);
+    model::Interner& pool = *d.interner;
     model::OpRecord o;
     o.record_id = static_cast<int64_t>(d.ops.size());
-    o.pg_name = pg;
-    o.profiling_name = backend_ + ":" + name;
+    o.pg_name = pool.Str(pg);
+    o.profiling_name = pool.Str(backend_ + ":" + name);
     model::ParseProfilingName(&o);
     o.is_p2p = true;
-    o.input_sizes = o.output_sizes = {{100}};
+    o.input_sizes = o.output_sizes = pool.Intern(model::Shapes{{100}});
     o.completed = done;
     o.time_created_ns = 1000 + clock_++;
     d.ops.push_back(std::move(o));

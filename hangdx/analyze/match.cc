@@ -16,7 +16,7 @@ const char* MatchStateName(MatchState s) {
   return "?";
 }
 
-bool IsAllToAll(const std::string& op) {
+bool IsAllToAll(std::string_view op) {
   return op == "all_to_all" || op == "all_to_all_single" || op == "all_to_all_v_single" ||
          op == "alltoall" || op == "alltoall_base";
 }
@@ -25,9 +25,9 @@ namespace {
 
 // Which sides must agree across ranks: inputs are root-only for scatter,
 // outputs root-only for gather; all_to_all sizes may differ by rank.
-bool CompareInputs(const std::string& op) { return op != "scatter" && !IsAllToAll(op); }
-bool CompareOutputs(const std::string& op) { return op != "gather" && !IsAllToAll(op); }
-bool InplaceSameSize(const std::string& op) {
+bool CompareInputs(std::string_view op) { return op != "scatter" && !IsAllToAll(op); }
+bool CompareOutputs(std::string_view op) { return op != "gather" && !IsAllToAll(op); }
+bool InplaceSameSize(std::string_view op) {
   return op == "all_reduce" || op == "allreduce" || op == "allreduce_coalesced";
 }
 
@@ -62,7 +62,7 @@ bool AllEmpty(const std::vector<model::Shape>& s) {
 }  // namespace
 
 std::string Signature(const model::OpRecord& op) {
-  std::string s = op.op;
+  std::string s(op.op);
   if (op.is_p2p) return s;
   if (CompareInputs(op.op)) s += " in=" + ShapesText(op.input_sizes);
   if (CompareOutputs(op.op)) s += " out=" + ShapesText(op.output_sizes);
@@ -83,7 +83,7 @@ MatchState MatchOps(const model::OpRecord& a, const model::OpRecord& b) {
     return ends && sa == sb ? MatchState::kFullyMatched : MatchState::kSizeMismatch;
   }
   if (a.op != b.op) return MatchState::kTypeMismatch;
-  const std::string& op = a.op;
+  std::string_view op = a.op;
   if (CompareInputs(op) && a.input_sizes != b.input_sizes) return MatchState::kSizeMismatch;
   if (CompareOutputs(op)) {
     // gather/scatter non-roots record [[]] outputs: not a disagreement.
@@ -98,7 +98,7 @@ MatchState MatchOps(const model::OpRecord& a, const model::OpRecord& b) {
     s.erase("");
     return s;
   };
-  if (CompareInputs(op) && !a.input_dtypes.empty() && !b.input_dtypes.empty() &&
+  if (CompareInputs(op) && !a.input_dtypes->empty() && !b.input_dtypes->empty() &&
       dset(a.input_dtypes) != dset(b.input_dtypes) && !dset(b.input_dtypes).empty() &&
       !dset(a.input_dtypes).empty())
     return MatchState::kDtypeMismatch;

@@ -31,6 +31,6 @@ MatchState MatchOps(const model::OpRecord& a, const model::OpRecord& b);
 std::string Signature(const model::OpRecord& op);
 
 // True for ops whose per-rank sizes may legitimately differ.
-bool IsAllToAll(const std::string& op);
+bool IsAllToAll(std::string_view op);
 
 }  // namespace hangdx::analyze

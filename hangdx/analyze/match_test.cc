@@ -7,16 +7,21 @@
 namespace hangdx::analyze {
 namespace {
 
+model::Interner& Pool() {
+  static model::Interner pool;
+  return pool;
+}
+
 model::OpRecord Event(const std::string& op, std::vector<model::Shape> in, std::vector<model::Shape> out,
                       const std::string& state = "scheduled", std::string in_dtype = "float32",
                       std::string out_dtype = "float32") {
   model::OpRecord e;
-  e.profiling_name = "nccl:" + op;
+  e.profiling_name = Pool().Str("nccl:" + op);
   model::ParseProfilingName(&e);
-  e.input_sizes = std::move(in);
-  e.output_sizes = std::move(out);
-  e.input_dtypes = {in_dtype};
-  e.output_dtypes = {out_dtype};
+  e.input_sizes = Pool().Intern(std::move(in));
+  e.output_sizes = Pool().Intern(std::move(out));
+  e.input_dtypes = Pool().Intern(model::Dtypes{in_dtype});
+  e.output_dtypes = Pool().Intern(model::Dtypes{out_dtype});
   e.state = state == "completed" ? model::OpState::kCompleted : model::OpState::kScheduled;
   return e;
 }
@@ -65,11 +70,11 @@ TEST(MatchOps, SendRecvPair) {
   r.profiling_name = "nccl:recv 1<-0";
   model::ParseProfilingName(&s);
   model::ParseProfilingName(&r);
-  s.input_sizes = {{10}};
-  r.output_sizes = {{10}};
+  s.input_sizes = Pool().Intern(model::Shapes{{10}});
+  r.output_sizes = Pool().Intern(model::Shapes{{10}});
   EXPECT_EQ(MatchOps(s, r), MatchState::kFullyMatched);
   EXPECT_EQ(MatchOps(r, s), MatchState::kFullyMatched);  // symmetric, unlike fr_trace
-  r.output_sizes = {{11}};
+  r.output_sizes = Pool().Intern(model::Shapes{{11}});
   EXPECT_EQ(MatchOps(s, r), MatchState::kSizeMismatch);
 }
 

@@ -348,7 +348,8 @@ class Converter {
       sink_->Warn("an entry has no 'profiling_name'; skipped");
       return;
     }
-    op.profiling_name = std::string(s);
+    model::Interner& pool = *dump_->interner;
+    op.profiling_name = pool.StrFromBuffer(s);
     model::ParseProfilingName(&op);
     auto int_field = [&](const char* key, int64_t* out) {
       N f = e.get(key);
@@ -365,15 +366,23 @@ class Converter {
     int_field("timeout_ms", &op.timeout_ms);
     N pg = e.get("process_group");
     if (pg.is_seq() && pg.size() >= 1) {
-      if (pg.at(0).str(&s)) op.pg_name = std::string(s);
-      if (pg.size() >= 2 && pg.at(1).str(&s)) op.pg_desc = std::string(s);
+      if (pg.at(0).str(&s)) op.pg_name = pool.StrFromBuffer(s);
+      if (pg.size() >= 2 && pg.at(1).str(&s)) op.pg_desc = pool.StrFromBuffer(s);
     } else if (pg.present()) {
       sink_->Warn("field 'process_group' is not a (name, desc) pair");
     }
-    if (!ReadShapes(e.get("input_sizes"), &op.input_sizes)) sink_->Warn("field 'input_sizes' is malformed");
-    if (!ReadShapes(e.get("output_sizes"), &op.output_sizes)) sink_->Warn("field 'output_sizes' is malformed");
-    if (!ReadStrings(e.get("input_dtypes"), &op.input_dtypes)) sink_->Warn("field 'input_dtypes' is malformed");
-    if (!ReadStrings(e.get("output_dtypes"), &op.output_dtypes)) sink_->Warn("field 'output_dtypes' is malformed");
+    {
+      model::Shapes in, out;
+      if (!ReadShapes(e.get("input_sizes"), &in)) sink_->Warn("field 'input_sizes' is malformed");
+      if (!ReadShapes(e.get("output_sizes"), &out)) sink_->Warn("field 'output_sizes' is malformed");
+      op.input_sizes = pool.Intern(std::move(in));
+      op.output_sizes = pool.Intern(std::move(out));
+      model::Dtypes din, dout;
+      if (!ReadStrings(e.get("input_dtypes"), &din)) sink_->Warn("field 'input_dtypes' is malformed");
+      if (!ReadStrings(e.get("output_dtypes"), &dout)) sink_->Warn("field 'output_dtypes' is malformed");
+      op.input_dtypes = pool.Intern(std::move(din));
+      op.output_dtypes = pool.Intern(std::move(dout));
+    }
     if (e.get("state").str(&s)) {
       op.state = ParseState(s);
       if (op.state == model::OpState::kUnknown) sink_->Warn("unknown state '" + std::string(s) + "'");
@@ -383,13 +392,15 @@ class Converter {
     if (op.op == "send" || op.op == "recv") op.is_p2p = true;
     double ms;
     if (e.get("duration_ms").number(&ms) && std::isfinite(ms)) op.duration_ms = ms;
-    if (e.get("thread_name").str(&s)) op.thread_name = std::string(s);
-    if (e.get("thread_id").str(&s)) op.thread_id = std::string(s);
+    if (e.get("thread_name").str(&s)) op.thread_name = pool.StrFromBuffer(s);
+    if (e.get("thread_id").str(&s)) op.thread_id = pool.StrFromBuffer(s);
     N frames = e.get("frames");
     if (frames.is_seq()) {
-      op.frames.reserve(frames.size());
+      model::Stack stack;
+      stack.reserve(frames.size());
       for (size_t i = 0; i < frames.size(); ++i)
-        if (frames.at(i).is_dict()) op.frames.push_back(InternFrame(frames.at(i)));
+        if (frames.at(i).is_dict()) stack.push_back(InternFrame(frames.at(i)));
+      op.frames = pool.Intern(std::move(stack));
     }
     dump_->ops.push_back(std::move(op));
   }
@@ -439,7 +450,9 @@ bool ParseFlightRecorderPickle(std::string_view data, const std::string& file,
   }
   dump->format = "fr-pickle";
   Converter<PNode> conv(dump, &sink);
-  if (!conv.Run(PNode{&doc.root()})) return false;
+  bool ok = conv.Run(PNode{&doc.root()});
+  dump->interner->ForgetAddresses();
+  if (!ok) return false;
   DeriveCompletion(dump);
   return true;
 }
@@ -457,7 +470,9 @@ bool ParseFlightRecorderJson(std::string_view data, const std::string& file,
   }
   dump->format = "fr-json";
   Converter<JNode> conv(dump, &sink);
-  if (!conv.Run(JNode{&j})) return false;
+  bool ok = conv.Run(JNode{&j});
+  dump->interner->ForgetAddresses();
+  if (!ok) return false;
   DeriveCompletion(dump);
   return true;
 }

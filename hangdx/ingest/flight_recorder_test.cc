@@ -50,12 +50,12 @@ TEST(FlightRecorder, RealGlooPickle) {
   ASSERT_TRUE(ParseFlightRecorderPickle(TestFile("gloo_rank0.pickle"), "gloo_rank0.pickle", &d, &diags));
   EXPECT_EQ(d.format, "fr-pickle");
   ExpectRank0(d);
-  ASSERT_FALSE(d.ops[0].frames.empty());
-  const auto& f = d.frames[d.ops[0].frames[0]];
+  ASSERT_FALSE(d.ops[0].frames->empty());
+  const auto& f = d.frames[d.ops[0].frames->at(0)];
   EXPECT_EQ(f.name, "all_reduce");
   EXPECT_NE(f.filename.find("distributed_c10d.py"), std::string::npos);
   // The same frames are shared by entries from the same call site.
-  EXPECT_EQ(d.ops[0].frames[0], d.ops[1].frames[0]);
+  EXPECT_EQ(d.ops[0].frames->at(0), d.ops[1].frames->at(0));
   for (const auto& diag : diags) ADD_FAILURE() << diag.message;
 }
 
@@ -65,7 +65,7 @@ TEST(FlightRecorder, RealGlooJsonMatchesPickle) {
   ASSERT_TRUE(ParseFlightRecorderJson(TestFile("gloo_rank0.json"), "gloo_rank0.json", &d, &diags));
   EXPECT_EQ(d.format, "fr-json");
   ExpectRank0(d);
-  EXPECT_TRUE(d.ops[0].frames.empty());  // JSON dumps carry no stacks
+  EXPECT_TRUE(d.ops[0].frames->empty());  // JSON dumps carry no stacks
   EXPECT_EQ(d.ops[0].time_completed_ns, 0);
   for (const auto& diag : diags) ADD_FAILURE() << diag.message;
 }

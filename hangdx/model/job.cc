@@ -21,16 +21,32 @@ bool ParseInt(std::string_view s, int64_t* v) {
 }
 }  // namespace
 
+std::string_view Interner::Str(std::string_view s) {
+  auto it = strings_.find(s);
+  if (it == strings_.end()) it = strings_.emplace(s).first;
+  return *it;
+}
+
+std::string_view Interner::StrFromBuffer(std::string_view s) {
+  size_t h = (reinterpret_cast<uintptr_t>(s.data()) >> 3) ^ s.size();
+  Slot& slot = cache_[h & (cache_.size() - 1)];
+  if (slot.data == s.data() && slot.size == s.size() && s.data()) return slot.value;
+  auto it = strings_.find(s);
+  if (it == strings_.end()) it = strings_.emplace(s).first;
+  slot = {s.data(), s.size(), *it};
+  return *it;
+}
+
 void ParseProfilingName(OpRecord* op) {
   std::string_view name = op->profiling_name;
   size_t colon = name.find(':');
   std::string_view rest = name;
   if (colon != std::string_view::npos) {
-    op->backend = std::string(name.substr(0, colon));
+    op->backend = name.substr(0, colon);
     rest = name.substr(colon + 1);
   }
   size_t space = rest.find(' ');
-  op->op = std::string(rest.substr(0, space));
+  op->op = rest.substr(0, space);
   if (space == std::string_view::npos) return;
   std::string_view meta = rest.substr(space + 1);
   // "send 0->1": self 0 sends to peer 1; "recv 1<-0": self 1 receives from 0.
@@ -38,9 +54,10 @@ void ParseProfilingName(OpRecord* op) {
   if (arrow == std::string_view::npos) arrow = meta.find("<-");
   if (arrow == std::string_view::npos) return;
   int64_t a = -1, b = -1;
-  if (ParseInt(meta.substr(0, arrow), &a) && ParseInt(meta.substr(arrow + 2), &b)) {
-    op->p2p_self_local = a;
-    op->p2p_peer_local = b;
+  if (ParseInt(meta.substr(0, arrow), &a) && ParseInt(meta.substr(arrow + 2), &b) && a >= 0 && b >= 0 &&
+      a < (int64_t{1} << 30) && b < (int64_t{1} << 30)) {
+    op->p2p_self_local = static_cast<int32_t>(a);
+    op->p2p_peer_local = static_cast<int32_t>(b);
   }
 }
 

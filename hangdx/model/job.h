@@ -13,8 +13,11 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace hangdx::model {
@@ -45,37 +48,89 @@ struct Frame {
 // derived from pg_status (see RankDump::pg_status).
 enum class OpState : uint8_t { kUnknown, kScheduled, kStarted, kCompleted };
 
+// A pointer to an immutable value interned in a RankDump's Interner: equal
+// values recorded by many entries (shapes, dtypes, stacks) are stored once.
+// Compares by value. Default: an empty T.
+template <typename T>
+class Ref {
+ public:
+  Ref() : p_(&Empty()) {}
+  explicit Ref(const T* p) : p_(p) {}
+  const T& operator*() const { return *p_; }
+  const T* operator->() const { return p_; }
+  operator const T&() const { return *p_; }  // NOLINT: reads like the value
+  bool operator==(const Ref& o) const { return p_ == o.p_ || *p_ == *o.p_; }
+  bool operator==(const T& v) const { return *p_ == v; }
+
+ private:
+  static const T& Empty() {
+    static const T empty{};
+    return empty;
+  }
+  const T* p_;
+};
+
+using Shapes = std::vector<Shape>;
+using Dtypes = std::vector<std::string>;
+using Stack = std::vector<uint32_t>;  // indices into RankDump::frames, innermost first
+
+// Owns the interned strings and values of one RankDump. Not thread-safe: one
+// parser thread fills one dump. Addresses are stable for its lifetime.
+class Interner {
+ public:
+  std::string_view Str(std::string_view s);
+  // Str() for a parser reading one immutable buffer: the same bytes at the
+  // same address (a memoised pickle string) skip the lookup. Call
+  // ForgetAddresses() before the buffer goes away.
+  std::string_view StrFromBuffer(std::string_view s);
+  void ForgetAddresses() { cache_.assign(cache_.size(), Slot{}); }
+  Ref<Shapes> Intern(Shapes v) { return Ref<Shapes>(&*shapes_.insert(std::move(v)).first); }
+  Ref<Dtypes> Intern(Dtypes v) { return Ref<Dtypes>(&*dtypes_.insert(std::move(v)).first); }
+  Ref<Stack> Intern(Stack v) { return Ref<Stack>(&*stacks_.insert(std::move(v)).first); }
+
+ private:
+  std::set<std::string, std::less<>> strings_;
+  // Pickle dumps memoise strings: the same bytes come back at the same
+  // address, so a pointer-keyed cache skips most lookups.
+  struct Slot { const char* data = nullptr; size_t size = 0; std::string_view value; };
+  std::vector<Slot> cache_ = std::vector<Slot>(1024);
+  std::set<Shapes> shapes_;
+  std::set<Dtypes> dtypes_;
+  std::set<Stack> stacks_;
+};
+
 // One operation (collective or P2P) as one rank recorded it: a Flight
 // Recorder entry. Times are wall-clock nanoseconds since the epoch, 0 when
-// unknown. Sizes are tensor shapes in elements per dimension.
+// unknown. Sizes are tensor shapes in elements per dimension. Strings and
+// shared values live in the owning RankDump's Interner.
 struct OpRecord {
   int64_t record_id = -1;       // per-process ring-buffer id (all pgs)
   int64_t pg_id = -1;           // the pg's process-local numeric id
-  std::string pg_name;          // joins RankDump::pg_config
-  std::string pg_desc;
+  std::string_view pg_name;     // joins RankDump::pg_config
+  std::string_view pg_desc;
   int64_t collective_seq = -1;  // per-pg collective counter
   int64_t p2p_seq = -1;         // per-pg P2P counter
   int64_t op_id = -1;           // per-pg logical op counter
-  std::string profiling_name;   // e.g. "nccl:all_reduce", "nccl:send 0->1"
-  std::string backend;          // "nccl", "gloo", ...
-  std::string op;               // "all_reduce", "send", "coalesced", ...
-  bool is_p2p = false;
-  int64_t p2p_self_local = -1;  // group-local ranks parsed from "send 0->1"
-  int64_t p2p_peer_local = -1;
-  std::vector<Shape> input_sizes, output_sizes;
-  std::vector<std::string> input_dtypes, output_dtypes;
+  std::string_view profiling_name;  // e.g. "nccl:all_reduce", "nccl:send 0->1"
+  std::string_view backend;     // "nccl", "gloo", ...
+  std::string_view op;          // "all_reduce", "send", "coalesced", ...
+  int32_t p2p_self_local = -1;  // group-local ranks parsed from "send 0->1"
+  int32_t p2p_peer_local = -1;
+  Ref<Shapes> input_sizes, output_sizes;
+  Ref<Dtypes> input_dtypes, output_dtypes;
+  Ref<Stack> frames;
   OpState state = OpState::kUnknown;
+  bool is_p2p = false;
   bool retired = false;
   // True when the op is known to have finished: state "completed", or (for
-  // backends that never set state) its seq is <= the pg's last completed seq.
+  // backends that never set state) see ingest::DeriveCompletion.
   bool completed = false;
   int64_t time_created_ns = 0;
   int64_t time_started_ns = 0;
   int64_t time_completed_ns = 0;
   double duration_ms = -1;      // -1: not recorded
   int64_t timeout_ms = -1;      // -1: not recorded
-  std::vector<uint32_t> frames; // indices into RankDump::frames, innermost first
-  std::string thread_name, thread_id;
+  std::string_view thread_name, thread_id;
 };
 
 // A process group as one rank's dump describes it.
@@ -100,16 +155,18 @@ struct WaitSnapshot {
   bool any_of = false;  // OR wait (any-source receive): needs any one of them
 };
 
-// Everything one rank's artifact says. `ops` are in recording order.
+// Everything one rank's artifact says. `ops` are in recording order. Copies
+// share the interner, so an OpRecord stays valid in every copy.
 struct RankDump {
   Rank rank = -1;
+  std::shared_ptr<Interner> interner = std::make_shared<Interner>();
   std::string file;        // path as given by the user
   std::string format;      // "fr-pickle", "fr-json", "wait-snapshot"
   std::string version;     // Flight Recorder "MAJOR.MINOR", "" if none
   std::string comm_lib_version;
   std::vector<OpRecord> ops;
   std::vector<Frame> frames;                 // interned, shared by ops
-  std::map<std::string, PgConfig> pg_config; // by pg name
+  std::map<std::string, PgConfig, std::less<>> pg_config; // by pg name
   std::map<int64_t, PgStatus> pg_status;     // by pg_id
   std::optional<WaitSnapshot> wait;
 };
@@ -126,9 +183,10 @@ struct Job {
   const RankDump* Find(Rank r) const;
 };
 
-// Splits a profiling name "backend:op[ meta]" into backend and op, and for
-// P2P ("send 0->1", "recv 1<-0") the group-local self and peer ranks.
-// Unknown shapes leave backend empty and op = the whole name. Never fails.
+// Splits op->profiling_name "backend:op[ meta]" into backend and op (views
+// into profiling_name), and for P2P ("send 0->1", "recv 1<-0") the
+// group-local self and peer ranks. Unknown shapes leave backend empty and op
+// = the whole name. Never fails.
 void ParseProfilingName(OpRecord* op);
 
 // Returns the number of elements of `shape` (1 for a scalar shape []), or

@@ -7,7 +7,7 @@ namespace {
 
 TEST(ParseProfilingName, Collective) {
   OpRecord op;
-  op.profiling_name = "nccl:all_reduce";
+  op.profiling_name = "nccl:all_reduce";  // a literal outlives the record
   ParseProfilingName(&op);
   EXPECT_EQ(op.backend, "nccl");
   EXPECT_EQ(op.op, "all_reduce");
