@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <unordered_map>
 
 #include "hangdx/ingest/pickle.h"
@@ -429,6 +430,16 @@ void DeriveCompletion(model::RankDump* dump) {
       if (it != dump->pg_status.end() && op.collective_seq <= it->second.last_completed)
         op.completed = true;
     }
+  }
+  // NCCL runs a pg's ops in order on one stream: once a later op of the pg
+  // completed, every earlier one did. This also settles batched P2P entries
+  // (batch_isend_irecv), which stay "scheduled" forever because only the
+  // group's closing entry gets an end event (pytorch/pytorch#137969).
+  std::set<std::string_view> later_done;
+  for (auto it = dump->ops.rbegin(); it != dump->ops.rend(); ++it) {
+    if (it->backend == "gloo") continue;
+    if (it->completed) later_done.insert(it->pg_name);
+    else if (later_done.count(it->pg_name)) it->completed = true;
   }
 }
 

@@ -112,6 +112,28 @@ TEST(FlightRecorder, NcclStyleJson) {
   EXPECT_TRUE(diags.empty());
 }
 
+TEST(FlightRecorder, BatchedP2PSettledByItsCompletedGroupEnd) {
+  // batch_isend_irecv: the member entries stay "scheduled" (pytorch#137969);
+  // the closing "coalesced" entry completes, so the whole group did.
+  std::string json = R"({"version": "2.10", "entries": [
+    {"record_id": 0, "pg_id": 0, "process_group": ["0", "default_pg"], "collective_seq_id": 0, "p2p_seq_id": 1,
+     "profiling_name": "nccl:send 0->1", "state": "scheduled", "is_p2p": true},
+    {"record_id": 1, "pg_id": 0, "process_group": ["0", "default_pg"], "collective_seq_id": 0, "p2p_seq_id": 1,
+     "profiling_name": "nccl:recv 0<-1", "state": "scheduled", "is_p2p": true},
+    {"record_id": 2, "pg_id": 0, "process_group": ["0", "default_pg"], "collective_seq_id": 0, "p2p_seq_id": 1,
+     "profiling_name": "nccl:coalesced", "state": "completed", "is_p2p": true},
+    {"record_id": 3, "pg_id": 0, "process_group": ["0", "default_pg"], "collective_seq_id": 0, "p2p_seq_id": 2,
+     "profiling_name": "nccl:send 0->1", "state": "scheduled", "is_p2p": true}]})";
+  model::RankDump d;
+  std::vector<model::Diagnostic> diags;
+  ASSERT_TRUE(ParseFlightRecorderJson(json, "x.json", &d, &diags));
+  ASSERT_EQ(d.ops.size(), 4u);
+  EXPECT_TRUE(d.ops[0].completed);
+  EXPECT_TRUE(d.ops[1].completed);
+  EXPECT_TRUE(d.ops[2].completed);
+  EXPECT_FALSE(d.ops[3].completed);  // nothing after it finished
+}
+
 TEST(FlightRecorder, BadInputBecomesDiagnostics) {
   std::string good = TestFile("gloo_rank0.pickle");
   struct Case { std::string data; bool pickle; const char* needle; };
