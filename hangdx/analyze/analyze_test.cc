@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 namespace hangdx::analyze {
 namespace {
 
@@ -182,6 +184,63 @@ TEST(Analyze, SamePgNameDifferentRanksAreTwoGroups) {
   EXPECT_TRUE(d.findings.empty()) << d.findings[0].summary;
   EXPECT_EQ(d.pgs.size(), 3u);
   EXPECT_FALSE(d.hang);
+}
+
+// PyTorch's FlightRecorderE2ETest.testBuildDB cases 2-6 (flight-recorder.md
+// §4): coalesced groups share one seq and are matched as a whole.
+model::Job TwoRanks(const std::function<void(JobBuilder&)>& fill) {
+  JobBuilder b("nccl");
+  fill(b);
+  return b.Members("0", {0, 1}).Build();
+}
+
+TEST(Analyze, PyTorchBuildDbCoalescedCases) {
+  // 2: allreduce_coalesced on both ranks.
+  EXPECT_TRUE(Analyze(TwoRanks([](JobBuilder& b) {
+                for (int r : {0, 1}) b.Coll(r, "0", 1, "allreduce_coalesced");
+              })).findings.empty());
+  // 3: broadcast, broadcast, coalesced (one seq) on both.
+  EXPECT_TRUE(Analyze(TwoRanks([](JobBuilder& b) {
+                for (int r : {0, 1})
+                  b.Coll(r, "0", 1, "broadcast").Coll(r, "0", 1, "broadcast").Coll(r, "0", 1, "coalesced");
+              })).findings.empty());
+  // 4: _broadcast_oop sizes differ inside an ALLGATHER_coalesced group.
+  Diagnosis d4 = Analyze(TwoRanks([](JobBuilder& b) {
+    b.Coll(0, "0", 1, "_broadcast_oop", true, {4, 4}).Coll(0, "0", 1, "_broadcast_oop", true, {5, 5});
+    b.Coll(0, "0", 1, "ALLGATHER_coalesced");
+    b.Coll(1, "0", 1, "_broadcast_oop", true, {4, 4}).Coll(1, "0", 1, "_broadcast_oop", true, {4, 4});
+    b.Coll(1, "0", 1, "ALLGATHER_coalesced");
+  }));
+  ASSERT_EQ(d4.findings.size(), 1u);
+  EXPECT_EQ(d4.findings[0].kind, Kind::kSizeMismatch);
+  EXPECT_EQ(d4.findings[0].seq, 1);
+  // 5: _reduce_oop x2 + REDUCE_SCATTER_coalesced on both.
+  EXPECT_TRUE(Analyze(TwoRanks([](JobBuilder& b) {
+                for (int r : {0, 1})
+                  b.Coll(r, "0", 1, "_reduce_oop").Coll(r, "0", 1, "_reduce_oop").Coll(r, "0", 1,
+                                                                                      "REDUCE_SCATTER_coalesced");
+              })).findings.empty());
+  // 6: rank 1 goes on to a coalesced group rank 0 never joins. fr_trace
+  // marks it "pass_check True" (flaw §3.9.2); hangdx names rank 0.
+  Diagnosis d6 = Analyze(TwoRanks([](JobBuilder& b) {
+    b.Coll(0, "0", 1, "all_reduce").Coll(1, "0", 1, "all_reduce");
+    b.Coll(1, "0", 2, "_reduce_oop").Coll(1, "0", 2, "_reduce_oop").Coll(1, "0", 2, "REDUCE_SCATTER_coalesced");
+  }));
+  ASSERT_EQ(d6.findings.size(), 1u);
+  EXPECT_EQ(d6.findings[0].kind, Kind::kMissingRank);
+  EXPECT_EQ(d6.findings[0].culprit_ranks, Ranks{0});
+  EXPECT_EQ(d6.findings[0].seq, 2);
+}
+
+TEST(Analyze, UnknownBackendsAndOpsDoNotAbort) {
+  // fr_trace asserts on an unknown backend or op name (§3.9.9).
+  JobBuilder b("mybackend");
+  for (int r = 0; r < 3; ++r) b.Coll(r, "0", 1, "fancy_new_collective");
+  b.Coll(0, "0", 2, "fancy_new_collective").Coll(1, "0", 2, "fancy_new_collective");
+  Diagnosis d = Analyze(b.Build());
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_EQ(d.findings[0].kind, Kind::kMissingRank);
+  EXPECT_EQ(d.findings[0].culprit_ranks, Ranks{2});
 }
 
 TEST(Analyze, P2PSendSendCycle) {
