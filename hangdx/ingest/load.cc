@@ -12,6 +12,7 @@
 #include "hangdx/ingest/flight_recorder.h"
 #include "hangdx/ingest/pickle.h"
 #include "hangdx/ingest/snapshot.h"
+#include "hangdx/ingest/text_logs.h"
 
 namespace hangdx::ingest {
 namespace fs = std::filesystem;
@@ -80,6 +81,10 @@ void LoadOne(const std::string& path, const LoadOptions& opt, FileResult* res) {
   std::string_view data = file->data();
   res->bytes = data.size();
   Format f = SniffFormat(data);
+  auto override_rank = opt.rank_of.find(path);
+  int64_t rank_hint = override_rank != opt.rank_of.end() ? override_rank->second : RankFromFileName(path);
+  if (f == Format::kUnknown && !data.empty() && ParseTextArtifact(data, path, rank_hint, &res->dumps, &res->diags))
+    return;
   if (f == Format::kUnknown) {
     if (data.empty()) add(Sev::kWarning, "empty file; skipped", 0);
     else add(Sev::kInfo, "not a format hangdx reads (Flight Recorder pickle or JSON, wait snapshot); skipped");
@@ -91,8 +96,7 @@ void LoadOne(const std::string& path, const LoadOptions& opt, FileResult* res) {
   }
   model::RankDump dump;
   dump.file = path;
-  auto it = opt.rank_of.find(path);
-  dump.rank = it != opt.rank_of.end() ? it->second : RankFromFileName(path);
+  dump.rank = rank_hint;
   bool ok = f == Format::kFlightRecorderPickle
                 ? ParseFlightRecorderPickle(data, path, &dump, &res->diags)
                 : ParseFlightRecorderJson(data, path, &dump, &res->diags);
@@ -129,6 +133,55 @@ void Walk(const fs::path& p, std::vector<std::string>* out, std::vector<Diagnost
     for (auto& k : kids) out->push_back(k.string());
   } else {
     out->push_back(p.string());
+  }
+}
+
+// Merges a second artifact of the same rank into *have: live wait states,
+// stacks and log events add up; of two Flight Recorder dumps the one with
+// more entries is kept (the pickle on a tie: it carries stack frames).
+void MergeRank(model::RankDump* have, model::RankDump d, std::vector<Diagnostic>* diags) {
+  auto absorb_extras = [](model::RankDump* into, model::RankDump& from) {
+    if (from.wait && !into->wait) into->wait = std::move(from.wait);
+    for (auto& s : from.stacks) into->stacks.push_back(std::move(s));
+    for (auto& e : from.events) into->events.push_back(std::move(e));
+    into->extra_files.push_back(from.file);
+    for (auto& f : from.extra_files) into->extra_files.push_back(std::move(f));
+  };
+  bool have_fr = have->format == "fr-pickle" || have->format == "fr-json";
+  bool d_fr = d.format == "fr-pickle" || d.format == "fr-json";
+  bool take = false;
+  if (have_fr && d_fr) {
+    take = d.ops.size() > have->ops.size() ||
+           (d.ops.size() == have->ops.size() && d.format == "fr-pickle" && have->format != "fr-pickle");
+    Diagnostic diag;
+    diag.severity = Sev::kInfo;
+    diag.rank = d.rank;
+    diag.file = take ? have->file : d.file;
+    diag.message = "rank " + std::to_string(d.rank) + " has two Flight Recorder dumps; using " +
+                   (take ? d.file : have->file) + " and ignoring this one";
+    diags->push_back(std::move(diag));
+    if (take) {
+      // Keep the other dump's extras, drop its entries.
+      model::RankDump old = std::move(*have);
+      *have = std::move(d);
+      old.ops.clear();
+      have->stacks.insert(have->stacks.end(), old.stacks.begin(), old.stacks.end());
+      have->events.insert(have->events.end(), old.events.begin(), old.events.end());
+      if (!have->wait) have->wait = std::move(old.wait);
+      have->extra_files.insert(have->extra_files.end(), old.extra_files.begin(), old.extra_files.end());
+    }
+    return;
+  }
+  if (d_fr || (d.ops.size() > have->ops.size() && !have_fr)) {
+    // The richer record becomes the base; the other one's extras join it.
+    std::swap(*have, d);
+  }
+  absorb_extras(have, d);
+  // Ops from a log (synthetic records) join only when there are none yet.
+  if (have->ops.empty() && !d.ops.empty()) {
+    have->ops = std::move(d.ops);
+    have->frames = std::move(d.frames);
+    have->interner = d.interner;
   }
 }
 
@@ -169,33 +222,20 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
   for (auto& r : results) {
     for (auto& d : r.diags) job.diagnostics.push_back(std::move(d));
     for (auto& d : r.dumps) {
+      if (d.rank < 0) {
+        Diagnostic diag;
+        diag.severity = Sev::kWarning;
+        diag.file = d.file;
+        diag.message = "cannot tell which rank this artifact belongs to; pass --rank " + d.file + "=RANK";
+        job.diagnostics.push_back(std::move(diag));
+        continue;
+      }
       auto [it, fresh] = by_rank.try_emplace(d.rank);
       if (fresh) {
         it->second = std::move(d);
         continue;
       }
-      model::RankDump& have = it->second;
-      if (d.wait && !have.wait && have.format != "wait-snapshot" && d.format == "wait-snapshot") {
-        have.wait = std::move(d.wait);  // a live wait state adds to a dump
-        continue;
-      }
-      if (have.wait && have.format == "wait-snapshot" && d.format != "wait-snapshot") {
-        d.wait = std::move(have.wait);
-        have = std::move(d);
-        continue;
-      }
-      // Two dumps of one rank (e.g. its pickle and its JSON): keep the one
-      // with more entries, the pickle on a tie (it carries stack frames).
-      bool take = d.ops.size() > have.ops.size() ||
-                  (d.ops.size() == have.ops.size() && d.format == "fr-pickle" && have.format != "fr-pickle");
-      Diagnostic diag;
-      diag.severity = Sev::kInfo;
-      diag.rank = d.rank;
-      diag.file = take ? have.file : d.file;
-      diag.message = "rank " + std::to_string(d.rank) + " has two dumps; using " +
-                     (take ? d.file : have.file) + " and ignoring this one";
-      job.diagnostics.push_back(std::move(diag));
-      if (take) have = std::move(d);
+      MergeRank(&it->second, std::move(d), &job.diagnostics);
     }
   }
   for (auto& [r, d] : by_rank) job.dumps.push_back(std::move(d));

@@ -155,6 +155,28 @@ struct WaitSnapshot {
   bool any_of = false;  // OR wait (any-source receive): needs any one of them
 };
 
+// A stack of one thread of a rank, innermost frame first, as a stack dump
+// (py-spy, gdb, faulthandler) or a log traceback shows it.
+struct StackSample {
+  std::string thread;            // thread name or id as printed, "" if none
+  std::vector<Frame> frames;     // innermost first
+  std::string file;              // artifact it came from
+  int64_t line = -1;             // 1-based line in `file` where it starts
+};
+
+// A notable line in a rank's log: a watchdog timeout, a crash, a detected
+// mismatch, an exit. `pg`/`seq`/`op` are filled when the line names them.
+struct LogEvent {
+  enum class Kind { kTimeout, kCrash, kMismatch, kExit, kOther };
+  Kind kind = Kind::kOther;
+  std::string message;           // the line (or its key part), trimmed
+  std::string file;
+  int64_t line = -1;             // 1-based
+  std::string pg;                // pg name as the log gives it, "" if none
+  int64_t seq = -1;
+  std::string op;
+};
+
 // Everything one rank's artifact says. `ops` are in recording order. Copies
 // share the interner, so an OpRecord stays valid in every copy.
 struct RankDump {
@@ -169,6 +191,9 @@ struct RankDump {
   std::map<std::string, PgConfig, std::less<>> pg_config; // by pg name
   std::map<int64_t, PgStatus> pg_status;     // by pg_id
   std::optional<WaitSnapshot> wait;
+  std::vector<StackSample> stacks;           // from stack dumps and tracebacks
+  std::vector<LogEvent> events;              // from text logs
+  std::vector<std::string> extra_files;      // other artifacts merged into this rank
 };
 
 // The whole job: one RankDump per rank (sorted by rank, unique), plus every
