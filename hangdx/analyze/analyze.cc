@@ -92,6 +92,8 @@ class Analyzer {
   Diagnosis Run() {
     out_.files = job_.files;
     out_.diagnostics = job_.diagnostics;
+    for (const auto& d : job_.dumps)
+      dump_based_ = dump_based_ || d.format == "fr-pickle" || d.format == "fr-json";
     ResolveWorld();
     ResolveGroups();
     BuildInstances();
@@ -343,10 +345,19 @@ class Analyzer {
     return n;
   }
 
+  // True when a log of rank r says it crashed (CUDA error, abort, ...).
+  bool Crashed(Rank r) const {
+    const RankDump* d = job_.Find(r);
+    if (!d) return false;
+    for (const auto& e : d->events)
+      if (e.kind == model::LogEvent::Kind::kCrash) return true;
+    return false;
+  }
+
   int SinkFor(Rank r) {
     auto it = sink_of_.find(r);
     if (it != sink_of_.end()) return it->second;
-    bool has = job_.Find(r) != nullptr;
+    bool has = job_.Find(r) != nullptr && !Crashed(r);
     int n = NewNode(WaitGraph::NodeKind::kSink, {has ? NodeType::kIdle : NodeType::kNoDump, r});
     sink_of_[r] = n;
     return n;
@@ -359,6 +370,11 @@ class Analyzer {
     if (it != blocking_.end()) return it->second;
     int n = -1;
     const RankDump* d = job_.Find(r);
+    if (Crashed(r)) {
+      n = SinkFor(r);
+      blocking_[r] = n;
+      return n;
+    }
     if (d && !d->ops.empty()) {
       uint32_t last = static_cast<uint32_t>(d->ops.size() - 1);
       const OpRecord& op = d->ops[last];
@@ -517,11 +533,19 @@ class Analyzer {
       else RootMissingFinding(in);
     }
     StalledFindings();
+    StackFindings();
     // Snapshot ranks waiting on ranks that wait on nothing.
     for (const auto& [rank, node] : snapshot_node_) {
       if (dead_[node]) continue;
       SnapshotRootFinding(rank, node);
     }
+    // A crash nobody was seen waiting for is still the first thing to look at.
+    std::set<Rank> named;
+    for (const auto& f : out_.findings) named.insert(f.culprit_ranks.begin(), f.culprit_ranks.end());
+    std::vector<Rank> unexplained;
+    for (const auto& d : job_.dumps)
+      if (Crashed(d.rank) && !named.count(d.rank)) unexplained.push_back(d.rank);
+    if (!unexplained.empty()) CrashedFinding(unexplained, nullptr);
     AttachCascades();
     std::stable_sort(out_.findings.begin(), out_.findings.end(), [](const Finding& a, const Finding& b) {
       if (a.severity != b.severity) return a.severity > b.severity;
@@ -662,6 +686,20 @@ class Analyzer {
     for (Rank r : in.no_dump) dead.push_back(r);
     std::sort(dead.begin(), dead.end());
     if (idle.empty() && dead.empty()) return;  // a cascade: reported at its root
+    std::vector<Rank> crashed;
+    for (Rank r : dead)
+      if (Crashed(r)) crashed.push_back(r);
+    if (!crashed.empty()) {
+      CrashedFinding(crashed, &in);
+      return;
+    }
+    if (!dump_based_ && idle.empty()) {
+      // Text logs only: every rank waiting in a collective logs its timeout,
+      // so a rank that printed nothing is not waiting in it (or died
+      // silently): it is absent, not known dead.
+      idle = dead;
+      dead.clear();
+    }
     Finding f;
     FillPg(&f, in);
     f.op = OpAt(in, 0).op;
@@ -686,9 +724,11 @@ class Analyzer {
                    "rank (data loading, host contention, a slow link)";
     } else if (!idle.empty()) {
       f.kind = Kind::kMissingRank;
+      f.culprit_ranks = idle;
       f.summary = "ranks " + R(in.arrived) + " wait in " + f.op + " (" + where + ") for " +
                   Plural(idle.size(), "rank ", "ranks ") + R(idle) +
-                  ", which never arrived and is not blocked in any recorded collective";
+                  (dump_based_ ? ", which never arrived and is not blocked in any recorded collective"
+                               : ", which never arrived (its log shows no wait in it)");
       if (!dead.empty()) {
         f.summary += "; no dump from " + Plural(dead.size(), "rank ", "ranks ") + R(dead);
         f.culprit_ranks.insert(f.culprit_ranks.end(), dead.begin(), dead.end());
@@ -833,6 +873,124 @@ class Analyzer {
     out_.findings.push_back(std::move(f));
   }
 
+  // Ranks whose logs say they crashed; `in` is the (pg, seq) others wait in
+  // for them, if known.
+  void CrashedFinding(const std::vector<Rank>& crashed, const Instance* in) {
+    Finding f;
+    f.kind = Kind::kCrashedRank;
+    f.culprit_ranks = crashed;
+    f.severity = Severity::kError;
+    f.hang = true;
+    std::string what;
+    for (Rank r : crashed) {
+      for (const auto& e : job_.Find(r)->events) {
+        if (e.kind != model::LogEvent::Kind::kCrash) continue;
+        if (what.empty()) what = e.message;
+        f.evidence.push_back({e.file, r, -1, "line " + std::to_string(e.line) + ": " + e.message});
+        if (!e.pg.empty() && f.pg_name.empty()) f.pg_name = e.pg;
+      }
+    }
+    if (what.size() > 160) what = what.substr(0, 157) + "...";
+    f.roles.push_back({"crashed", crashed});
+    if (in) {
+      FillPg(&f, *in);
+      f.op = OpAt(*in, 0).op;
+      f.roles.push_back({"waiting for it", in->arrived});
+      f.summary = "ranks " + R(in->arrived) + " wait in " + f.op + " (" + groups_[in->group].Label() + " seq " +
+                  std::to_string(in->seq) + ") for " + Plural(crashed.size(), "rank ", "ranks ") + R(crashed) +
+                  ", which crashed: " + what;
+    } else {
+      f.summary = Plural(crashed.size(), "rank ", "ranks ") + R(crashed) + " crashed (" + what +
+                  "); the other ranks of its process groups wait for it in their next collective";
+    }
+    f.fix_hint = "fix the crash first (read the rank's traceback); the other ranks' timeouts are its consequence";
+    out_.findings.push_back(std::move(f));
+  }
+
+  // Stack-only evidence (py-spy, gdb, faulthandler): which collective call
+  // site each rank is blocked in, compared across ranks as STAT does.
+  static bool IsCollectiveFrame(const std::string& name) {
+    static const std::set<std::string> kOps = {
+        "all_reduce", "broadcast", "all_gather", "all_gather_into_tensor", "_all_gather_base",
+        "reduce_scatter", "reduce_scatter_tensor", "_reduce_scatter_base", "reduce", "gather", "scatter",
+        "all_to_all", "all_to_all_single", "barrier", "monitored_barrier", "send", "recv", "isend", "irecv",
+        "batch_isend_irecv", "broadcast_object_list", "all_gather_object", "gather_object", "scatter_object_list",
+        "all_reduce_coalesced", "all_gather_coalesced"};
+    return kOps.count(name) > 0;
+  }
+
+  void StackFindings() {
+    struct Where { std::string op, site; const model::StackSample* stack = nullptr; };
+    std::map<Rank, Where> where;
+    for (const auto& d : job_.dumps) {
+      if (d.stacks.empty() || !d.ops.empty()) continue;  // dumps with entries speak for themselves
+      Where w;
+      for (const auto& st : d.stacks) {
+        // The outermost collective frame: broadcast_object_list rather than
+        // the broadcast it calls.
+        int hit = -1;
+        for (int i = 0; i < static_cast<int>(st.frames.size()); ++i)
+          if (IsCollectiveFrame(st.frames[i].name)) hit = i;
+        if (hit < 0) continue;
+        w.op = st.frames[hit].name;
+        w.site = hit + 1 < static_cast<int>(st.frames.size()) ? st.frames[hit + 1].name : "";
+        if (hit + 1 < static_cast<int>(st.frames.size()) && !st.frames[hit + 1].filename.empty())
+          w.site += " at " + st.frames[hit + 1].filename + ":" + std::to_string(st.frames[hit + 1].line);
+        w.stack = &st;
+        break;
+      }
+      if (!w.stack && !d.stacks.empty()) w.stack = &d.stacks.front();
+      where[d.rank] = w;
+    }
+    if (where.size() < 2) return;
+    std::map<std::string, std::vector<Rank>> groups;
+    std::vector<Rank> elsewhere;
+    for (const auto& [r, w] : where) {
+      if (w.op.empty()) elsewhere.push_back(r);
+      else groups[w.op + " in " + w.site].push_back(r);
+    }
+    if (groups.empty()) return;
+    std::vector<std::pair<std::string, std::vector<Rank>>> sides(groups.begin(), groups.end());
+    std::stable_sort(sides.begin(), sides.end(), [](const auto& a, const auto& b) {
+      if (a.second.size() != b.second.size()) return a.second.size() > b.second.size();
+      return a.second.front() > b.second.front();  // tie: the side without the lowest rank is the reference
+    });
+    Finding f;
+    f.severity = Severity::kError;
+    f.hang = true;
+    f.op = where[sides.front().second.front()].op;
+    for (const auto& [site, ranks] : sides) f.roles.push_back({site, ranks});
+    if (!elsewhere.empty()) f.roles.push_back({"not in a collective", elsewhere});
+    if (sides.size() >= 2) {
+      f.kind = Kind::kCollectiveMismatch;
+      for (size_t k = 1; k < sides.size(); ++k)
+        f.culprit_ranks.insert(f.culprit_ranks.end(), sides[k].second.begin(), sides[k].second.end());
+      f.summary = "the ranks' stacks are in different collectives: " +
+                  Plural(sides[0].second.size(), "rank ", "ranks ") + R(sides[0].second) + " in " + sides[0].first;
+      for (size_t k = 1; k < sides.size(); ++k)
+        f.summary += "; " + Plural(sides[k].second.size(), "rank ", "ranks ") + R(sides[k].second) + " in " +
+                     sides[k].first;
+      f.fix_hint = "make every rank reach the same collectives in the same order (look for an early return or a "
+                   "rank-dependent branch around the minority's call site)";
+    } else if (!elsewhere.empty()) {
+      f.kind = Kind::kMissingRank;
+      f.culprit_ranks = elsewhere;
+      f.summary = "ranks " + R(sides[0].second) + " are blocked in " + sides[0].first + " while " +
+                  Plural(elsewhere.size(), "rank ", "ranks ") + R(elsewhere) + " are in no collective";
+      f.fix_hint = "find what the absent ranks are doing instead (their stacks below)";
+    } else {
+      return;  // all in the same call: not decidable from stacks
+    }
+    std::sort(f.culprit_ranks.begin(), f.culprit_ranks.end());
+    for (const auto& [r, w] : where) {
+      if (!w.stack) continue;
+      std::string top;
+      for (size_t i = 0; i < w.stack->frames.size() && i < 3; ++i) top += (i ? " <- " : "") + w.stack->frames[i].name;
+      f.evidence.push_back({w.stack->file, r, -1, "stack (line " + std::to_string(w.stack->line) + "): " + top});
+    }
+    out_.findings.push_back(std::move(f));
+  }
+
   void SnapshotRootFinding(Rank rank, int node) {
     // Report only ranks that wait directly on a rank that waits on nothing.
     std::vector<Rank> idle, gone;
@@ -856,7 +1014,9 @@ class Analyzer {
       }
     }
     Finding f;
-    f.kind = idle.empty() ? Kind::kCrashedRank : Kind::kMissingRank;
+    bool any_crashed = false;
+    for (Rank r : gone) any_crashed = any_crashed || Crashed(r);
+    f.kind = !idle.empty() || (!dump_based_ && !any_crashed) ? Kind::kMissingRank : Kind::kCrashedRank;
     f.culprit_ranks = culprits;
     f.op = w.current_op;
     f.seq = w.op_seq;
@@ -1060,11 +1220,14 @@ class Analyzer {
         s.last_activity_ns = std::max({s.last_activity_ns, op.time_created_ns, op.time_completed_ns});
       }
       int b = BlockingNode(r);
-      if (nodes_[b].type == NodeType::kIdle) {
+      if (nodes_[b].type == NodeType::kNoDump) {
+        s.state = "crashed";
+        s.current = "its log reports a crash";
+      } else if (nodes_[b].type == NodeType::kIdle) {
         s.state = d->ops.empty() && !d->wait ? "no ops" : "idle";
         s.current = d->ops.empty() ? (d->wait ? d->wait->current_op : "") : "after " + LabelOf(r, d->ops.back());
       } else {
-        s.state = dead_[b] ? "deadlocked" : "blocked";
+        s.state = b < static_cast<int>(dead_.size()) && dead_[b] ? "deadlocked" : "blocked";
         s.current = NodeLabel(b);
       }
       out_.ranks.push_back(std::move(s));
@@ -1113,6 +1276,7 @@ class Analyzer {
   AnalyzeOptions opt_;
   Diagnosis out_;
   int64_t world_ = 0;
+  bool dump_based_ = false;  // some rank has a Flight Recorder dump
   std::vector<Group> groups_;
   std::map<std::string, int> group_by_key_;
   std::map<std::pair<Rank, std::string>, int> dump_group_;

@@ -80,6 +80,26 @@ class JobBuilder {
     d.wait = model::WaitSnapshot{op, for_ranks, seq};
     return *this;
   }
+  // A stack, innermost frame first, as a stack dump of rank r shows it.
+  JobBuilder& Stack(model::Rank r, std::vector<std::string> frames) {
+    model::RankDump& d = Rank(r);
+    if (d.ops.empty()) d.format = "py-spy";
+    model::StackSample st;
+    for (auto& f : frames) st.frames.push_back({f, "", 0});
+    st.file = "pyspy_rank" + std::to_string(r) + ".txt";
+    st.line = 1;
+    d.stacks.push_back(std::move(st));
+    return *this;
+  }
+  JobBuilder& Event(model::Rank r, model::LogEvent::Kind kind, const std::string& msg) {
+    model::RankDump& d = Rank(r);
+    d.events.push_back({kind, msg, "rank" + std::to_string(r) + ".log", 3, "", -1, ""});
+    return *this;
+  }
+  JobBuilder& Format(model::Rank r, const std::string& format) {
+    Rank(r).format = format;
+    return *this;
+  }
   JobBuilder& World(int64_t w) {
     job_.world_size = w;
     return *this;
@@ -381,6 +401,63 @@ TEST(Analyze, WaitSnapshotMixedCycleIsAWaitCycle) {
   ASSERT_FALSE(d.findings.empty());
   EXPECT_EQ(d.findings[0].kind, Kind::kWaitCycle);
   EXPECT_EQ(d.findings[0].cycle, (Ranks{0, 1, 2}));
+}
+
+TEST(Analyze, StacksInDifferentCollectivesNameTheMinority) {
+  // The shape of sglang#27489: TP0 in all_reduce under writing_check, TP1-3
+  // in the next iteration's broadcast.
+  JobBuilder b;
+  b.Stack(0, {"all_reduce", "writing_check", "check_hicache_events", "event_loop_overlap"});
+  for (int r = 1; r < 4; ++r) b.Stack(r, {"broadcast", "broadcast_pyobj", "recv_requests", "event_loop_overlap"});
+  Diagnosis d = Analyze(b.Build());
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].kind, Kind::kCollectiveMismatch);
+  EXPECT_EQ(d.findings[0].culprit_ranks, Ranks{0});
+  EXPECT_EQ(d.findings[0].op, "broadcast");
+  EXPECT_EQ(d.findings[0].evidence.size(), 4u);
+}
+
+TEST(Analyze, StackOutsideAnyCollectiveIsTheMissingRank) {
+  JobBuilder b;
+  for (int r = 0; r < 3; ++r) b.Stack(r, {"wait", "all_reduce", "train_step"});
+  b.Stack(3, {"save", "save_checkpoint", "train_step"});
+  Diagnosis d = Analyze(b.Build());
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].kind, Kind::kMissingRank);
+  EXPECT_EQ(d.findings[0].culprit_ranks, Ranks{3});
+}
+
+TEST(Analyze, CrashEventMakesACrashedRank) {
+  // Ranks 0-2 wait at seq 5; rank 3's log says it died of a CUDA error.
+  JobBuilder b("nccl");
+  for (int r = 0; r < 4; ++r) b.Steps(r, "0", 1, 4);
+  for (int r = 0; r < 3; ++r) b.Coll(r, "0", 5, "all_reduce", false, {4, 4}, "Float", true);
+  b.Event(3, model::LogEvent::Kind::kCrash, "CUDA error: an illegal memory access was encountered");
+  Diagnosis d = Analyze(b.Members("0", {0, 1, 2, 3}).Build());
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].kind, Kind::kCrashedRank);
+  EXPECT_EQ(d.findings[0].culprit_ranks, Ranks{3});
+  EXPECT_EQ(d.findings[0].seq, 5);
+  // A crash alone (vllm#6042: only the dying rank's log) is still named.
+  JobBuilder c;
+  c.Event(3, model::LogEvent::Kind::kCrash, "CUDA error: an illegal memory access was encountered").Format(3, "torch-log");
+  Diagnosis d2 = Analyze(c.Build());
+  ASSERT_EQ(d2.findings.size(), 1u);
+  EXPECT_EQ(d2.findings[0].kind, Kind::kCrashedRank);
+  EXPECT_EQ(d2.findings[0].culprit_ranks, Ranks{3});
+}
+
+TEST(Analyze, SilentRankInLogsIsMissingNotDead) {
+  // ace#348: ranks 1-3 log a watchdog timeout at one seq, rank 0 logs
+  // nothing. From logs (no Flight Recorder dumps), silence means "not
+  // waiting in it", not "dead".
+  JobBuilder b("nccl");
+  for (int r = 1; r < 4; ++r) b.Coll(r, "0", 1132079, "all_reduce", false, {304640}, "Float", true).Format(r, "torch-log");
+  Diagnosis d = Analyze(b.World(4).Build());
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_EQ(d.findings[0].kind, Kind::kMissingRank);
+  EXPECT_EQ(d.findings[0].culprit_ranks, Ranks{0});
+  EXPECT_EQ(d.findings[0].seq, 1132079);
 }
 
 TEST(Analyze, DeterministicWhateverTheDumpOrder) {

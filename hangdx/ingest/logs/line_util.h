@@ -1,0 +1,119 @@
+// hangdx/ingest/logs/line_util.h
+// Shared pieces of the text-artifact parsers: a line reader that cleans each
+// line (ANSI colours, tqdm-style `\r` overwrites, trailing spaces, over-long
+// lines) and peels the prefixes launchers put in front of it (Ray, Open MPI
+// --tag-output, kubectl --timestamps, torchrun `[default0]:`, c10's
+// `[rank3]:`, slurm `srun -l` `3: `); number parsing that never throws; and
+// DumpSet, which collects the RankDumps one file yields.
+//
+//   LineReader r(data);
+//   for (Line l; r.Next(&l);)
+//     if (l.text.find(" NCCL INFO ") != std::string_view::npos) ...
+//
+// Rules from shared/specs/log-formats.md section 0. Not thread-safe; cheap.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hangdx/model/job.h"
+
+namespace hangdx::ingest::logs {
+
+// Longest line a parser looks at; the rest of a longer line is ignored (NCCL
+// itself cuts at 1024 bytes; c10 mismatch messages run to a few KiB).
+inline constexpr size_t kMaxLineBytes = 64 * 1024;
+
+// One line of a text artifact, cleaned and with foreign prefixes peeled.
+struct Line {
+  std::string_view text;  // cleaned; valid until the next LineReader::Next()
+  int64_t number = 0;     // 1-based line number in the file
+  int64_t offset = 0;     // byte offset of the line's first byte
+  int64_t rank = -1;      // global rank a peeled prefix names ([rank3]:, `3: `, mpirun [1,3]), else -1
+  int64_t local_rank = -1;  // local rank a torchrun `[default0]:` prefix names, else -1
+  bool truncated = false;   // longer than kMaxLineBytes
+};
+
+// Splits `data` into lines ('\n'; a '\r' before it is dropped) and cleans
+// each: keeps the text after the last '\r' (progress bars overwrite), strips
+// ANSI escape sequences and trailing whitespace, cuts at kMaxLineBytes, and
+// peels prefixes with PeelPrefixes(). Never fails; binary bytes pass through.
+class LineReader {
+ public:
+  explicit LineReader(std::string_view data) : data_(data) {}
+  // Fills *line with the next line; false at the end of the data.
+  bool Next(Line* line);
+  int64_t truncated_lines() const { return truncated_; }
+
+ private:
+  std::string_view data_;
+  size_t pos_ = 0;
+  int64_t number_ = 0;
+  int64_t truncated_ = 0;
+  std::string buf_;
+};
+
+// Removes ANSI escapes, keeps the text after the last '\r', trims trailing
+// whitespace. Returns a view of `line` or of *buf (when bytes were removed).
+std::string_view CleanLine(std::string_view line, std::string* buf);
+
+// Peels the foreign prefixes of spec section 0 off the front of `text`,
+// repeatedly (they stack): Ray `(RayTrainWorker pid=615, ip=10.72.7.6) `,
+// Open MPI `Fri Aug 11 12:31:45 2023[1,0]<stdout>:` (rank = second number),
+// kubectl `2025-11-24T03:20:21.001125857Z `, launcher `[1803] `, torchrun
+// `[default0]:` (local rank), c10 `[rank3]:`, slurm `3: `. Sets *rank /
+// *local_rank (left alone when no prefix names one). Returns the rest.
+std::string_view PeelPrefixes(std::string_view text, int64_t* rank, int64_t* local_rank);
+
+// Decimal / hexadecimal (no 0x; an optional 0x is skipped) integer of the
+// whole view; false on junk, empty, or overflow.
+bool ParseDec(std::string_view s, int64_t* v);
+bool ParseHex(std::string_view s, int64_t* v);
+// Leading decimal digits of `s` (after optional '-'); false when none.
+bool ParseDecPrefix(std::string_view s, int64_t* v, size_t* used = nullptr);
+
+std::string_view Trim(std::string_view s);
+bool Contains(std::string_view s, std::string_view needle);
+
+// The text between `open` (after its first occurrence at or after `from`)
+// and the next `close`, e.g. Between("tag[X], a", "tag[", "]") == "X".
+// Empty and *found=false when absent.
+std::string_view Between(std::string_view s, std::string_view open, std::string_view close,
+                         bool* found = nullptr);
+
+// True when `data` holds NUL bytes or mostly non-text bytes in its head: a
+// binary file that no text format can be.
+bool LooksBinary(std::string_view data);
+
+// The RankDumps one text artifact yields, keyed by rank (rank -1 holds what
+// belongs to no known rank), and the file's diagnostics (at most
+// kMaxDiagnostics per file; the rest are counted in one summary line).
+class DumpSet {
+ public:
+  static constexpr int kMaxDiagnostics = 20;
+
+  DumpSet(std::string file, std::vector<model::Diagnostic>* diags) : file_(std::move(file)), diags_(diags) {}
+  // The dump for `rank`, created with `format` and this file on first use.
+  model::RankDump& For(model::Rank rank, std::string_view format);
+  bool Has(model::Rank rank) const { return dumps_.count(rank) != 0; }
+  void Diag(model::Diagnostic::Severity sev, int64_t offset, model::Rank rank, std::string message);
+  const std::string& file() const { return file_; }
+  // Moves the dumps (rank order) into *out and flushes the diagnostics summary.
+  void MoveTo(std::vector<model::RankDump>* out);
+  size_t size() const { return dumps_.size(); }
+
+ private:
+  std::string file_;
+  std::vector<model::Diagnostic>* diags_;
+  std::map<model::Rank, model::RankDump> dumps_;
+  int diag_count_ = 0;
+};
+
+// PyTorch dtype name ("Half", "Float", "Long", ...) for an ncclDataType_t
+// value (NVIDIA/nccl src/nccl.h.in); "" for an unknown value.
+std::string_view NcclDtypeName(int64_t v);
+
+}  // namespace hangdx::ingest::logs
