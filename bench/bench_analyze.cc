@@ -10,6 +10,7 @@
 
 #include "bench_job.h"
 #include "hangdx/analyze/analyze.h"
+#include "hangdx/analyze/wait_graph.h"
 
 namespace hangdx::bench {
 namespace {
@@ -42,6 +43,54 @@ BENCHMARK(BM_Analyze)
     ->Unit(benchmark::kSecond)
     ->Iterations(1)
     ->UseRealTime();
+
+}  // namespace
+}  // namespace hangdx::bench
+
+namespace hangdx::bench {
+namespace {
+
+// The wait-for graph algorithms alone (graph reduction, strongly connected
+// components, witness extraction) at 100,000 ranks x 8 pgs: one node per
+// (rank, pg) where the rank is blocked, AND edges to the ranks it waits for.
+// Layout: in each pg of 8 consecutive ranks (tensor parallel) rank 0 of the
+// group waits for rank 7, ranks 1-6 wait for rank 0 (a cascade into a sink);
+// in pg 0 every rank waits for rank 12345 (idle: a sink); and ranks
+// 50,000-50,999 form one P2P ring (a true cycle), so the result has one
+// deadlock to extract and 800,000 nodes to reduce.
+void BM_WaitGraphOnly(benchmark::State& state) {
+  const int64_t ranks = state.range(0);
+  const int pgs = static_cast<int>(state.range(1));
+  for (auto _ : state) {
+    analyze::WaitGraph g;
+    using K = analyze::WaitGraph::NodeKind;
+    const int sink = g.AddNode(K::kSink);
+    std::vector<int> node(static_cast<size_t>(ranks * pgs));
+    for (int64_t i = 0; i < ranks * pgs; ++i) node[i] = g.AddNode(K::kAnd);
+    for (int64_t r = 0; r < ranks; ++r) {
+      for (int p = 0; p < pgs; ++p) {
+        int v = node[r * pgs + p];
+        if (p == 0) {
+          g.AddEdge(v, r == 12345 ? sink : node[12345 * pgs]);
+        } else {
+          int64_t base = r - r % 8;
+          int64_t target = (r % 8 == 0) ? base + 7 : base;
+          g.AddEdge(v, target >= ranks || target == r ? sink : node[target * pgs + p]);
+        }
+      }
+    }
+    // A ring of 1,000 ranks in pg 1 (send/send): r -> r+1 -> ... -> r.
+    for (int64_t r = 50000; r < 51000 && r < ranks; ++r)
+      g.AddEdge(node[r * pgs + 1], node[(r + 1 < 51000 ? r + 1 : 50000) * pgs + 1]);
+    std::vector<bool> dead = g.Deadlocked();
+    auto comps = g.CyclicComponents(dead);
+    size_t witness = comps.empty() ? 0 : g.WitnessCycle(comps.front()).size();
+    benchmark::DoNotOptimize(witness);
+    state.counters["nodes"] = static_cast<double>(g.size());
+    state.counters["cycles"] = static_cast<double>(comps.size());
+  }
+}
+BENCHMARK(BM_WaitGraphOnly)->Args({100000, 8})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace hangdx::bench

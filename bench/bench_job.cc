@@ -70,10 +70,12 @@ model::Job MakeJob(int64_t ranks, int pgs, int ops_per_pg, int64_t culprit) {
         int64_t off = r % fam.block;
         int64_t lane = off % fam.stride;
         gi = (block_start / fam.block) * fam.stride + lane;
+        std::vector<model::Rank> members;
         for (int64_t k = 0; k < fam.size; ++k) {
           int64_t m = block_start + lane + k * fam.stride;
-          if (m < ranks) c.ranks.push_back(m);
+          if (m < ranks) members.push_back(m);
         }
+        c.ranks = std::move(members);
         c.ranks_known = true;
       }
       c.name = std::to_string(first_name[f] + gi);
@@ -81,6 +83,10 @@ model::Job MakeJob(int64_t ranks, int pgs, int ops_per_pg, int64_t culprit) {
       d.pg_config[c.name] = c;
     }
     int64_t record_id = 1000000;
+    model::Interner& pool = *d.interner;
+    const model::Ref<model::Shapes> shape = pool.Intern(model::Shapes{{4096, 1024}});
+    const model::Ref<model::Dtypes> dtype = pool.Intern(model::Dtypes{"BFloat16"});
+    const model::Ref<model::Stack> stack = pool.Intern(model::Stack{0, 1});
     // Interleave the pgs like a training step: every pg's i-th op, pg 0 last.
     for (int i = 0; i < ops_per_pg; ++i) {
       for (size_t p = mine.size(); p-- > 0;) {
@@ -89,24 +95,24 @@ model::Job MakeJob(int64_t ranks, int pgs, int ops_per_pg, int64_t culprit) {
         model::OpRecord op;
         op.record_id = record_id++;
         op.pg_id = static_cast<int64_t>(p);
-        op.pg_name = mine[p].name;
-        op.pg_desc = mine[p].desc;
+        op.pg_name = pool.Str(mine[p].name);
+        op.pg_desc = pool.Str(mine[p].desc);
         op.collective_seq = base_seq + i;
         op.p2p_seq = 0;
         op.op_id = base_seq + i;
         op.profiling_name = "nccl:all_reduce";
         model::ParseProfilingName(&op);
-        op.input_sizes = {{4096, 1024}};
-        op.output_sizes = {{4096, 1024}};
-        op.input_dtypes = {"BFloat16"};
-        op.output_dtypes = {"BFloat16"};
+        op.input_sizes = shape;
+        op.output_sizes = shape;
+        op.input_dtypes = dtype;
+        op.output_dtypes = dtype;
         op.state = last0 ? model::OpState::kScheduled : model::OpState::kCompleted;
         op.retired = !last0;
         op.completed = !last0;
         op.time_created_ns = 1760000000000000000 + op.record_id * 1000000;
         op.time_completed_ns = last0 ? 0 : op.time_created_ns + 2500000;
         op.timeout_ms = 600000;
-        op.frames = {0, 1};
+        op.frames = stack;
         op.thread_name = "pt_main_thread";
         op.thread_id = "139900000000000";
         d.ops.push_back(std::move(op));

@@ -7,11 +7,13 @@ BUILD=${1:?build dir}
 SECONDS_EACH=${2:-20}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/pickle" "$work/json"
+mkdir -p "$work/pickle" "$work/json" "$work/text"
 find testdata hangdx/ingest/testdata examples -type f \( -name 'fr_trace_rank_*' ! -name '*.json' -o -name '*.pickle' \) \
   -exec cp {} "$work/pickle/" \; 2>/dev/null || true
 find testdata hangdx/ingest/testdata -type f -name '*.json' -size -64k -exec cp --backup=numbered {} "$work/json/" \; 2>/dev/null || true
-for target in pickle_fuzzer:pickle fr_json_fuzzer:json; do
+find testdata/cases testdata/torch -type f \( -name '*.log' -o -name '*.txt' \) -size -64k \
+  -exec cp --backup=numbered {} "$work/text/" \; 2>/dev/null || true
+for target in pickle_fuzzer:pickle fr_json_fuzzer:json text_log_fuzzer:text; do
   bin=${target%%:*}
   corpus=$work/${target##*:}
   echo "fuzz: $bin for ${SECONDS_EACH}s on $(ls "$corpus" | wc -l) seeds"

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <span>
 #include <set>
 #include <unordered_map>
 
@@ -51,7 +52,10 @@ std::string Plural(size_t n, const char* one, const char* many) { return n == 1 
 struct Group {
   std::string name, desc;
   std::vector<Rank> members;
+  model::SharedRanks member_list;  // the same list, shared (identity speeds up group lookup)
   bool inferred = false;
+  int64_t max_seq = -1;
+  int64_t mismatched_seqs = 0;
   std::vector<const RankDump*> dump;                          // per member; nullptr = no dump
   std::vector<std::vector<std::pair<int64_t, uint32_t>>> coll;  // per member: (seq, op index) by seq
   std::vector<std::vector<uint32_t>> p2p;                     // per member: P2P op indices
@@ -73,7 +77,12 @@ struct Instance {
   int group = -1;
   int64_t seq = -1;
   std::vector<Rank> arrived, not_reached, no_dump;
-  std::vector<std::vector<uint32_t>> ops;  // per arrived rank: op indices at this seq
+  // Op indices (into the rank's dump) at this seq, per arrived rank i:
+  // op_idx[op_start[i] .. op_start[i+1]). Flat: one allocation, not one per rank.
+  std::vector<uint32_t> op_idx, op_start{0};
+  std::span<const uint32_t> ops(size_t i) const {
+    return {op_idx.data() + op_start[i], op_start[i + 1] - op_start[i]};
+  }
   // Signature classes among arrived ranks, largest (reference) first.
   std::vector<std::pair<std::string, std::vector<Rank>>> classes;
   bool mismatch = false;
@@ -115,7 +124,7 @@ class Analyzer {
       for (const auto& d : job_.dumps)
         for (const auto& [name, cfg] : d.pg_config)
           if ((name == "0" || name.empty() || cfg.desc == "default_pg") && cfg.ranks_known)
-            w = std::max<int64_t>(w, static_cast<int64_t>(cfg.ranks.size()));
+            w = std::max<int64_t>(w, cfg.ranks.back() + 1);
       if (w >= 0) out_.world_size_inferred = false;
     }
     int64_t seen = 0;
@@ -124,50 +133,66 @@ class Analyzer {
       if (d.wait)
         for (Rank r : d.wait->waiting_for) seen = std::max(seen, r + 1);
       for (const auto& [name, cfg] : d.pg_config)
-        for (Rank r : cfg.ranks) seen = std::max(seen, r + 1);
+        if (!cfg.ranks.empty()) seen = std::max(seen, cfg.ranks.back() + 1);
     }
     if (w < seen) w = seen;
     world_ = w;
     out_.world_size = w;
-    for (Rank r = 0; r < w && r < (int64_t{1} << 24); ++r)
-      if (!job_.Find(r)) out_.ranks_without_dump.push_back(r);
+    size_t k = 0;
+    for (Rank r = 0; r < w; ++r) {
+      while (k < job_.dumps.size() && job_.dumps[k].rank < r) ++k;
+      if (k >= job_.dumps.size() || job_.dumps[k].rank != r) out_.ranks_without_dump.push_back(r);
+    }
   }
 
   // --------------------------------------------------------------- groups
+  // The pg of each (dump, pg name): a short list per dump, looked up by the
+  // interned name (views of one dump's interner compare by address first).
+  int GroupOf(const RankDump& d, std::string_view name) const {
+    const auto& list = dump_groups_[&d - job_.dumps.data()];
+    for (const auto& [n, g] : list)
+      if (n.data() == name.data() || n == name) return g;
+    return -1;
+  }
+
   void ResolveGroups() {
-    // Pass 1: pgs whose members the dump records (or the default pg).
+    dump_groups_.resize(job_.dumps.size());
     std::map<std::string, std::set<Rank>> inferred;  // name -> recording ranks
     std::map<std::string, std::string> inferred_desc;
-    for (const auto& d : job_.dumps) {
-      std::set<std::string> names;
-      for (const auto& op : d.ops) names.insert(std::string(op.pg_name));
-      for (const auto& name : names) {
-        std::string desc;
-        for (const auto& op : d.ops)
-          if (op.pg_name == name) { desc = std::string(op.pg_desc); break; }
+    std::map<std::string, std::vector<std::string_view>> inferred_views;  // name -> views to bind
+    std::vector<std::vector<std::pair<std::string_view, std::string_view>>> pending(job_.dumps.size());
+    for (size_t di = 0; di < job_.dumps.size(); ++di) {
+      const RankDump& d = job_.dumps[di];
+      // One pass: each pg name this dump records, with its description.
+      std::vector<std::pair<std::string_view, std::string_view>> names;
+      for (const auto& op : d.ops) {
+        bool have = false;
+        for (const auto& [n, desc] : names)
+          if (n.data() == op.pg_name.data() || n == op.pg_name) { have = true; break; }
+        if (!have) names.emplace_back(op.pg_name, op.pg_desc);
+      }
+      for (const auto& [name, op_desc] : names) {
+        std::string desc(op_desc);
         auto cfg = d.pg_config.find(name);
-        std::vector<Rank> members;
-        bool was_inferred = false;
         if (cfg != d.pg_config.end() && cfg->second.ranks_known) {
-          members = cfg->second.ranks;
           if (desc.empty()) desc = cfg->second.desc;
+          dump_groups_[di].emplace_back(name, GroupIndex(std::string(name), desc, cfg->second.ranks, false));
         } else if (name == "0" || desc == "default_pg") {
-          for (Rank r = 0; r < world_; ++r) members.push_back(r);
-          was_inferred = out_.world_size_inferred;
+          dump_groups_[di].emplace_back(name, GroupIndex(std::string(name), desc, World(), out_.world_size_inferred));
         } else {
-          inferred[name].insert(d.rank);
-          inferred_desc[name] = desc;
-          continue;
+          inferred[std::string(name)].insert(d.rank);
+          inferred_desc[std::string(name)] = desc;
+          pending[di].emplace_back(name, op_desc);
         }
-        dump_group_[{d.rank, name}] = GroupIndex(name, desc, members, was_inferred);
       }
     }
-    // Pass 2: members inferred from which ranks record the pg.
-    for (const auto& [name, ranks] : inferred) {
-      std::vector<Rank> members(ranks.begin(), ranks.end());
-      int g = GroupIndex(name, inferred_desc[name], members, true);
-      for (Rank r : ranks) dump_group_[{r, name}] = g;
-    }
+    // Members inferred from which ranks record the pg.
+    std::map<std::string, int> inferred_group;
+    for (const auto& [name, ranks] : inferred)
+      inferred_group[name] =
+          GroupIndex(name, inferred_desc[name], model::SharedRanks(std::vector<Rank>(ranks.begin(), ranks.end())), true);
+    for (size_t di = 0; di < job_.dumps.size(); ++di)
+      for (const auto& [name, desc] : pending[di]) dump_groups_[di].emplace_back(name, inferred_group[std::string(name)]);
     // Index each member's ops.
     for (auto& g : groups_) {
       g.dump.assign(g.members.size(), nullptr);
@@ -177,9 +202,9 @@ class Analyzer {
     for (const auto& d : job_.dumps) {
       for (uint32_t i = 0; i < d.ops.size(); ++i) {
         const OpRecord& op = d.ops[i];
-        auto it = dump_group_.find({d.rank, std::string(op.pg_name)});
-        if (it == dump_group_.end()) continue;
-        Group& g = groups_[it->second];
+        int gi = GroupOf(d, op.pg_name);
+        if (gi < 0) continue;
+        Group& g = groups_[gi];
         int m = g.MemberIndex(d.rank);
         if (m < 0) {
           Warn(d, "records pg " + std::string(op.pg_name) + " whose recorded members (" + R(g.members) +
@@ -200,19 +225,31 @@ class Analyzer {
     }
   }
 
-  int GroupIndex(const std::string& name, const std::string& desc, const std::vector<Rank>& members,
-                 bool was_inferred) {
-    std::string key = name + "\x1f" + R(members);
-    auto [it, fresh] = group_by_key_.try_emplace(key, static_cast<int>(groups_.size()));
-    if (fresh) {
-      Group g;
-      g.name = name;
-      g.desc = desc;
-      g.members = members;
-      g.inferred = was_inferred;
-      groups_.push_back(std::move(g));
+  const model::SharedRanks& World() {
+    if (world_ranks_.size() != static_cast<size_t>(world_)) {
+      std::vector<Rank> all(static_cast<size_t>(world_));
+      for (Rank r = 0; r < world_; ++r) all[r] = r;
+      world_ranks_ = model::SharedRanks(std::move(all));
     }
-    return it->second;
+    return world_ranks_;
+  }
+
+  // One group per (name, member list); member lists shared between dumps
+  // compare by address, others by value.
+  int GroupIndex(const std::string& name, const std::string& desc, const model::SharedRanks& members,
+                 bool was_inferred) {
+    auto& candidates = groups_by_name_[name];
+    for (int gi : candidates)
+      if (groups_[gi].member_list == members) return gi;
+    Group g;
+    g.name = name;
+    g.desc = desc;
+    g.member_list = members;
+    g.members = members.get();
+    g.inferred = was_inferred;
+    groups_.push_back(std::move(g));
+    candidates.push_back(static_cast<int>(groups_.size()) - 1);
+    return candidates.back();
   }
 
   void Warn(const RankDump& d, std::string msg) {
@@ -241,19 +278,15 @@ class Analyzer {
     Instance in;
     in.group = gi;
     in.seq = seq;
-    std::map<std::string, std::vector<Rank>> classes;
-    std::map<std::string, std::pair<Rank, uint32_t>> class_rep;
+    bool same = true;  // every arrived rank's ops agree with the first one's
     for (size_t m = 0; m < g.members.size(); ++m) {
       Rank r = g.members[m];
       const auto& list = g.coll[m];
       auto lo = std::lower_bound(list.begin(), list.end(), std::make_pair(seq, uint32_t{0}));
       if (lo != list.end() && lo->first == seq) {
-        std::vector<uint32_t> ops;
-        std::string sig;
         for (auto it = lo; it != list.end() && it->first == seq; ++it) {
-          ops.push_back(it->second);
+          in.op_idx.push_back(it->second);
           const OpRecord& op = g.dump[m]->ops[it->second];
-          sig += (sig.empty() ? "" : " + ") + Signature(op);
           if (!op.completed) in.any_pending = true;
           if (op.completed || op.retired) in.all_in_flight = false;
           if (op.completed) in.failed = true;  // meaningful only if the instance is a problem
@@ -266,9 +299,8 @@ class Analyzer {
           if (op.backend != "gloo") in.all_in_flight = false;
         }
         in.arrived.push_back(r);
-        in.ops.push_back(std::move(ops));
-        classes[sig].push_back(r);
-        class_rep.try_emplace(sig, r, in.ops.back().front());
+        in.op_start.push_back(static_cast<uint32_t>(in.op_idx.size()));
+        if (same && in.arrived.size() > 1) same = SameOps(in, 0, in.arrived.size() - 1);
       } else if (!g.dump[m]) {
         in.no_dump.push_back(r);
       } else if (list.empty() || list.back().first < seq) {
@@ -280,6 +312,7 @@ class Analyzer {
       // gap inside its history: it got past it.
     }
     if (opt_.assume_timed_out) in.all_in_flight = false;
+    if (in.arrived.empty()) return;
     // A member without a dump took part in every seq that some arrived rank
     // got past (the collective completed); it is a suspect only where the
     // arrived ranks stopped.
@@ -292,13 +325,60 @@ class Analyzer {
         }
       }
     }
-    for (auto& [sig, ranks] : classes) in.classes.emplace_back(sig, ranks);
+    groups_[gi].max_seq = std::max(groups_[gi].max_seq, seq);
+    if (!same) {
+      // The slow path, for the rare seq where ranks disagree: name each
+      // distinct signature.
+      std::map<std::string, std::vector<Rank>> classes;
+      for (size_t i = 0; i < in.arrived.size(); ++i) {
+        std::string sig;
+        for (uint32_t idx : in.ops(i)) sig += (sig.empty() ? "" : " + ") + Signature(DumpOf(in, in.arrived[i])->ops[idx]);
+        classes[sig].push_back(in.arrived[i]);
+      }
+      for (auto& [sig, ranks] : classes) in.classes.emplace_back(sig, ranks);
+    }
     in.mismatch = in.classes.size() > 1;
-    if (in.mismatch) OrderClasses(&in, g);
+    if (in.mismatch) {
+      OrderClasses(&in, g);
+      ++groups_[gi].mismatched_seqs;
+    }
     if (!in.problem()) in.failed = false;
+    // A healthy, finished seq needs no more attention: only problems and
+    // pending seqs are kept (memory stays proportional to what is wrong).
+    if (!in.problem() && !in.any_pending) return;
+    if (in.classes.empty()) {
+      std::string sig;
+      for (uint32_t idx : in.ops(0)) sig += (sig.empty() ? "" : " + ") + Signature(DumpOf(in, in.arrived[0])->ops[idx]);
+      in.classes.emplace_back(sig, in.arrived);
+    }
     int idx = static_cast<int>(instances_.size());
     instance_index_[{gi, seq}] = idx;
     instances_.push_back(std::move(in));
+  }
+
+  // True when arrived ranks i and j recorded the same ops at this seq as far
+  // as matching is concerned (op names, and the sizes and dtypes compared for
+  // that op). Fast: compares interned values, builds no strings.
+  bool SameOps(const Instance& in, size_t i, size_t j) const {
+    auto a = in.ops(i), b = in.ops(j);
+    if (a.size() != b.size()) return false;
+    const RankDump* da = DumpOf(in, in.arrived[i]);
+    const RankDump* db = DumpOf(in, in.arrived[j]);
+    for (size_t k = 0; k < a.size(); ++k) {
+      const OpRecord& x = da->ops[a[k]];
+      const OpRecord& y = db->ops[b[k]];
+      // Common case first: identical records (interned values compare by
+      // address within a dump, by value across dumps).
+      if (x.op == y.op && x.input_sizes == y.input_sizes && x.output_sizes == y.output_sizes &&
+          x.input_dtypes == y.input_dtypes && x.output_dtypes == y.output_dtypes &&
+          x.p2p_peer_local == y.p2p_peer_local)
+        continue;
+      MatchState ms = MatchOps(x, y);
+      if (ms != MatchState::kFullyMatched && ms != MatchState::kStateMismatch && ms != MatchState::kUndecided)
+        return false;
+      if (ms == MatchState::kUndecided && Signature(x) != Signature(y)) return false;
+    }
+    return true;
   }
 
   // Orders signature classes: larger first; on a tie, the signature seen
@@ -321,7 +401,7 @@ class Analyzer {
   const OpRecord& OpAt(const Instance& in, size_t arrived_idx) const {
     const Group& g = groups_[in.group];
     Rank r = in.arrived[arrived_idx];
-    return g.dump[g.MemberIndex(r)]->ops[in.ops[arrived_idx].front()];
+    return g.dump[g.MemberIndex(r)]->ops[in.ops(arrived_idx).front()];
   }
   const RankDump* DumpOf(const Instance& in, Rank r) const {
     const Group& g = groups_[in.group];
@@ -378,13 +458,13 @@ class Analyzer {
     if (d && !d->ops.empty()) {
       uint32_t last = static_cast<uint32_t>(d->ops.size() - 1);
       const OpRecord& op = d->ops[last];
-      auto g = dump_group_.find({r, std::string(op.pg_name)});
-      if (g != dump_group_.end()) {
+      int gi = GroupOf(*d, op.pg_name);
+      if (gi >= 0) {
         if (op.is_p2p) {
           auto p = p2p_node_.find({r, last});
           if (p != p2p_node_.end()) n = p->second;
         } else {
-          auto x = instance_index_.find({g->second, op.collective_seq});
+          auto x = instance_index_.find({gi, op.collective_seq});
           if (x != instance_index_.end() && instances_[x->second].node >= 0)
             n = instances_[x->second].node;
         }
@@ -444,7 +524,7 @@ class Analyzer {
   void P2PEdges(Rank r, uint32_t idx, int node) {
     const RankDump* d = job_.Find(r);
     const OpRecord& op = d->ops[idx];
-    const Group& g = groups_[dump_group_.at({r, std::string(op.pg_name)})];
+    const Group& g = groups_[GroupOf(*d, op.pg_name)];
     int m = g.MemberIndex(r);
     // Program order inside the pg.
     for (uint32_t prev : g.p2p[m]) {
@@ -597,8 +677,9 @@ class Analyzer {
   }
 
   std::string LabelOf(Rank r, const OpRecord& op) const {
-    auto g = dump_group_.find({r, std::string(op.pg_name)});
-    std::string pg = g != dump_group_.end() ? groups_[g->second].Label() : "pg " + std::string(op.pg_name);
+    const RankDump* d = job_.Find(r);
+    int gi = d ? GroupOf(*d, op.pg_name) : -1;
+    std::string pg = gi >= 0 ? groups_[gi].Label() : "pg " + std::string(op.pg_name);
     if (op.is_p2p) return pg + " " + std::string(op.profiling_name);
     return pg + " seq " + std::to_string(op.collective_seq) + " " + std::string(op.op);
   }
@@ -625,7 +706,7 @@ class Analyzer {
       size_t i = std::find(in.arrived.begin(), in.arrived.end(), r) - in.arrived.begin();
       const OpRecord& op = OpAt(in, i);
       MatchState ms = MatchOps(ref_op, op);
-      if (ms == MatchState::kTypeMismatch || in.ops[i].size() != in.ops[ref_i].size()) type_differs = true;
+      if (ms == MatchState::kTypeMismatch || in.ops(i).size() != in.ops(ref_i).size()) type_differs = true;
       if (ms != MatchState::kDtypeMismatch) dtype_only = false;
       for (Rank x : in.classes[c].second) f.culprit_ranks.push_back(x);
     }
@@ -654,7 +735,7 @@ class Analyzer {
                   " has rank-dependent sizes, which all_to_all allows: cannot decide";
     }
     for (size_t i = 0; i < in.arrived.size(); ++i)
-      for (uint32_t idx : in.ops[i]) {
+      for (uint32_t idx : in.ops(i)) {
         const OpRecord& op = DumpOf(in, in.arrived[i])->ops[idx];
         std::string note = Signature(op);
         if (!op.frames->empty()) note += " from " + FrameText(*DumpOf(in, in.arrived[i]), op);
@@ -753,7 +834,7 @@ class Analyzer {
     }
     std::sort(f.culprit_ranks.begin(), f.culprit_ranks.end());
     for (size_t i = 0; i < in.arrived.size(); ++i)
-      AddOpEvidence(&f, in.arrived[i], DumpOf(in, in.arrived[i])->ops[in.ops[i].front()],
+      AddOpEvidence(&f, in.arrived[i], DumpOf(in, in.arrived[i])->ops[in.ops(i).front()],
                     "arrived at seq " + std::to_string(in.seq));
     for (Rank r : idle) {
       f.details.push_back(WhereInstead(r));
@@ -827,7 +908,7 @@ class Analyzer {
     for (int i : list) {
       const Instance& in = instances_[i];
       for (size_t a = 0; a < in.arrived.size(); ++a)
-        AddOpEvidence(&f, in.arrived[a], DumpOf(in, in.arrived[a])->ops[in.ops[a].front()],
+        AddOpEvidence(&f, in.arrived[a], DumpOf(in, in.arrived[a])->ops[in.ops(a).front()],
                       "pending in pg " + groups_[in.group].name + " ('" + desc + "') seq " + std::to_string(in.seq));
     }
     f.details.push_back("pg names are creation counters: every rank must call new_group for every group, "
@@ -1106,7 +1187,7 @@ class Analyzer {
         const Instance& in = instances_[n.instance];
         if (f.pg_name.empty()) FillPg(&f, in);
         for (size_t i = 0; i < in.arrived.size(); ++i)
-          AddOpEvidence(&f, in.arrived[i], DumpOf(in, in.arrived[i])->ops[in.ops[i].front()],
+          AddOpEvidence(&f, in.arrived[i], DumpOf(in, in.arrived[i])->ops[in.ops(i).front()],
                         "blocked in " + NodeLabel(v));
       } else if (n.type == NodeType::kP2P) {
         AddOpEvidence(&f, n.rank, job_.Find(n.rank)->ops[n.op], "blocked in " + NodeLabel(v));
@@ -1189,10 +1270,12 @@ class Analyzer {
       s.ranks_inferred = g.inferred;
       out_.pgs.push_back(std::move(s));
     }
+    for (size_t gi = 0; gi < groups_.size(); ++gi) {
+      out_.pgs[gi].max_seq = groups_[gi].max_seq;
+      out_.pgs[gi].mismatched_seqs = groups_[gi].mismatched_seqs;
+    }
     for (const auto& in : instances_) {
       PgSummary& s = out_.pgs[in.group];
-      s.max_seq = std::max(s.max_seq, in.seq);
-      if (in.mismatch) ++s.mismatched_seqs;
       if ((in.problem() || in.any_pending) && s.stuck_seq < 0) {
         s.stuck_seq = in.seq;
         s.stuck_op = OpAt(in, 0).op;
@@ -1278,8 +1361,9 @@ class Analyzer {
   int64_t world_ = 0;
   bool dump_based_ = false;  // some rank has a Flight Recorder dump
   std::vector<Group> groups_;
-  std::map<std::string, int> group_by_key_;
-  std::map<std::pair<Rank, std::string>, int> dump_group_;
+  std::map<std::string, std::vector<int>> groups_by_name_;
+  std::vector<std::vector<std::pair<std::string_view, int>>> dump_groups_;  // per dump: pg name -> group
+  model::SharedRanks world_ranks_;
   std::vector<Instance> instances_;
   std::map<std::pair<int, int64_t>, int> instance_index_;
   WaitGraph graph_;

@@ -199,7 +199,7 @@ TEST(Analyze, SamePgNameDifferentRanksAreTwoGroups) {
   b.Coll(0, "0", 1, "all_reduce").Coll(1, "0", 1, "all_reduce");
   b.Coll(0, "1", 1, "all_reduce", true, {5, 5}).Coll(1, "1", 1, "all_reduce", true, {6, 6});
   model::Job job = b.Members("0", {0, 1}).Build();
-  for (auto& dump : job.dumps) dump.pg_config["1"] = {"1", "sub_pg", {dump.rank}, true};
+  for (auto& dump : job.dumps) dump.pg_config["1"] = {"1", "sub_pg", std::vector<model::Rank>{dump.rank}, true};
   Diagnosis d = Analyze(job);
   EXPECT_TRUE(d.findings.empty()) << d.findings[0].summary;
   EXPECT_EQ(d.pgs.size(), 3u);
@@ -309,8 +309,8 @@ TEST(Analyze, CascadeNamesTheRootNotTheChain) {
   b.Coll(1, "B", 2, "all_reduce", false, {4, 4}, "Float", true);
   model::Job job = b.Build();
   for (auto& dump : job.dumps) {
-    dump.pg_config["A"] = {"A", "undefined", {0, 1}, true};
-    dump.pg_config["B"] = {"B", "undefined", {1, 2}, true};
+    dump.pg_config["A"] = {"A", "undefined", std::vector<model::Rank>{0, 1}, true};
+    dump.pg_config["B"] = {"B", "undefined", std::vector<model::Rank>{1, 2}, true};
   }
   Diagnosis d = Analyze(job);
   ASSERT_EQ(d.findings.size(), 1u) << d.findings[1].summary;

@@ -15,6 +15,7 @@ namespace {
 
 using model::Diagnostic;
 using Sev = model::Diagnostic::Severity;
+constexpr int64_t kMaxRank = int64_t{1} << 24;  // more ranks than any job has had
 
 // ---- Node adapters: one converter serves both pickle and JSON trees. ----
 
@@ -198,18 +199,9 @@ bool ReadStrings(N n, std::vector<std::string>* out) {
   return true;
 }
 
-// pg_config ranks: "[0, 1, 2]" (ProcessGroupNCCL) or "[0,1,2]" (TorchComm);
-// also accept a real list.
-template <typename N>
-bool ReadRankList(N n, std::vector<model::Rank>* out) {
-  std::string_view s;
-  if (n.is_seq()) {
-    for (size_t i = 0; i < n.size(); ++i) {
-      int64_t r;
-      if (!n.at(i).integer(&r)) return false;
-      out->push_back(r);
-    }
-  } else if (n.str(&s)) {
+// pg_config ranks: "[0, 1, 2]" (ProcessGroupNCCL) or "[0,1,2]" (TorchComm).
+bool ParseRankText(std::string_view s, std::vector<model::Rank>* out) {
+  {
     size_t i = 0;
     while (i < s.size() && (s[i] == ' ' || s[i] == '[' || s[i] == '(' || s[i] == '{')) ++i;
     while (i < s.size()) {
@@ -218,14 +210,42 @@ bool ReadRankList(N n, std::vector<model::Rank>* out) {
       int64_t r;
       auto res = std::from_chars(s.data() + i, s.data() + s.size(), r);
       if (res.ec != std::errc()) return false;
+      if (r < 0 || r >= kMaxRank) return false;
       out->push_back(r);
       i = res.ptr - s.data();
     }
-  } else {
-    return false;
   }
   std::sort(out->begin(), out->end());
   out->erase(std::unique(out->begin(), out->end()), out->end());
+  return true;
+}
+
+// Also accepts a real list (re-pickled or hand-written dumps).
+template <typename N>
+bool ReadRankList(N n, RankListCache* cache, model::SharedRanks* out) {
+  std::string_view s;
+  if (n.str(&s)) {
+    if (cache) {
+      auto p = cache->Get(s, ParseRankText);
+      if (!p) return false;
+      *out = model::SharedRanks(std::move(p));
+      return true;
+    }
+    std::vector<model::Rank> v;
+    if (!ParseRankText(s, &v)) return false;
+    *out = model::SharedRanks(std::move(v));
+    return true;
+  }
+  if (!n.is_seq()) return false;
+  std::vector<model::Rank> v;
+  for (size_t i = 0; i < n.size(); ++i) {
+    int64_t r;
+    if (!n.at(i).integer(&r) || r < 0 || r >= kMaxRank) return false;
+    v.push_back(r);
+  }
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  *out = model::SharedRanks(std::move(v));
   return true;
 }
 
@@ -239,7 +259,8 @@ model::OpState ParseState(std::string_view s) {
 template <typename N>
 class Converter {
  public:
-  Converter(model::RankDump* dump, DiagSink* sink) : dump_(dump), sink_(sink) {}
+  Converter(model::RankDump* dump, DiagSink* sink, RankListCache* cache)
+      : dump_(dump), sink_(sink), cache_(cache) {}
 
   bool Run(N root) {
     N entries{nullptr};
@@ -298,9 +319,9 @@ class Converter {
       pc.name = cfg.get("name").str(&v) ? std::string(v) : name;
       if (cfg.get("desc").str(&v)) pc.desc = std::string(v);
       N ranks = cfg.get("ranks");
-      if (ranks.present() && !ReadRankList(ranks, &pc.ranks)) {
+      if (ranks.present() && !ReadRankList(ranks, cache_, &pc.ranks)) {
         sink_->Warn("pg_config '" + name + "': cannot read 'ranks'");
-        pc.ranks.clear();
+        pc.ranks = model::SharedRanks();
       }
       pc.ranks_known = !pc.ranks.empty();
       if (name.empty() && pc.ranks.empty()) return;  // gloo writes an empty placeholder
@@ -408,6 +429,7 @@ class Converter {
 
   model::RankDump* dump_;
   DiagSink* sink_;
+  RankListCache* cache_;
   std::unordered_map<const void*, uint32_t> frame_ids_;
 };
 
@@ -444,7 +466,7 @@ void DeriveCompletion(model::RankDump* dump) {
 }
 
 bool ParseFlightRecorderPickle(std::string_view data, const std::string& file,
-                               model::RankDump* dump, std::vector<Diagnostic>* diags) {
+                               model::RankDump* dump, std::vector<Diagnostic>* diags, RankListCache* cache) {
   DiagSink sink(file, dump->rank, diags);
   if (data.empty()) {
     sink.Add(Sev::kError, "empty file", 0);
@@ -460,7 +482,7 @@ bool ParseFlightRecorderPickle(std::string_view data, const std::string& file,
     return false;
   }
   dump->format = "fr-pickle";
-  Converter<PNode> conv(dump, &sink);
+  Converter<PNode> conv(dump, &sink, cache);
   bool ok = conv.Run(PNode{&doc.root()});
   dump->interner->ForgetAddresses();
   if (!ok) return false;
@@ -469,7 +491,7 @@ bool ParseFlightRecorderPickle(std::string_view data, const std::string& file,
 }
 
 bool ParseFlightRecorderJson(std::string_view data, const std::string& file,
-                             model::RankDump* dump, std::vector<Diagnostic>* diags) {
+                             model::RankDump* dump, std::vector<Diagnostic>* diags, RankListCache* cache) {
   DiagSink sink(file, dump->rank, diags);
   nlohmann::json j;
   try {
@@ -480,7 +502,7 @@ bool ParseFlightRecorderJson(std::string_view data, const std::string& file,
     return false;
   }
   dump->format = "fr-json";
-  Converter<JNode> conv(dump, &sink);
+  Converter<JNode> conv(dump, &sink, cache);
   bool ok = conv.Run(JNode{&j});
   dump->interner->ForgetAddresses();
   if (!ok) return false;

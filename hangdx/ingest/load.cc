@@ -63,7 +63,7 @@ struct FileResult {
   std::vector<Diagnostic> diags;
 };
 
-void LoadOne(const std::string& path, const LoadOptions& opt, FileResult* res) {
+void LoadOne(const std::string& path, const LoadOptions& opt, RankListCache* cache, FileResult* res) {
   res->path = path;
   auto add = [&](Sev sev, std::string msg, int64_t off = -1) {
     Diagnostic d;
@@ -98,8 +98,8 @@ void LoadOne(const std::string& path, const LoadOptions& opt, FileResult* res) {
   dump.file = path;
   dump.rank = rank_hint;
   bool ok = f == Format::kFlightRecorderPickle
-                ? ParseFlightRecorderPickle(data, path, &dump, &res->diags)
-                : ParseFlightRecorderJson(data, path, &dump, &res->diags);
+                ? ParseFlightRecorderPickle(data, path, &dump, &res->diags, cache)
+                : ParseFlightRecorderJson(data, path, &dump, &res->diags, cache);
   if (!ok) return;
   if (dump.rank < 0) {
     add(Sev::kError, "cannot tell which rank this dump belongs to: its name does not end in a "
@@ -200,11 +200,12 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
   std::vector<FileResult> results(files.size());
   int threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::thread::hardware_concurrency());
   threads = std::max(1, std::min<int>(threads, static_cast<int>(files.size())));
+  RankListCache cache;
   std::atomic<size_t> next{0}, done{0};
   std::atomic<uint64_t> bytes{0};
   auto worker = [&] {
     for (size_t i; (i = next.fetch_add(1)) < files.size();) {
-      LoadOne(files[i], opt, &results[i]);
+      LoadOne(files[i], opt, &cache, &results[i]);
       uint64_t b = bytes.fetch_add(results[i].bytes) + results[i].bytes;
       size_t d = done.fetch_add(1) + 1;
       if (opt.progress) opt.progress(d, files.size(), b);

@@ -133,10 +133,37 @@ struct OpRecord {
   std::string_view thread_name, thread_id;
 };
 
+// A sorted list of global ranks shared by every dump that records the same
+// list (each rank's dump repeats the default pg's members: at 100,000 ranks,
+// copies would not fit in memory). Immutable; compares by value.
+class SharedRanks {
+ public:
+  SharedRanks() = default;
+  SharedRanks(std::vector<Rank> v)  // NOLINT: a list of ranks is a SharedRanks
+      : p_(std::make_shared<const std::vector<Rank>>(std::move(v))) {}
+  explicit SharedRanks(std::shared_ptr<const std::vector<Rank>> p) : p_(std::move(p)) {}
+  const std::vector<Rank>& get() const { return p_ ? *p_ : Empty(); }
+  operator const std::vector<Rank>&() const { return get(); }  // NOLINT
+  bool operator==(const std::vector<Rank>& v) const { return get() == v; }
+  bool operator==(const SharedRanks& o) const { return p_ == o.p_ || get() == o.get(); }
+  size_t size() const { return get().size(); }
+  bool empty() const { return get().empty(); }
+  auto begin() const { return get().begin(); }
+  auto end() const { return get().end(); }
+  Rank back() const { return get().back(); }
+
+ private:
+  static const std::vector<Rank>& Empty() {
+    static const std::vector<Rank> empty;
+    return empty;
+  }
+  std::shared_ptr<const std::vector<Rank>> p_;
+};
+
 // A process group as one rank's dump describes it.
 struct PgConfig {
   std::string name, desc;
-  std::vector<Rank> ranks;   // global ranks, sorted
+  SharedRanks ranks;         // global ranks, sorted
   bool ranks_known = false;  // false when the dump records no members (gloo)
 };
 
