@@ -48,6 +48,22 @@ std::string R(const std::vector<Rank>& ranks) { return FormatRanks(ranks); }
 
 std::string Plural(size_t n, const char* one, const char* many) { return n == 1 ? one : many; }
 
+// "rank 3" or "ranks 0-2,5" (a long set as "ranks 0-99,101-... (900 ranks)"),
+// for sentences; full sets stay in the roles.
+std::string Who(const std::vector<Rank>& ranks) {
+  std::string text = FormatRanks(ranks);
+  if (text.size() > 60) {
+    size_t cut = text.rfind(',', 48);
+    text = text.substr(0, cut == std::string::npos ? 48 : cut) + ",... (" + std::to_string(ranks.size()) + " ranks)";
+  }
+  return (ranks.size() == 1 ? "rank " : "ranks ") + text;
+}
+
+// "waits" for one rank, "wait" for several.
+const char* Verb(const std::vector<Rank>& ranks, const char* one, const char* many) {
+  return ranks.size() == 1 ? one : many;
+}
+
 // A process group as resolved across ranks.
 struct Group {
   std::string name, desc;
@@ -64,8 +80,10 @@ struct Group {
     auto it = std::lower_bound(members.begin(), members.end(), r);
     return it != members.end() && *it == r ? static_cast<int>(it - members.begin()) : -1;
   }
+  // "pg 0 (default_pg)"; a long description (a parser's note) is left out.
   std::string Label() const {
-    return "pg " + name + (desc.empty() || desc == "undefined" ? "" : " (" + desc + ")");
+    bool show = !desc.empty() && desc != "undefined" && desc.size() <= 32;
+    return "pg " + name + (show ? " (" + desc + ")" : "");
   }
 };
 
@@ -91,6 +109,7 @@ struct Instance {
   bool failed = false;            // arrived ops finished although a member never came
   int64_t created_ns = 0;         // earliest creation among arrived ops
   int node = -1;                  // wait-graph node, -1 if none
+  int behind = -1;                // an earlier unfinished problem of the pg it queues behind
   bool problem() const { return mismatch || !not_reached.empty() || !no_dump.empty(); }
 };
 
@@ -500,10 +519,26 @@ class Analyzer {
                 NewNode(WaitGraph::NodeKind::kAnd, {NodeType::kP2P, g.members[m], -1, gi, idx});
     }
     for (const auto& d : job_.dumps)
-      if (d.wait && !d.wait->waiting_for.empty())
+      if (d.wait && !d.wait->waiting_for.empty() && !d.wait->pg_local)
         snapshot_node_[d.rank] = NewNode(d.wait->any_of ? WaitGraph::NodeKind::kOr : WaitGraph::NodeKind::kAnd,
                                          {NodeType::kSnapshot, d.rank});
-    // Edges.
+    // Edges. A pg's ops run in order on one stream (NCCL): a seq queued
+    // after an earlier problem seq that has not finished cannot finish
+    // either, so it is a consequence of that one, not a root of its own.
+    // (gloo runs them synchronously and ends a failed op: there the earlier
+    // problem is finished and blocks nothing.)
+    std::map<int, int> unfinished_problem;  // group -> instance
+    for (int i = 0; i < static_cast<int>(instances_.size()); ++i) {
+      Instance& in = instances_[i];
+      if (in.node < 0) continue;
+      auto it = unfinished_problem.find(in.group);
+      if (it != unfinished_problem.end()) {
+        in.behind = it->second;
+        Edge(in.node, instances_[it->second].node, -1);
+      } else if (in.problem() && in.any_pending) {
+        unfinished_problem[in.group] = i;
+      }
+    }
     for (auto& in : instances_) {
       if (in.node < 0) continue;
       for (Rank r : in.not_reached) Edge(in.node, BlockingNode(r), r);
@@ -609,11 +644,13 @@ class Analyzer {
     for (int i = 0; i < static_cast<int>(instances_.size()); ++i) {
       const Instance& in = instances_[i];
       if (!in.problem() || (in.node >= 0 && dead_[in.node])) continue;
+      if (in.behind >= 0) continue;  // queued behind an earlier problem: reported there
       if (in.mismatch) MismatchFinding(in);
       else RootMissingFinding(in);
     }
     StalledFindings();
     StackFindings();
+    PgLocalWaitFindings();
     // Snapshot ranks waiting on ranks that wait on nothing.
     for (const auto& [rank, node] : snapshot_node_) {
       if (dead_[node]) continue;
@@ -723,10 +760,10 @@ class Analyzer {
                        : dtype_only ? "disagree on dtype"
                                     : "disagree on sizes";
     f.summary = "ranks of " + g.Label() + " " + what + " at seq " + std::to_string(in.seq) + ": " +
-                Plural(ref.second.size(), "rank ", "ranks ") + R(ref.second) + " " +
+                Who(ref.second) + " " +
                 Plural(ref.second.size(), "calls ", "call ") + ref.first;
     for (size_t c = 1; c < in.classes.size(); ++c)
-      f.summary += "; " + Plural(in.classes[c].second.size(), "rank ", "ranks ") + R(in.classes[c].second) +
+      f.summary += "; " + Who(in.classes[c].second) +
                    " " + Plural(in.classes[c].second.size(), "calls ", "call ") + in.classes[c].first;
     if (all_to_all_only) {
       f.severity = Severity::kWarning;
@@ -750,7 +787,8 @@ class Analyzer {
                        "rank-dependent branch, uneven data (DistributedSampler, drop_last), or a collective "
                        "that only some ranks reach (checkpointing, logging, clip_grad_norm_)"
                      : "make the tensors of this collective the same shape and dtype on every rank";
-    if (!in.all_in_flight) f.details.push_back("the wait has ended (timed out or failed) on the arrived ranks");
+    if (in.failed && OpAt(in, 0).backend == "gloo")
+      f.details.push_back("gloo has ended the op (timed out or failed) on the ranks that called it");
     out_.findings.push_back(std::move(f));
   }
 
@@ -799,19 +837,19 @@ class Analyzer {
       f.hang = false;
       f.severity = Severity::kWarning;
       f.summary = "not a hang yet: ranks " + R(in.arrived) + " wait in " + f.op + " (" + where +
-                  ") for " + Plural(idle.size(), "rank ", "ranks ") + R(idle) +
+                  ") for " + Who(idle) +
                   ", which has not arrived; no wait has timed out, so it may only be slow";
       f.fix_hint = "if this persists past the collective timeout it is a hang; otherwise profile the slow "
                    "rank (data loading, host contention, a slow link)";
     } else if (!idle.empty()) {
       f.kind = Kind::kMissingRank;
       f.culprit_ranks = idle;
-      f.summary = "ranks " + R(in.arrived) + " wait in " + f.op + " (" + where + ") for " +
-                  Plural(idle.size(), "rank ", "ranks ") + R(idle) +
+      f.summary = Who(in.arrived) + " " + Verb(in.arrived, "waits", "wait") + " in " + f.op + " (" + where + ") for " +
+                  Who(idle) +
                   (dump_based_ ? ", which never arrived and is not blocked in any recorded collective"
                                : ", which never arrived (its log shows no wait in it)");
       if (!dead.empty()) {
-        f.summary += "; no dump from " + Plural(dead.size(), "rank ", "ranks ") + R(dead);
+        f.summary += "; no dump from " + Who(dead);
         f.culprit_ranks.insert(f.culprit_ranks.end(), dead.begin(), dead.end());
       }
       f.fix_hint = "find what the absent rank is doing instead (py-spy dump it): a rank-dependent branch, "
@@ -819,16 +857,16 @@ class Analyzer {
     } else if (dead.size() * 2 <= members) {
       f.kind = Kind::kCrashedRank;
       f.culprit_ranks = dead;
-      f.summary = "ranks " + R(in.arrived) + " wait in " + f.op + " (" + where + ") for " +
-                  Plural(dead.size(), "rank ", "ranks ") + R(dead) +
+      f.summary = Who(in.arrived) + " " + Verb(in.arrived, "waits", "wait") + " in " + f.op + " (" + where + ") for " +
+                  Who(dead) +
                   ", which left no dump: it most likely died (crash, OOM kill, exit)";
       f.fix_hint = "read the log of the dead rank for its exit cause (traceback, CUDA error, OOM killer in dmesg)";
     } else {
       f.kind = Kind::kUndecided;
       f.culprit_ranks = dead;
       f.severity = Severity::kWarning;
-      f.summary = "ranks " + R(in.arrived) + " wait in " + f.op + " (" + where + "), but there is no dump from " +
-                  Plural(dead.size(), "rank ", "ranks ") + R(dead) + " (" + std::to_string(dead.size()) + " of " +
+      f.summary = Who(in.arrived) + " " + Verb(in.arrived, "waits", "wait") + " in " + f.op + " (" + where + "), but there is no dump from " +
+                  Who(dead) + " (" + std::to_string(dead.size()) + " of " +
                   std::to_string(members) + " members): cannot tell who is at fault";
       f.fix_hint = "collect the dumps of the missing ranks";
     }
@@ -844,7 +882,8 @@ class Analyzer {
     }
     for (Rank r : dead) f.details.push_back(WhereInstead(r));
     for (Rank r : cascade) f.details.push_back(WhereInstead(r) + " (blocked: see the other findings)");
-    if (in.failed) f.details.push_back("the arrived ranks' op at this seq has ended (timed out or aborted)");
+    if (in.failed && OpAt(in, 0).backend == "gloo")
+      f.details.push_back("gloo has ended the op (timed out or failed) on the ranks that called it");
     out_.findings.push_back(std::move(f));
   }
 
@@ -945,7 +984,8 @@ class Analyzer {
     if (gloo && g.inferred)
       f.details.push_back("gloo records no pg members: a member that never recorded this pg may be missing");
     else if (by_state.size() > 1)
-      f.details.push_back("ranks " + R(by_state.begin()->second) + " have not started it while others have");
+      f.details.push_back(Who(by_state.begin()->second) + " " + Verb(by_state.begin()->second, "has", "have") +
+                          " not started it while others have");
     else
       f.details.push_back("no rank is missing or disagrees: look at the transport (NCCL_DEBUG=INFO logs, "
                           "network, a stuck device)");
@@ -977,11 +1017,11 @@ class Analyzer {
       FillPg(&f, *in);
       f.op = OpAt(*in, 0).op;
       f.roles.push_back({"waiting for it", in->arrived});
-      f.summary = "ranks " + R(in->arrived) + " wait in " + f.op + " (" + groups_[in->group].Label() + " seq " +
-                  std::to_string(in->seq) + ") for " + Plural(crashed.size(), "rank ", "ranks ") + R(crashed) +
+      f.summary = Who(in->arrived) + " " + Verb(in->arrived, "waits", "wait") + " in " + f.op + " (" + groups_[in->group].Label() + " seq " +
+                  std::to_string(in->seq) + ") for " + Who(crashed) +
                   ", which crashed: " + what;
     } else {
-      f.summary = Plural(crashed.size(), "rank ", "ranks ") + R(crashed) + " crashed (" + what +
+      f.summary = Who(crashed) + " crashed (" + what +
                   "); the other ranks of its process groups wait for it in their next collective";
     }
     f.fix_hint = "fix the crash first (read the rank's traceback); the other ranks' timeouts are its consequence";
@@ -1047,17 +1087,17 @@ class Analyzer {
       for (size_t k = 1; k < sides.size(); ++k)
         f.culprit_ranks.insert(f.culprit_ranks.end(), sides[k].second.begin(), sides[k].second.end());
       f.summary = "the ranks' stacks are in different collectives: " +
-                  Plural(sides[0].second.size(), "rank ", "ranks ") + R(sides[0].second) + " in " + sides[0].first;
+                  Who(sides[0].second) + " in " + sides[0].first;
       for (size_t k = 1; k < sides.size(); ++k)
-        f.summary += "; " + Plural(sides[k].second.size(), "rank ", "ranks ") + R(sides[k].second) + " in " +
+        f.summary += "; " + Who(sides[k].second) + " in " +
                      sides[k].first;
       f.fix_hint = "make every rank reach the same collectives in the same order (look for an early return or a "
                    "rank-dependent branch around the minority's call site)";
     } else if (!elsewhere.empty()) {
       f.kind = Kind::kMissingRank;
       f.culprit_ranks = elsewhere;
-      f.summary = "ranks " + R(sides[0].second) + " are blocked in " + sides[0].first + " while " +
-                  Plural(elsewhere.size(), "rank ", "ranks ") + R(elsewhere) + " are in no collective";
+      f.summary = Who(sides[0].second) + " " + Verb(sides[0].second, "is", "are") + " blocked in " + sides[0].first +
+                  " while " + Who(elsewhere) + " " + Verb(elsewhere, "is", "are") + " in no collective";
       f.fix_hint = "find what the absent ranks are doing instead (their stacks below)";
     } else {
       return;  // all in the same call: not decidable from stacks
@@ -1070,6 +1110,42 @@ class Analyzer {
       f.evidence.push_back({w.stack->file, r, -1, "stack (line " + std::to_string(w.stack->line) + "): " + top});
     }
     out_.findings.push_back(std::move(f));
+  }
+
+  // Waits on ranks known only by their rank inside a pg (HCCL plogs): the
+  // culprit is named in that pg's numbering, and the finding says so.
+  void PgLocalWaitFindings() {
+    std::map<std::pair<std::string, std::vector<Rank>>, std::vector<Rank>> waits;  // (pg, awaited) -> waiters
+    for (const auto& d : job_.dumps)
+      if (d.wait && d.wait->pg_local && !d.wait->waiting_for.empty())
+        waits[{d.wait->pg, d.wait->waiting_for}].push_back(d.rank);
+    for (const auto& [key, waiters] : waits) {
+      const auto& [pg, awaited] = key;
+      Finding f;
+      f.kind = Kind::kMissingRank;
+      f.severity = Severity::kError;
+      f.hang = true;
+      f.pg_name = pg;
+      f.culprit_ranks = awaited;
+      f.ranks_are_pg_local = true;
+      const auto& w = *job_.Find(waiters.front())->wait;
+      f.op = w.current_op;
+      f.seq = w.op_seq;
+      f.roles.push_back({"waiting (global ranks)", waiters});
+      f.roles.push_back({"awaited (ranks in pg " + pg + ")", awaited});
+      f.summary = Who(waiters) + " " + Verb(waiters, "waits", "wait") + " in " + w.current_op + " of pg " + pg +
+                  " for " + Who(awaited) + " of that pg (a rank inside the pg; " +
+                  "its global rank is not in these files), which never arrived";
+      for (Rank r : waiters) {
+        const RankDump* d = job_.Find(r);
+        for (const auto& e : d->events)
+          if (e.kind == model::LogEvent::Kind::kTimeout)
+            f.evidence.push_back({e.file, r, -1, "line " + std::to_string(e.line) + ": " + e.message});
+      }
+      f.details.push_back("the awaited rank may itself be waiting on another: get its log too");
+      f.fix_hint = "find what the awaited rank of the group is doing (still compiling, in another collective, dead)";
+      out_.findings.push_back(std::move(f));
+    }
   }
 
   void SnapshotRootFinding(Rank rank, int node) {
@@ -1114,8 +1190,8 @@ class Analyzer {
 
   void RefreshSnapshotSummary(Finding* f) {
     std::sort(f->roles.front().ranks.begin(), f->roles.front().ranks.end());
-    f->summary = "ranks " + R(f->roles.front().ranks) + " wait in " + f->op + " for " +
-                 Plural(f->culprit_ranks.size(), "rank ", "ranks ") + R(f->culprit_ranks) +
+    f->summary = Who(f->roles.front().ranks) + " " + Verb(f->roles.front().ranks, "waits", "wait") + " in " + f->op + " for " +
+                 Who(f->culprit_ranks) +
                  (f->kind == Kind::kMissingRank ? ", which is not waiting on anyone (it is elsewhere)"
                                                 : ", of which there is no state at all");
   }
@@ -1132,7 +1208,7 @@ class Analyzer {
       int from = cyc[i], to = cyc[(i + 1) % cyc.size()];
       for (const auto& e : edges_)
         if (e.from == from && e.to == to) {
-          order.push_back(e.via);
+          if (e.via >= 0) order.push_back(e.via);
           break;
         }
       const NodeInfo& n = nodes_[from];
@@ -1323,6 +1399,7 @@ class Analyzer {
           if (std::binary_search(comp.begin(), comp.end(), w)) cyc_edges.insert({v, w});
     std::set<std::tuple<Rank, Rank>> seen;
     for (const auto& e : edges_) {
+      if (e.via < 0) continue;
       for (Rank w : Waiters(e.from)) {
         if (w == e.via || !seen.insert({w, e.via}).second) continue;
         out_.edges.push_back({w, e.via, NodeLabel(e.from), cyc_edges.count({e.from, e.to}) > 0});
@@ -1352,7 +1429,7 @@ class Analyzer {
     std::string head = f.severity == Severity::kError ? "HANG: " : "WARNING: ";
     if (f.kind == Kind::kCollectiveMismatch || f.kind == Kind::kSizeMismatch) head = "HANG (mismatch): ";
     out_.verdict = head + f.summary + ". Look first at " +
-                   Plural(f.culprit_ranks.size(), "rank ", "ranks ") + R(f.culprit_ranks) + ".";
+                   Who(f.culprit_ranks) + ".";
   }
 
   const model::Job& job_;

@@ -59,6 +59,7 @@ struct Finding {
   int64_t seq = -1;                 // collective seq, -1 when not about one
   std::string op;                   // the reference op (majority), or the ops in a cycle
   std::vector<Rank> culprit_ranks;  // global ranks to look at first, most likely first
+  bool ranks_are_pg_local = false;  // culprit_ranks are ranks inside `pg`, global ranks unknown
   std::vector<RoleGroup> roles;
   std::vector<Rank> cycle;          // cycle findings: ranks in wait order
   std::vector<Rank> blocked_behind; // ranks stuck because of this finding

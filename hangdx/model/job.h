@@ -180,6 +180,10 @@ struct WaitSnapshot {
   std::vector<Rank> waiting_for;
   int64_t op_seq = -1;
   bool any_of = false;  // OR wait (any-source receive): needs any one of them
+  // When `waiting_for` holds ranks local to pg `pg` whose global ranks are
+  // unknown (an HCCL plog names the remote rank inside its group).
+  std::string pg;
+  bool pg_local = false;
 };
 
 // A stack of one thread of a rank, innermost frame first, as a stack dump

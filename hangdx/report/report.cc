@@ -118,6 +118,7 @@ nlohmann::ordered_json ToJson(const Diagnosis& d) {
     x["seq"] = f.seq >= 0 ? J(f.seq) : J(nullptr);
     x["op"] = f.op;
     x["culprit_ranks"] = f.culprit_ranks;
+    if (f.ranks_are_pg_local) x["culprit_ranks_are_pg_local"] = true;
     J roles = J::array();
     for (const auto& r : f.roles) roles.push_back({{"role", r.role}, {"ranks", r.ranks}});
     x["roles"] = roles;

@@ -1,3 +1,4 @@
+#include <charconv>
 #include "hangdx/ingest/logs/hccl_plog.h"
 
 #include <re2/re2.h>
@@ -254,6 +255,19 @@ void ParseHcclPlog(std::string_view data, int64_t rank_hint, DumpSet* out) {
     if (!k.alg.empty()) m += "; AlgType " + k.alg;
     e.message = m;
     d.events.push_back(std::move(e));
+    // The stuck task waits for a notify that the remote rank never recorded:
+    // a wait on that rank, known only by its rank inside the group.
+    int64_t remote = -1;
+    auto res = std::from_chars(k.remote.data(), k.remote.data() + k.remote.size(), remote);
+    if (!d.wait && res.ec == std::errc() && remote >= 0 && remote < (int64_t{1} << 24)) {
+      model::WaitSnapshot w;
+      w.current_op = op;
+      w.waiting_for = {remote};
+      w.op_seq = k.index;
+      w.pg = pg;
+      w.pg_local = true;
+      d.wait = std::move(w);
+    }
   }
   for (auto& e : events) d.events.push_back(std::move(e));
   for (auto& e : d.events) e.file = out->file();
