@@ -120,6 +120,8 @@ class Analyzer {
   Diagnosis Run() {
     out_.files = job_.files;
     out_.diagnostics = job_.diagnostics;
+    out_.inputs = job_.inputs;
+    out_.unreadable = job_.unreadable;
     for (const auto& d : job_.dumps)
       dump_based_ = dump_based_ || d.format == "fr-pickle" || d.format == "fr-json";
     ResolveWorld();
@@ -155,7 +157,22 @@ class Analyzer {
         if (!cfg.ranks.empty()) seen = std::max(seen, cfg.ranks.back() + 1);
     }
     if (w < seen) w = seen;
+    // Rank numbers far above the number of ranks with data (a typo, a
+    // hostile file) must not make a million-member default pg.
+    int64_t with_data = static_cast<int64_t>(job_.dumps.size() + job_.unreadable.size());
+    if (out_.world_size_inferred && w > 4 * with_data + 64) {
+      model::Diagnostic diag;
+      diag.severity = model::Diagnostic::Severity::kWarning;
+      diag.message = "rank numbers go up to " + std::to_string(w - 1) + " but only " + std::to_string(with_data) +
+                     " ranks have data; not guessing the world size (pass --world-size)";
+      out_.diagnostics.push_back(std::move(diag));
+      w = -1;
+    }
     world_ = w;
+    if (w < 0) {
+      out_.world_size = static_cast<int64_t>(job_.dumps.size());
+      return;
+    }
     out_.world_size = w;
     size_t k = 0;
     for (Rank r = 0; r < w; ++r) {
@@ -196,7 +213,7 @@ class Analyzer {
         if (cfg != d.pg_config.end() && cfg->second.ranks_known) {
           if (desc.empty()) desc = cfg->second.desc;
           dump_groups_[di].emplace_back(name, GroupIndex(std::string(name), desc, cfg->second.ranks, false));
-        } else if (name == "0" || desc == "default_pg") {
+        } else if ((name == "0" || desc == "default_pg") && world_ >= 0) {
           dump_groups_[di].emplace_back(name, GroupIndex(std::string(name), desc, World(), out_.world_size_inferred));
         } else {
           inferred[std::string(name)].insert(d.rank);
@@ -805,6 +822,13 @@ class Analyzer {
     for (Rank r : in.no_dump) dead.push_back(r);
     std::sort(dead.begin(), dead.end());
     if (idle.empty() && dead.empty()) return;  // a cascade: reported at its root
+    std::vector<Rank> unreadable;
+    for (Rank r : dead)
+      if (job_.unreadable.count(r)) unreadable.push_back(r);
+    if (!unreadable.empty() && idle.empty()) {
+      UnreadableFinding(in, unreadable);
+      return;
+    }
     std::vector<Rank> crashed;
     for (Rank r : dead)
       if (Crashed(r)) crashed.push_back(r);
@@ -991,6 +1015,31 @@ class Analyzer {
                           "network, a stuck device)");
     if (!timed_out) f.details.push_back("no evidence that the wait timed out: it may still be running");
     f.fix_hint = "check the communication layer of the least advanced ranks (NCCL logs, link errors)";
+    out_.findings.push_back(std::move(f));
+  }
+
+  // The ranks waited for have a dump that could not be read: say so rather
+  // than call them dead.
+  void UnreadableFinding(const Instance& in, const std::vector<Rank>& unreadable) {
+    Finding f;
+    FillPg(&f, in);
+    f.kind = Kind::kUndecided;
+    f.severity = Severity::kError;
+    f.hang = true;
+    f.op = OpAt(in, 0).op;
+    f.culprit_ranks = unreadable;
+    f.roles.push_back({"arrived", in.arrived});
+    f.roles.push_back({"dump unreadable", unreadable});
+    std::string files;
+    for (Rank r : unreadable) {
+      const std::string& file = job_.unreadable.at(r);
+      files += (files.empty() ? "" : ", ") + file;
+      f.evidence.push_back({file, r, -1, "could not be read (see input problems)"});
+    }
+    f.summary = Who(in.arrived) + " " + Verb(in.arrived, "waits", "wait") + " in " + f.op + " (" +
+                groups_[in.group].Label() + " seq " + std::to_string(in.seq) + ") for " + Who(unreadable) +
+                ", whose dump could not be read (" + files + "): cannot tell what it was doing";
+    f.fix_hint = "re-collect the unreadable dump (a truncated file usually means the dump was cut short)";
     out_.findings.push_back(std::move(f));
   }
 
@@ -1242,8 +1291,8 @@ class Analyzer {
     std::string chain;
     for (size_t i = 0; i < cyc.size(); ++i) {
       std::vector<Rank> w = Waiters(cyc[i]);
-      chain += (i ? "; " : "") + std::string("ranks ") + R(w) + " in " + ops[i] + " wait for rank " +
-               std::to_string(i < order.size() ? OrderVia(cyc, i) : -1);
+      chain += (i ? "; " : "") + Who(w) + " in " + ops[i] + " " + Verb(w, "waits", "wait") + " for rank " +
+               std::to_string(OrderVia(cyc, i));
     }
     f.op = ops.empty() ? "" : ops.front();
     for (size_t i = 1; i < ops.size(); ++i) f.op += " / " + ops[i];
@@ -1255,6 +1304,7 @@ class Analyzer {
                            ? "circular wait across process groups issued in different orders"
                            : "circular wait";
     f.summary = std::string(what) + ": " + cycle_text;
+    if (cyc.size() <= 4) f.summary += " (" + chain + ")";
     f.details.push_back(chain);
     f.roles.push_back({"cycle", f.culprit_ranks});
     for (int v : cyc) {
@@ -1417,6 +1467,12 @@ class Analyzer {
       } else {
         out_.verdict = "No hang found: every process group's recorded collectives match on all " +
                        std::to_string(job_.dumps.size()) + " ranks seen.";
+        bool gloo = false;
+        for (const auto& d : job_.dumps)
+          for (const auto& op : d.ops) gloo = gloo || op.backend == "gloo";
+        if (gloo)
+          out_.verdict += " (gloo records no P2P op in the Flight Recorder: a send/recv deadlock does not show "
+                          "here; read the ranks' stderr.)";
         bool pending = false;
         for (const auto& p : out_.pgs) pending = pending || p.stuck_seq >= 0;
         if (pending) out_.verdict += " Some are still in progress.";

@@ -77,7 +77,11 @@ class JobBuilder {
   JobBuilder& Wait(model::Rank r, const std::string& op, std::vector<model::Rank> for_ranks, int64_t seq = -1) {
     model::RankDump& d = Rank(r);
     d.format = "wait-snapshot";
-    d.wait = model::WaitSnapshot{op, for_ranks, seq};
+    model::WaitSnapshot w;
+    w.current_op = op;
+    w.waiting_for = std::move(for_ranks);
+    w.op_seq = seq;
+    d.wait = std::move(w);
     return *this;
   }
   // A stack, innermost frame first, as a stack dump of rank r shows it.

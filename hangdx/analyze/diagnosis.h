@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -107,6 +108,8 @@ struct Diagnosis {
   bool world_size_inferred = true;
   std::vector<model::Diagnostic> diagnostics;
   std::vector<std::string> files;
+  model::Job::InputStats inputs;
+  std::map<Rank, std::string> unreadable;  // rank -> its file that could not be used
 };
 
 }  // namespace hangdx::analyze

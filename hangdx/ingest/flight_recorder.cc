@@ -285,6 +285,10 @@ class Converter {
     size_t n = entries.present() ? entries.size() : 0;
     dump_->ops.reserve(n);
     for (size_t i = 0; i < n; ++i) ReadEntry(entries.at(i), i);
+    if (n > 0 && dump_->ops.empty()) {
+      sink_->Add(Sev::kError, "none of its " + std::to_string(n) + " entries could be read");
+      return false;
+    }
     return true;
   }
 
@@ -497,8 +501,8 @@ bool ParseFlightRecorderJson(std::string_view data, const std::string& file,
   try {
     j = nlohmann::json::parse(data.begin(), data.end());
   } catch (const nlohmann::json::parse_error& e) {
-    sink.Add(Sev::kError, std::string("unreadable JSON at byte ") + std::to_string(e.byte) + ": " + e.what(),
-             static_cast<int64_t>(e.byte));
+    sink.Add(Sev::kError, std::string("unreadable JSON at byte ") + std::to_string(e.byte > 0 ? e.byte - 1 : 0) + ": " + e.what(),
+             static_cast<int64_t>(e.byte > 0 ? e.byte - 1 : 0));
     return false;
   }
   dump->format = "fr-json";

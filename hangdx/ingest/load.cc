@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <set>
 #include <cctype>
 #include <cstring>
 #include <filesystem>
@@ -35,6 +36,63 @@ int64_t RankFromFileName(const std::string& path) {
   return std::stoll(base.substr(begin, end - begin));
 }
 
+// The digit runs of a file name (extension removed), e.g.
+// "trace_rank_3_attempt_1" -> {3, 1}.
+std::vector<int64_t> DigitRuns(const std::string& path) {
+  std::string base = fs::path(path).filename().string();
+  for (const char* ext : {".pkl", ".pickle", ".json", ".txt", ".log", ".bin"}) {
+    size_t n = std::strlen(ext);
+    if (base.size() > n && base.compare(base.size() - n, n, ext) == 0) {
+      base.resize(base.size() - n);
+      break;
+    }
+  }
+  std::vector<int64_t> runs;
+  for (size_t i = 0; i < base.size();) {
+    if (!std::isdigit(static_cast<unsigned char>(base[i]))) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < base.size() && std::isdigit(static_cast<unsigned char>(base[j]))) ++j;
+    runs.push_back(j - i <= 9 ? std::stoll(base.substr(i, j - i)) : -1);
+    i = j;
+  }
+  return runs;
+}
+
+std::vector<int64_t> InferRanks(const std::vector<std::string>& files) {
+  std::vector<int64_t> ranks(files.size());
+  for (size_t i = 0; i < files.size(); ++i) ranks[i] = RankFromFileName(files[i]);
+  // Per folder: if the files' last numbers collide ("rank_0_attempt_1",
+  // "rank_1_attempt_1") but another position tells them apart, that
+  // position is the rank.
+  std::map<std::string, std::vector<size_t>> by_dir;
+  for (size_t i = 0; i < files.size(); ++i) by_dir[fs::path(files[i]).parent_path().string()].push_back(i);
+  for (const auto& [dir, idx] : by_dir) {
+    if (idx.size() < 2) continue;
+    std::vector<std::vector<int64_t>> runs;
+    for (size_t i : idx) runs.push_back(DigitRuns(files[i]));
+    size_t n = runs[0].size();
+    bool same_shape = n > 0;
+    for (const auto& r : runs) same_shape = same_shape && r.size() == n;
+    if (!same_shape) continue;
+    auto distinct_at = [&](size_t pos) {
+      std::set<int64_t> seen;
+      for (const auto& r : runs)
+        if (r[pos] < 0 || !seen.insert(r[pos]).second) return false;
+      return true;
+    };
+    if (distinct_at(n - 1)) continue;
+    for (size_t pos = n - 1; pos-- > 0;) {
+      if (!distinct_at(pos)) continue;
+      for (size_t k = 0; k < idx.size(); ++k) ranks[idx[k]] = runs[k][pos];
+      break;
+    }
+  }
+  return ranks;
+}
+
 Format SniffFormat(std::string_view data) {
   if (LooksLikePickle(data)) return Format::kFlightRecorderPickle;
   size_t i = 0;
@@ -59,11 +117,19 @@ namespace {
 struct FileResult {
   std::string path;
   uint64_t bytes = 0;
+  enum class Outcome { kUsed, kSkipped, kUnreadable } outcome = Outcome::kUsed;
+  int64_t unreadable_rank = -1;  // the rank a dump that could not be used belongs to
   std::vector<model::RankDump> dumps;
   std::vector<Diagnostic> diags;
 };
 
-void LoadOne(const std::string& path, const LoadOptions& opt, RankListCache* cache, FileResult* res) {
+// "path: why" from the file layer -> "why" (the diagnostic names the file).
+std::string WithoutPath(const std::string& msg, const std::string& path) {
+  return msg.rfind(path + ": ", 0) == 0 ? msg.substr(path.size() + 2) : msg;
+}
+
+void LoadOne(const std::string& path, int64_t rank_hint, const LoadOptions& opt, RankListCache* cache,
+             FileResult* res) {
   res->path = path;
   auto add = [&](Sev sev, std::string msg, int64_t off = -1) {
     Diagnostic d;
@@ -75,23 +141,30 @@ void LoadOne(const std::string& path, const LoadOptions& opt, RankListCache* cac
   };
   StatusOr<MappedFile> file = MappedFile::Open(path, opt.max_file_bytes);
   if (!file.ok()) {
-    add(Sev::kError, file.status().message());
+    add(Sev::kError, WithoutPath(file.status().message(), path));
+    res->outcome = FileResult::Outcome::kUnreadable;
+    res->unreadable_rank = rank_hint;
     return;
   }
   std::string_view data = file->data();
   res->bytes = data.size();
   Format f = SniffFormat(data);
-  auto override_rank = opt.rank_of.find(path);
-  int64_t rank_hint = override_rank != opt.rank_of.end() ? override_rank->second : RankFromFileName(path);
-  if (f == Format::kUnknown && !data.empty() && ParseTextArtifact(data, path, rank_hint, &res->dumps, &res->diags))
+  // Binary that is not a pickle (NUL bytes in its head) is no text log
+  // either: skip it without reading the rest (a 2 GB sparse file stays unread).
+  bool binary = data.substr(0, 4096).find('\0') != std::string_view::npos;
+  if (f == Format::kUnknown && !data.empty() && !binary &&
+      ParseTextArtifact(data, path, rank_hint, &res->dumps, &res->diags))
     return;
   if (f == Format::kUnknown) {
+    res->outcome = FileResult::Outcome::kSkipped;
     if (data.empty()) add(Sev::kWarning, "empty file; skipped", 0);
-    else add(Sev::kInfo, "not a format hangdx reads (Flight Recorder pickle or JSON, wait snapshot); skipped");
+    else add(Sev::kInfo, std::string(binary ? "binary data, " : "") +
+                         "not a format hangdx reads (Flight Recorder pickle or JSON, wait snapshot, NCCL/PyTorch "
+                         "log, stack dump, HCCL plog, NCCL RAS); skipped");
     return;
   }
   if (f == Format::kWaitSnapshot) {
-    ParseWaitSnapshot(data, path, &res->dumps, &res->diags);
+    if (!ParseWaitSnapshot(data, path, &res->dumps, &res->diags)) res->outcome = FileResult::Outcome::kUnreadable;
     return;
   }
   model::RankDump dump;
@@ -100,7 +173,11 @@ void LoadOne(const std::string& path, const LoadOptions& opt, RankListCache* cac
   bool ok = f == Format::kFlightRecorderPickle
                 ? ParseFlightRecorderPickle(data, path, &dump, &res->diags, cache)
                 : ParseFlightRecorderJson(data, path, &dump, &res->diags, cache);
-  if (!ok) return;
+  if (!ok) {
+    res->outcome = FileResult::Outcome::kUnreadable;
+    res->unreadable_rank = rank_hint;
+    return;
+  }
   if (dump.rank < 0) {
     add(Sev::kError, "cannot tell which rank this dump belongs to: its name does not end in a "
                      "rank number; pass --rank " + path + "=RANK");
@@ -139,7 +216,7 @@ void Walk(const fs::path& p, std::vector<std::string>* out, std::vector<Diagnost
 // Merges a second artifact of the same rank into *have: live wait states,
 // stacks and log events add up; of two Flight Recorder dumps the one with
 // more entries is kept (the pickle on a tie: it carries stack frames).
-void MergeRank(model::RankDump* have, model::RankDump d, std::vector<Diagnostic>* diags) {
+void MergeRank(model::RankDump* have, model::RankDump d, std::vector<Diagnostic>* diags, size_t* duplicates) {
   auto absorb_extras = [](model::RankDump* into, model::RankDump& from) {
     if (from.wait && !into->wait) into->wait = std::move(from.wait);
     for (auto& s : from.stacks) into->stacks.push_back(std::move(s));
@@ -151,10 +228,11 @@ void MergeRank(model::RankDump* have, model::RankDump d, std::vector<Diagnostic>
   bool d_fr = d.format == "fr-pickle" || d.format == "fr-json";
   bool take = false;
   if (have_fr && d_fr) {
+    ++*duplicates;
     take = d.ops.size() > have->ops.size() ||
            (d.ops.size() == have->ops.size() && d.format == "fr-pickle" && have->format != "fr-pickle");
     Diagnostic diag;
-    diag.severity = Sev::kInfo;
+    diag.severity = Sev::kWarning;
     diag.rank = d.rank;
     diag.file = take ? have->file : d.file;
     diag.message = "rank " + std::to_string(d.rank) + " has two Flight Recorder dumps; using " +
@@ -191,10 +269,34 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
   model::Job job;
   job.world_size = opt.world_size;
   std::vector<std::string> files;
+  size_t missing = 0;
   for (const auto& p : paths) {
     std::error_code ec;
-    if (!fs::exists(p, ec)) return NotFound(p + ": no such file or folder");
+    if (!fs::exists(p, ec)) {
+      // The others are still worth reading.
+      Diagnostic d;
+      d.severity = Sev::kError;
+      d.file = p;
+      d.message = "no such file or folder";
+      job.diagnostics.push_back(std::move(d));
+      ++missing;
+      continue;
+    }
     Walk(p, &files, &job.diagnostics);
+  }
+  if (missing == paths.size()) return NotFound(paths.front() + ": no such file or folder");
+  for (const auto& [path, rank] : opt.rank_of)
+    if (std::find(files.begin(), files.end(), path) == files.end()) {
+      Diagnostic d;
+      d.severity = Sev::kWarning;
+      d.file = path;
+      d.message = "--rank names a file that is not among the inputs";
+      job.diagnostics.push_back(std::move(d));
+    }
+  std::vector<int64_t> hints = InferRanks(files);
+  for (size_t i = 0; i < files.size(); ++i) {
+    auto it = opt.rank_of.find(files[i]);
+    if (it != opt.rank_of.end()) hints[i] = it->second;
   }
   job.files = files;
   std::vector<FileResult> results(files.size());
@@ -205,7 +307,7 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
   std::atomic<uint64_t> bytes{0};
   auto worker = [&] {
     for (size_t i; (i = next.fetch_add(1)) < files.size();) {
-      LoadOne(files[i], opt, &cache, &results[i]);
+      LoadOne(files[i], hints[i], opt, &cache, &results[i]);
       uint64_t b = bytes.fetch_add(results[i].bytes) + results[i].bytes;
       size_t d = done.fetch_add(1) + 1;
       if (opt.progress) opt.progress(d, files.size(), b);
@@ -220,8 +322,18 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
   }
   // Merge in file order (deterministic whatever the thread count).
   std::map<model::Rank, model::RankDump> by_rank;
+  job.inputs.files = files.size();
   for (auto& r : results) {
     for (auto& d : r.diags) job.diagnostics.push_back(std::move(d));
+    switch (r.outcome) {
+      case FileResult::Outcome::kUsed: ++job.inputs.used; break;
+      case FileResult::Outcome::kSkipped: ++job.inputs.skipped; break;
+      case FileResult::Outcome::kUnreadable:
+        ++job.inputs.unreadable;
+        if (r.unreadable_rank >= 0 && !job.unreadable.count(r.unreadable_rank))
+          job.unreadable[r.unreadable_rank] = r.path;
+        break;
+    }
     for (auto& d : r.dumps) {
       if (d.rank < 0) {
         Diagnostic diag;
@@ -236,10 +348,13 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
         it->second = std::move(d);
         continue;
       }
-      MergeRank(&it->second, std::move(d), &job.diagnostics);
+      MergeRank(&it->second, std::move(d), &job.diagnostics, &job.inputs.duplicates);
     }
   }
-  for (auto& [r, d] : by_rank) job.dumps.push_back(std::move(d));
+  for (auto& [r, d] : by_rank) {
+    job.unreadable.erase(r);  // another artifact of the rank was readable
+    job.dumps.push_back(std::move(d));
+  }
   return job;
 }
 

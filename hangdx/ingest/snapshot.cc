@@ -7,16 +7,20 @@
 namespace hangdx::ingest {
 namespace {
 
+constexpr int64_t kMaxRank = int64_t{1} << 24;  // more ranks than any job has had
+
 bool RankKey(const std::string& key, int64_t* r) {
   auto res = std::from_chars(key.data(), key.data() + key.size(), *r);
-  return res.ec == std::errc() && res.ptr == key.data() + key.size() && *r >= 0;
+  return res.ec == std::errc() && res.ptr == key.data() + key.size() && *r >= 0 && *r < kMaxRank;
 }
 
 bool IsSnapshot(const nlohmann::json& j) {
   if (!j.is_object() || j.empty()) return false;
-  int64_t r;
   for (auto it = j.begin(); it != j.end(); ++it) {
-    if (!RankKey(it.key(), &r) || !it->is_object()) return false;
+    const std::string& k = it.key();
+    bool digits = !k.empty() && k.size() <= 19 &&
+                  std::all_of(k.begin(), k.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits || !it->is_object()) return false;
     if (!it->contains("waiting_for_ranks") && !it->contains("current_op")) return false;
   }
   return true;
@@ -44,8 +48,8 @@ bool ParseWaitSnapshot(std::string_view data, const std::string& file,
   try {
     j = nlohmann::json::parse(data.begin(), data.end());
   } catch (const nlohmann::json::parse_error& e) {
-    diag(-1, std::string("unreadable JSON at byte ") + std::to_string(e.byte) + ": " + e.what(),
-         static_cast<int64_t>(e.byte));
+    diag(-1, std::string("unreadable JSON at byte ") + std::to_string(e.byte > 0 ? e.byte - 1 : 0) + ": " + e.what(),
+         static_cast<int64_t>(e.byte > 0 ? e.byte - 1 : 0));
     return false;
   }
   if (!IsSnapshot(j)) {
@@ -55,7 +59,10 @@ bool ParseWaitSnapshot(std::string_view data, const std::string& file,
   size_t before = out->size();
   for (auto it = j.begin(); it != j.end(); ++it) {
     model::RankDump d;
-    RankKey(it.key(), &d.rank);
+    if (!RankKey(it.key(), &d.rank)) {
+      diag(-1, "rank " + it.key() + " is out of range (0 to 16777215); skipped");
+      continue;
+    }
     d.file = file;
     d.format = "wait-snapshot";
     model::WaitSnapshot w;
@@ -76,13 +83,13 @@ bool ParseWaitSnapshot(std::string_view data, const std::string& file,
     if (auto f = v.find("waiting_for_ranks"); f != v.end() && !f->is_null()) {
       if (!f->is_array()) ok = false;
       for (const auto& x : *f) {
-        if (!x.is_number_integer() || x.get<int64_t>() < 0) { ok = false; break; }
+        if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= kMaxRank) { ok = false; break; }
         w.waiting_for.push_back(x.get<int64_t>());
       }
     }
     if (!ok) {
       diag(d.rank, "rank " + it.key() + ": malformed wait state (want current_op: str, "
-                   "waiting_for_ranks: [int >= 0], op_seq: int); skipped");
+                   "waiting_for_ranks: [ranks 0 to 16777215], op_seq: int); skipped");
       continue;
     }
     std::sort(w.waiting_for.begin(), w.waiting_for.end());

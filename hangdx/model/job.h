@@ -235,6 +235,13 @@ struct Job {
   std::vector<Diagnostic> diagnostics;
   std::vector<std::string> files;  // every input file looked at
   int64_t world_size = -1;
+  // Ranks whose file was found but could not be used (truncated, corrupt,
+  // unreadable): rank -> "file: why". They are not "dead".
+  std::map<Rank, std::string> unreadable;
+  // What happened to the input files.
+  struct InputStats {
+    size_t files = 0, used = 0, skipped = 0, unreadable = 0, duplicates = 0;
+  } inputs;
 
   const RankDump* Find(Rank r) const;
 };

@@ -19,10 +19,19 @@ const char* DiagSeverity(model::Diagnostic::Severity s) {
   return "warning";
 }
 
+// Text from the inputs may hold control characters (a profiling name with
+// "\x1b[2J" or "\n"): printed as '?' so the report keeps its lines.
+std::string C(std::string_view s) {
+  std::string o(s);
+  for (char& c : o)
+    if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f) c = '?';
+  return o;
+}
+
 std::string PgText(const Finding& f) {
   if (f.pg_name.empty()) return "";
-  std::string s = "pg " + f.pg_name;
-  if (!f.pg_desc.empty() && f.pg_desc != "undefined") s += " (" + f.pg_desc + ")";
+  std::string s = "pg " + C(f.pg_name);
+  if (!f.pg_desc.empty() && f.pg_desc != "undefined" && f.pg_desc.size() <= 32) s += " (" + C(f.pg_desc) + ")";
   if (f.seq >= 0) s += " seq " + std::to_string(f.seq);
   return s;
 }
@@ -30,7 +39,17 @@ std::string PgText(const Finding& f) {
 }  // namespace
 
 std::string RenderText(const Diagnosis& d, size_t max_findings) {
-  std::string o = d.verdict + "\n";
+  std::string o = C(d.verdict) + "\n";
+  const auto& in = d.inputs;
+  if (in.files) {
+    o += "Input: " + std::to_string(in.files) + (in.files == 1 ? " file" : " files") + ", " + std::to_string(in.used) +
+         " used";
+    if (in.skipped) o += ", " + std::to_string(in.skipped) + " skipped (not a format hangdx reads)";
+    if (in.unreadable) o += ", " + std::to_string(in.unreadable) + " unreadable";
+    if (in.duplicates) o += ", " + std::to_string(in.duplicates) + " duplicate dumps of a rank";
+    if (in.skipped || in.unreadable || in.duplicates) o += " (see the end)";
+    o += "\n";
+  }
   size_t shown = 0;
   for (const auto& f : d.findings) {
     if (shown++ == max_findings) {
@@ -39,34 +58,36 @@ std::string RenderText(const Diagnosis& d, size_t max_findings) {
       break;
     }
     o += "\n[" + std::string(analyze::KindName(f.kind)) + ", " + analyze::SeverityName(f.severity) + "] " +
-         f.summary + "\n";
+         C(f.summary) + "\n";
     std::string pg = PgText(f);
-    if (!pg.empty()) o += "  where:    " + pg + (f.op.empty() ? "" : " " + f.op) + "\n";
-    o += "  culprits: " + (f.culprit_ranks.empty() ? std::string("none named") : FormatRanks(f.culprit_ranks)) + "\n";
+    if (!pg.empty()) o += "  where:    " + pg + (f.op.empty() ? "" : " " + C(f.op)) + "\n";
+    o += "  culprits: " + (f.culprit_ranks.empty() ? std::string("none named") : FormatRanks(f.culprit_ranks)) +
+         (f.ranks_are_pg_local ? " (ranks inside pg " + C(f.pg_name) + ")" : "") + "\n";
     if (!f.cycle.empty()) {
       o += "  cycle:    ";
       for (auto r : f.cycle) o += std::to_string(r) + " -> ";
       o += std::to_string(f.cycle.front()) + "\n";
     }
-    for (const auto& role : f.roles) o += "  " + role.role + ": " + FormatRanks(role.ranks) + "\n";
+    for (const auto& role : f.roles) o += "  " + C(role.role) + ": " + FormatRanks(role.ranks) + "\n";
     if (!f.blocked_behind.empty()) o += "  blocked behind it: ranks " + FormatRanks(f.blocked_behind) + "\n";
     size_t n = 0;
     for (const auto& line : f.details) {
       if (n++ == 6) { o += "  ... " + std::to_string(f.details.size() - 6) + " more\n"; break; }
-      o += "  - " + line + "\n";
+      o += "  - " + C(line) + "\n";
     }
     n = 0;
     for (const auto& e : f.evidence) {
       if (n++ == 6) { o += "  evidence: ... " + std::to_string(f.evidence.size() - 6) + " more\n"; break; }
-      o += "  evidence: " + e.file + " (rank " + std::to_string(e.rank) +
-           (e.record_id >= 0 ? ", record " + std::to_string(e.record_id) : "") + "): " + e.note + "\n";
+      o += "  evidence: " + C(e.file) + " (rank " + std::to_string(e.rank) +
+           (e.record_id >= 0 ? ", record " + std::to_string(e.record_id) : "") + "): " + C(e.note) + "\n";
     }
     if (!f.fix_hint.empty()) o += "  fix:      " + f.fix_hint + "\n";
   }
   if (!d.pgs.empty()) {
     o += "\nProcess groups:\n";
     for (const auto& p : d.pgs) {
-      o += "  pg " + p.name + (p.desc.empty() ? "" : " (" + p.desc + ")") + ": ranks " + FormatRanks(p.ranks) +
+      o += "  pg " + C(p.name) + (p.desc.empty() || p.desc.size() > 32 ? "" : " (" + C(p.desc) + ")") + ": ranks " +
+           FormatRanks(p.ranks) +
            (p.ranks_inferred ? " (inferred)" : "") + ", last seq " + std::to_string(p.max_seq);
       if (p.stuck_seq >= 0) o += ", stuck at seq " + std::to_string(p.stuck_seq) + " " + p.stuck_op;
       o += "\n";
@@ -76,22 +97,31 @@ std::string RenderText(const Diagnosis& d, size_t max_findings) {
   for (const auto& r : d.ranks)
     if (!r.file.empty()) seen.push_back(r.rank);
   o += "\nRanks with data: " + (seen.empty() ? std::string("none") : FormatRanks(seen));
+  if (!d.unreadable.empty()) {
+    std::vector<int64_t> bad;
+    for (const auto& [r, file] : d.unreadable) bad.push_back(r);
+    o += "; unreadable: " + FormatRanks(bad);
+  }
   if (!d.ranks_without_dump.empty())
     o += "; without: " + FormatRanks(d.ranks_without_dump) +
          (d.world_size_inferred ? " (world size " + std::to_string(d.world_size) + " inferred; set --world-size)"
                                 : "");
   o += "\n";
-  size_t problems = 0;
-  for (const auto& diag : d.diagnostics)
-    if (diag.severity != model::Diagnostic::Severity::kInfo) ++problems;
-  if (problems) {
-    o += "\nInput problems (" + std::to_string(problems) + "):\n";
+  // Problems first, then notes (skipped files), at most 12 lines.
+  if (!d.diagnostics.empty()) {
+    o += "\nInput problems and notes (" + std::to_string(d.diagnostics.size()) + "):\n";
     size_t k = 0;
-    for (const auto& diag : d.diagnostics) {
-      if (diag.severity == model::Diagnostic::Severity::kInfo) continue;
-      if (k++ == 10) { o += "  ...\n"; break; }
-      o += "  " + std::string(DiagSeverity(diag.severity)) + ": " + diag.file +
-           (diag.offset >= 0 ? " @" + std::to_string(diag.offset) : "") + ": " + diag.message + "\n";
+    for (int pass = 0; pass < 2 && k <= 12; ++pass) {
+      for (const auto& diag : d.diagnostics) {
+        bool info = diag.severity == model::Diagnostic::Severity::kInfo;
+        if (info != (pass == 1)) continue;
+        if (k++ == 12) {
+          o += "  ... (all of them in --format json)\n";
+          break;
+        }
+        o += "  " + std::string(DiagSeverity(diag.severity)) + ": " + C(diag.file) +
+             (diag.offset >= 0 ? " @ byte " + std::to_string(diag.offset) : "") + ": " + C(diag.message) + "\n";
+      }
     }
   }
   return o;
@@ -107,6 +137,11 @@ nlohmann::ordered_json ToJson(const Diagnosis& d) {
   j["world_size"] = d.world_size;
   j["world_size_inferred"] = d.world_size_inferred;
   j["ranks_without_dump"] = d.ranks_without_dump;
+  J unreadable = J::array();
+  for (const auto& [r, file] : d.unreadable) unreadable.push_back({{"rank", r}, {"file", file}});
+  j["unreadable_dumps"] = unreadable;
+  j["inputs"] = {{"files", d.inputs.files}, {"used", d.inputs.used}, {"skipped", d.inputs.skipped},
+                 {"unreadable", d.inputs.unreadable}, {"duplicates", d.inputs.duplicates}};
   J findings = J::array();
   for (const auto& f : d.findings) {
     J x;
@@ -169,7 +204,7 @@ std::string RenderDot(const Diagnosis& d) {
   nodes.insert(culprits.begin(), culprits.end());
   auto esc = [](std::string s) {
     std::string o;
-    for (char c : s) {
+    for (char c : C(s)) {
       if (c == '"' || c == '\\') o += '\\';
       o += c;
     }
@@ -181,8 +216,9 @@ std::string RenderDot(const Diagnosis& d) {
   for (int64_t r : nodes) {
     o += "  r" + std::to_string(r) + " [label=\"rank " + std::to_string(r) + (nodump.count(r) ? "\\n(no dump)" : "") +
          "\"";
-    if (culprits.count(r)) o += ", style=filled, fillcolor=\"#f4b6b6\"";
-    if (nodump.count(r)) o += ", style=\"filled,dashed\"";
+    if (culprits.count(r)) o += std::string(", style=\"filled") + (nodump.count(r) ? ",dashed" : "") +
+                               "\", fillcolor=\"#f4b6b6\"";
+    else if (nodump.count(r)) o += ", style=dashed";
     o += "];\n";
   }
   for (const auto& e : d.edges) {
