@@ -73,6 +73,43 @@ check hostile_pickle 2 "$BIN" analyze "$tmp/evil" --format json
 [ ! -e /tmp/hangdx_pwned ] || { echo "FAIL hostile pickle ran a command"; fail=1; }
 grep -q "refused opcode GLOBAL" "$tmp/out" || { echo "FAIL hostile pickle message"; fail=1; }
 
+# A dump that exists but cannot be read is not called dead.
+mkdir -p "$tmp/trunc"
+cp testdata/torch/c/pickle/* "$tmp/trunc/"
+head -c 1500 testdata/torch/c/pickle/fr_trace_rank_2 > "$tmp/trunc/fr_trace_rank_2"
+check unreadable_not_dead 1 "$BIN" analyze "$tmp/trunc" --format json
+python3 -c "
+import json; d=json.load(open('$tmp/out')); f=d['findings'][0]
+assert f['kind']=='undecided' and f['culprit_ranks']==[2] and 'could not be read' in f['summary'], f
+assert d['unreadable_dumps'][0]['rank']==2" || { echo "FAIL unreadable_not_dead"; fail=1; }
+
+# Names whose last number is not the rank: the folder-wide position is used.
+mkdir -p "$tmp/attempt"
+for r in 0 1 2; do cp testdata/torch/c/pickle/fr_trace_rank_$r "$tmp/attempt/fr_trace_rank_${r}_attempt_1"; done
+check rank_from_names 1 "$BIN" analyze "$tmp/attempt" --format json
+python3 -c "
+import json; f=json.load(open('$tmp/out'))['findings'][0]
+assert f['kind']=='collective_mismatch' and f['culprit_ranks']==[2], f" || { echo "FAIL rank_from_names"; fail=1; }
+
+# Control characters from a dump do not reach the terminal.
+mkdir -p "$tmp/ctl"
+python3 - "$tmp/ctl" <<'PY'
+import json, sys
+for r in (0, 1):
+    e = {"record_id": 0, "pg_id": 0, "process_group": ["0", "default_pg"], "collective_seq_id": 1,
+         "profiling_name": "nccl:all_reduce" if r == 0 else "nccl:evil\n\u001b[2Jop", "state": "scheduled",
+         "retired": True, "is_p2p": False, "input_sizes": [[4]], "output_sizes": [[4]]}
+    json.dump({"version": "2.10", "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1]"}},
+               "entries": [e]}, open(f"{sys.argv[1]}/trace_{r}.json", "w"))
+PY
+check control_chars 1 "$BIN" analyze "$tmp/ctl"
+if grep -q $'\x1b' "$tmp/out"; then echo "FAIL escape sequence reached the report"; fail=1; fi
+[ "$(grep -c '^HANG' "$tmp/out")" = 1 ] || { echo "FAIL verdict line split"; fail=1; }
+
+# A hostile rank number: refused, no blow-up.
+echo '{"1000000000000000":{"current_op":"ar","waiting_for_ranks":[999999999999999],"op_seq":1}}' > "$tmp/huge.json"
+check huge_rank 2 timeout 20 "$BIN" analyze "$tmp/huge.json" --format json
+
 # Rank override and world size.
 check world_size 1 "$BIN" analyze testdata/torch/f1/json --world-size 4 --format json
 python3 -c "

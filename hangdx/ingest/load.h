@@ -36,6 +36,12 @@ struct LoadOptions {
 // "fr_trace_rank_12.json" -> 12. Returns -1 when the name ends in no digits.
 int64_t RankFromFileName(const std::string& path);
 
+// Ranks of dump files from their names: RankFromFileName for each, except
+// that within one folder, when the last numbers collide (names like
+// "rank_0_attempt_1", "rank_1_attempt_1") and another number position tells
+// the files apart, that position is taken. -1 where a name has no number.
+std::vector<int64_t> InferRanks(const std::vector<std::string>& files);
+
 // The input formats hangdx recognizes, by content.
 enum class Format { kUnknown, kFlightRecorderPickle, kFlightRecorderJson, kWaitSnapshot };
 

@@ -14,6 +14,16 @@ TEST(RankFromFileName, Prefixes) {
   EXPECT_EQ(RankFromFileName("README"), -1);
 }
 
+TEST(InferRanks, FolderWideNumberPosition) {
+  EXPECT_EQ(InferRanks({"d/fr_rank_0_attempt_1", "d/fr_rank_1_attempt_1", "d/fr_rank_2_attempt_1"}),
+            (std::vector<int64_t>{0, 1, 2}));
+  // Hostnames with numbers before the rank: the last number already differs.
+  EXPECT_EQ(InferRanks({"d/node02_trace_0", "d/node02_trace_1"}), (std::vector<int64_t>{0, 1}));
+  // Different folders are separate; a lone file keeps its last number.
+  EXPECT_EQ(InferRanks({"a/x_3_attempt_1", "b/x_4_attempt_1"}), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(InferRanks({"README"}), (std::vector<int64_t>{-1}));
+}
+
 TEST(SniffFormat, ByContent) {
   EXPECT_EQ(SniffFormat(std::string("\x80\x02}.", 4)), Format::kFlightRecorderPickle);
   EXPECT_EQ(SniffFormat("{\"version\": \"2.10\", \"entries\": []}"), Format::kFlightRecorderJson);
