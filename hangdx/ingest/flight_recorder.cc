@@ -55,6 +55,13 @@ struct PNode {
   size_t size() const { return v && (v->is_seq() || v->is_dict()) ? v->size() : 0; }
   PNode at(size_t i) const { return PNode{&v->c->items[i]}; }
   template <typename F>
+  void items_view(F f) const {  // dict items with string keys, no copies
+    if (!is_dict()) return;
+    const auto& it = v->c->items;
+    for (size_t i = 0; i + 1 < it.size(); i += 2)
+      if (it[i].kind == PickleValue::Kind::kStr) f(it[i].s, PNode{&it[i + 1]});
+  }
+  template <typename F>
   void items(F f) const {  // dict items with string keys
     if (!is_dict()) return;
     const auto& it = v->c->items;
@@ -121,6 +128,11 @@ struct JNode {
     if (!is_dict()) return;
     for (auto it = v->begin(); it != v->end(); ++it) f(it.key(), JNode{&it.value()});
   }
+  template <typename F>
+  void items_view(F f) const {
+    if (!is_dict()) return;
+    for (auto it = v->begin(); it != v->end(); ++it) f(std::string_view(it.key()), JNode{&it.value()});
+  }
   bool present() const { return v != nullptr; }
   const void* identity() const { return v; }
 };
@@ -165,26 +177,32 @@ class DiagSink {
 
 template <typename N>
 bool ReadShapes(N n, std::vector<model::Shape>* out) {
+  out->clear();  // keeps the capacity of the outer vector
   if (n.null()) return true;
   if (!n.is_seq()) return false;
-  out->reserve(n.size());
   for (size_t i = 0; i < n.size(); ++i) {
     N s = n.at(i);
-    if (!s.is_seq()) return false;
-    model::Shape shape;
+    if (!s.is_seq()) {
+      out->clear();
+      return false;
+    }
+    model::Shape& shape = out->emplace_back();
     shape.reserve(s.size());
     for (size_t k = 0; k < s.size(); ++k) {
       int64_t d;
-      if (!s.at(k).integer(&d)) return false;
+      if (!s.at(k).integer(&d)) {
+        out->clear();
+        return false;
+      }
       shape.push_back(d);
     }
-    out->push_back(std::move(shape));
   }
   return true;
 }
 
 template <typename N>
 bool ReadStrings(N n, std::vector<std::string>* out) {
+  out->clear();
   if (n.null()) return true;
   std::string_view s;
   if (n.str(&s)) {  // PyTorch's own tests pass a bare dtype string
@@ -247,6 +265,28 @@ bool ReadRankList(N n, RankListCache* cache, model::SharedRanks* out) {
   v.erase(std::unique(v.begin(), v.end()), v.end());
   *out = model::SharedRanks(std::move(v));
   return true;
+}
+
+// The entry keys the converter reads, gathered in one pass over an entry's
+// items instead of one search per key.
+enum Field {
+  kProfilingName, kRecordId, kPgId, kCollectiveSeq, kP2pSeq, kOpId, kTimeCreated, kTimeStarted, kTimeCompleted,
+  kTimeout, kProcessGroup, kInputSizes, kOutputSizes, kInputDtypes, kOutputDtypes, kState, kRetired, kIsP2p,
+  kDuration, kThreadName, kThreadId, kFrames, kFieldCount
+};
+
+int FieldOf(std::string_view key) {
+  static const std::unordered_map<std::string_view, int> kFields = {
+      {"profiling_name", kProfilingName}, {"record_id", kRecordId}, {"pg_id", kPgId},
+      {"collective_seq_id", kCollectiveSeq}, {"p2p_seq_id", kP2pSeq}, {"op_id", kOpId},
+      {"time_created_ns", kTimeCreated}, {"time_discovered_started_ns", kTimeStarted},
+      {"time_discovered_completed_ns", kTimeCompleted}, {"timeout_ms", kTimeout},
+      {"process_group", kProcessGroup}, {"input_sizes", kInputSizes}, {"output_sizes", kOutputSizes},
+      {"input_dtypes", kInputDtypes}, {"output_dtypes", kOutputDtypes}, {"state", kState}, {"retired", kRetired},
+      {"is_p2p", kIsP2p}, {"duration_ms", kDuration}, {"thread_name", kThreadName}, {"thread_id", kThreadId},
+      {"frames", kFrames}};
+  auto it = kFields.find(key);
+  return it == kFields.end() ? -1 : it->second;
 }
 
 model::OpState ParseState(std::string_view s) {
@@ -370,63 +410,66 @@ class Converter {
     }
     model::OpRecord op;
     std::string_view s;
-    if (!e.get("profiling_name").str(&s)) {
+    N field[kFieldCount];
+    for (auto& f : field) f = N{nullptr};
+    e.items_view([&](std::string_view key, N value) {
+      int i = FieldCached(key);
+      if (i >= 0) field[i] = value;
+    });
+    if (!field[kProfilingName].str(&s)) {
       sink_->Warn("an entry has no 'profiling_name'; skipped");
       return;
     }
     model::Interner& pool = *dump_->interner;
     op.profiling_name = pool.StrFromBuffer(s);
     model::ParseProfilingName(&op);
-    auto int_field = [&](const char* key, int64_t* out) {
-      N f = e.get(key);
+    auto int_field = [&](Field i, const char* key, int64_t* out) {
+      N f = field[i];
       if (f.present() && !f.null() && !f.integer(out)) sink_->Warn(std::string("field '") + key + "' is not an integer");
     };
-    int_field("record_id", &op.record_id);
-    int_field("pg_id", &op.pg_id);
-    int_field("collective_seq_id", &op.collective_seq);
-    int_field("p2p_seq_id", &op.p2p_seq);
-    int_field("op_id", &op.op_id);
-    int_field("time_created_ns", &op.time_created_ns);
-    int_field("time_discovered_started_ns", &op.time_started_ns);
-    int_field("time_discovered_completed_ns", &op.time_completed_ns);
-    int_field("timeout_ms", &op.timeout_ms);
-    N pg = e.get("process_group");
+    int_field(kRecordId, "record_id", &op.record_id);
+    int_field(kPgId, "pg_id", &op.pg_id);
+    int_field(kCollectiveSeq, "collective_seq_id", &op.collective_seq);
+    int_field(kP2pSeq, "p2p_seq_id", &op.p2p_seq);
+    int_field(kOpId, "op_id", &op.op_id);
+    int_field(kTimeCreated, "time_created_ns", &op.time_created_ns);
+    int_field(kTimeStarted, "time_discovered_started_ns", &op.time_started_ns);
+    int_field(kTimeCompleted, "time_discovered_completed_ns", &op.time_completed_ns);
+    int_field(kTimeout, "timeout_ms", &op.timeout_ms);
+    N pg = field[kProcessGroup];
     if (pg.is_seq() && pg.size() >= 1) {
       if (pg.at(0).str(&s)) op.pg_name = pool.StrFromBuffer(s);
       if (pg.size() >= 2 && pg.at(1).str(&s)) op.pg_desc = pool.StrFromBuffer(s);
     } else if (pg.present()) {
       sink_->Warn("field 'process_group' is not a (name, desc) pair");
     }
-    {
-      model::Shapes in, out;
-      if (!ReadShapes(e.get("input_sizes"), &in)) sink_->Warn("field 'input_sizes' is malformed");
-      if (!ReadShapes(e.get("output_sizes"), &out)) sink_->Warn("field 'output_sizes' is malformed");
-      op.input_sizes = pool.Intern(std::move(in));
-      op.output_sizes = pool.Intern(std::move(out));
-      model::Dtypes din, dout;
-      if (!ReadStrings(e.get("input_dtypes"), &din)) sink_->Warn("field 'input_dtypes' is malformed");
-      if (!ReadStrings(e.get("output_dtypes"), &dout)) sink_->Warn("field 'output_dtypes' is malformed");
-      op.input_dtypes = pool.Intern(std::move(din));
-      op.output_dtypes = pool.Intern(std::move(dout));
-    }
-    if (e.get("state").str(&s)) {
+    // Scratch buffers keep their capacity between entries; interning looks
+    // the value up before copying it, so a repeated shape costs no allocation.
+    if (!ReadShapes(field[kInputSizes], &shapes_)) sink_->Warn("field 'input_sizes' is malformed");
+    op.input_sizes = pool.InternCopy(shapes_);
+    if (!ReadShapes(field[kOutputSizes], &shapes_)) sink_->Warn("field 'output_sizes' is malformed");
+    op.output_sizes = pool.InternCopy(shapes_);
+    if (!ReadStrings(field[kInputDtypes], &dtypes_)) sink_->Warn("field 'input_dtypes' is malformed");
+    op.input_dtypes = pool.InternCopy(dtypes_);
+    if (!ReadStrings(field[kOutputDtypes], &dtypes_)) sink_->Warn("field 'output_dtypes' is malformed");
+    op.output_dtypes = pool.InternCopy(dtypes_);
+    if (field[kState].str(&s)) {
       op.state = ParseState(s);
       if (op.state == model::OpState::kUnknown) sink_->Warn("unknown state '" + std::string(s) + "'");
     }
-    e.get("retired").boolean(&op.retired);
-    e.get("is_p2p").boolean(&op.is_p2p);
+    field[kRetired].boolean(&op.retired);
+    field[kIsP2p].boolean(&op.is_p2p);
     if (op.op == "send" || op.op == "recv") op.is_p2p = true;
     double ms;
-    if (e.get("duration_ms").number(&ms) && std::isfinite(ms)) op.duration_ms = ms;
-    if (e.get("thread_name").str(&s)) op.thread_name = pool.StrFromBuffer(s);
-    if (e.get("thread_id").str(&s)) op.thread_id = pool.StrFromBuffer(s);
-    N frames = e.get("frames");
+    if (field[kDuration].number(&ms) && std::isfinite(ms)) op.duration_ms = ms;
+    if (field[kThreadName].str(&s)) op.thread_name = pool.StrFromBuffer(s);
+    if (field[kThreadId].str(&s)) op.thread_id = pool.StrFromBuffer(s);
+    N frames = field[kFrames];
     if (frames.is_seq()) {
-      model::Stack stack;
-      stack.reserve(frames.size());
+      stack_.clear();
       for (size_t i = 0; i < frames.size(); ++i)
-        if (frames.at(i).is_dict()) stack.push_back(InternFrame(frames.at(i)));
-      op.frames = pool.Intern(std::move(stack));
+        if (frames.at(i).is_dict()) stack_.push_back(InternFrame(frames.at(i)));
+      op.frames = pool.InternCopy(stack_);
     }
     dump_->ops.push_back(std::move(op));
   }
@@ -435,6 +478,19 @@ class Converter {
   DiagSink* sink_;
   RankListCache* cache_;
   std::unordered_map<const void*, uint32_t> frame_ids_;
+  model::Shapes shapes_;
+  model::Dtypes dtypes_;
+  model::Stack stack_;
+  // Pickle dumps memoise the keys: the same key comes back at the same
+  // address, so a small address-keyed cache skips the lookup.
+  struct KeySlot { const char* data = nullptr; size_t size = 0; int field = -1; };
+  KeySlot key_cache_[64];
+  int FieldCached(std::string_view key) {
+    KeySlot& slot = key_cache_[(reinterpret_cast<uintptr_t>(key.data()) >> 3) & 63];
+    if (slot.data == key.data() && slot.size == key.size() && key.data()) return slot.field;
+    slot = {key.data(), key.size(), FieldOf(key)};
+    return slot.field;
+  }
 };
 
 }  // namespace
@@ -476,7 +532,8 @@ bool ParseFlightRecorderPickle(std::string_view data, const std::string& file,
     sink.Add(Sev::kError, "empty file", 0);
     return false;
   }
-  PickleDocument doc;
+  // One document per parser thread: its memory is reused file after file.
+  thread_local PickleDocument doc;
   PickleError err;
   size_t size = data.size();
   if (!doc.ParseView(data, &err)) {

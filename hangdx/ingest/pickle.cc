@@ -57,7 +57,9 @@ std::string Hex(unsigned char op) {
 
 class Machine {
  public:
-  Machine(std::string_view data, std::deque<PickleContainer>* arena) : d_(data), arena_(arena) {}
+  Machine(std::string_view data, PickleScratch* scratch)
+      : d_(data), arena_(&scratch->arena), used_(scratch->used), stack_(scratch->stack), marks_(scratch->marks),
+        memo_(scratch->memo), memo_set_(scratch->memo_set) {}
 
   bool Run(PickleValue* root, int* protocol, PickleError* err);
 
@@ -87,7 +89,15 @@ class Machine {
     pos_ = nl + 1;
     return true;
   }
-  PickleContainer* NewContainer() { return &arena_->emplace_back(); }
+  PickleContainer* NewContainer() {
+    if (used_ < arena_->size()) {
+      PickleContainer* c = &(*arena_)[used_++];
+      c->items.clear();  // keeps its capacity
+      return c;
+    }
+    ++used_;
+    return &arena_->emplace_back();
+  }
   PickleValue MakeContainer(PickleValue::Kind k) {
     PickleValue v;
     v.kind = k;
@@ -118,10 +128,10 @@ class Machine {
     if (idx > d_.size()) return Fail("memo index " + std::to_string(idx) + " out of range");
     if (memo_.size() <= idx) {
       memo_.resize(idx + 1);
-      memo_set_.resize(idx + 1, false);
+      memo_set_.resize(idx + 1, 0);
     }
     memo_[idx] = stack_.back();
-    memo_set_[idx] = true;
+    memo_set_[idx] = 1;
     return true;
   }
   bool Fetch(uint64_t idx) {
@@ -165,11 +175,12 @@ class Machine {
 
   std::string_view d_;
   std::deque<PickleContainer>* arena_;
+  size_t& used_;
   size_t pos_ = 0, op_pos_ = 0;
-  std::vector<PickleValue> stack_;
-  std::vector<size_t> marks_;
-  std::vector<PickleValue> memo_;
-  std::vector<bool> memo_set_;
+  std::vector<PickleValue>& stack_;
+  std::vector<size_t>& marks_;
+  std::vector<PickleValue>& memo_;
+  std::vector<uint8_t>& memo_set_;
   PickleError* err_ = nullptr;
 };
 
@@ -409,23 +420,27 @@ bool Machine::Run(PickleValue* root, int* protocol, PickleError* err) {
 
 }  // namespace
 
-bool PickleDocument::Parse(std::string data, PickleError* err) {
-  data_ = std::make_unique<std::string>(std::move(data));
-  std::string_view view = *data_;
-  arena_.clear();
+bool PickleDocument::Run(std::string_view data, PickleError* err) {
+  PickleScratch& sc = *scratch_;
+  sc.used = 0;
+  sc.stack.clear();
+  sc.marks.clear();
+  sc.memo.clear();
+  sc.memo_set.clear();
   root_ = PickleValue{};
   protocol_ = 0;
-  Machine m(view, &arena_);
+  Machine m(data, &sc);
   return m.Run(&root_, &protocol_, err);
+}
+
+bool PickleDocument::Parse(std::string data, PickleError* err) {
+  data_ = std::make_unique<std::string>(std::move(data));
+  return Run(*data_, err);
 }
 
 bool PickleDocument::ParseView(std::string_view data, PickleError* err) {
   data_.reset();
-  arena_.clear();
-  root_ = PickleValue{};
-  protocol_ = 0;
-  Machine m(data, &arena_);
-  return m.Run(&root_, &protocol_, err);
+  return Run(data, err);
 }
 
 }  // namespace hangdx::ingest

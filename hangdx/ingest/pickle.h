@@ -63,8 +63,20 @@ struct PickleError {
   std::string message;
 };
 
+// Working memory of the pickle machine, kept by a PickleDocument between
+// parses so that parsing many files in a row reuses its allocations.
+struct PickleScratch {
+  std::deque<PickleContainer> arena;  // containers; the first `used` are live
+  size_t used = 0;
+  std::vector<PickleValue> stack;
+  std::vector<size_t> marks;
+  std::vector<PickleValue> memo;
+  std::vector<uint8_t> memo_set;
+};
+
 // Owns the input bytes and every container built from them.
-// Not copyable (values point into it); movable.
+// Not copyable (values point into it); movable. Parse again to reuse it: the
+// previous values are invalidated, the memory is kept.
 class PickleDocument {
  public:
   PickleDocument() = default;
@@ -86,8 +98,10 @@ class PickleDocument {
   int protocol() const { return protocol_; }
 
  private:
+  bool Run(std::string_view data, PickleError* err);
+
   std::unique_ptr<std::string> data_;  // heap-held: views survive a move
-  std::deque<PickleContainer> arena_;
+  std::unique_ptr<PickleScratch> scratch_ = std::make_unique<PickleScratch>();
   PickleValue root_;
   int protocol_ = 0;
 };

@@ -87,6 +87,14 @@ class Interner {
   Ref<Shapes> Intern(Shapes v) { return Ref<Shapes>(&*shapes_.insert(std::move(v)).first); }
   Ref<Dtypes> Intern(Dtypes v) { return Ref<Dtypes>(&*dtypes_.insert(std::move(v)).first); }
   Ref<Stack> Intern(Stack v) { return Ref<Stack>(&*stacks_.insert(std::move(v)).first); }
+  // Same, copying `v` only when it is new (parsers reuse one scratch value).
+  template <typename T>
+  Ref<T> InternCopy(const T& v) {
+    auto& set = SetOf(static_cast<const T*>(nullptr));
+    auto it = set.find(v);
+    if (it == set.end()) it = set.insert(v).first;
+    return Ref<T>(&*it);
+  }
 
  private:
   std::set<std::string, std::less<>> strings_;
@@ -97,6 +105,9 @@ class Interner {
   std::set<Shapes> shapes_;
   std::set<Dtypes> dtypes_;
   std::set<Stack> stacks_;
+  std::set<Shapes>& SetOf(const Shapes*) { return shapes_; }
+  std::set<Dtypes>& SetOf(const Dtypes*) { return dtypes_; }
+  std::set<Stack>& SetOf(const Stack*) { return stacks_; }
 };
 
 // One operation (collective or P2P) as one rank recorded it: a Flight
