@@ -176,6 +176,19 @@ def main(argv=None):
         verdict = "(unparsable JSON)"
     res["verdict"] = verdict
     print("hangdx verdict: %s" % verdict[:200])
+    # The generator wrote the injected fault's culprits beside the dumps.
+    expected_path = dumps + ".expected.json"
+    if docs and os.path.exists(expected_path):
+        with open(expected_path) as f:
+            want = json.load(f).get("culprit_ranks")
+        try:
+            findings = json.loads(docs[0]).get("findings") or []
+        except ValueError:
+            findings = []
+        got = findings[0].get("culprit_ranks") if findings else None
+        res["verdict_right"] = got == want
+        print("culprits: hangdx %s, injected %s: %s" % (got, want, "right" if got == want else "WRONG"))
+        ok = ok and got == want
 
     hs = summarize(res["hangdx"])
     res["hangdx_summary"] = hs

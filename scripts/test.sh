@@ -20,5 +20,10 @@ if command -v clang++ >/dev/null && [ "$FUZZ_SECONDS" -gt 0 ]; then
   scripts/fuzz.sh build-fuzz "$FUZZ_SECONDS"
 fi
 
-python3 -m pip install -q . 
+# Whole-run benchmark, smoke size (the big runs are by hand: docs/performance.md).
+bench_dir=$(mktemp -d)
+python3 scripts/bench_whole.py --smoke --workdir "$bench_dir" --hangdx "$PWD/build/bin/hangdx" | tail -4
+rm -rf "$bench_dir"
+
+python3 -m pip install -q .
 HANGDX_BIN="$PWD/build/bin/hangdx" python3 -m pytest -q tests/python
