@@ -20,7 +20,8 @@ namespace fs = std::filesystem;
 using model::Diagnostic;
 using Sev = Diagnostic::Severity;
 
-int64_t RankFromFileName(const std::string& path) {
+// A file's name without its folder and a known extension.
+std::string BaseName(const std::string& path) {
   std::string base = fs::path(path).filename().string();
   for (const char* ext : {".pkl", ".pickle", ".json", ".txt", ".log", ".bin"}) {
     size_t n = std::strlen(ext);
@@ -29,6 +30,11 @@ int64_t RankFromFileName(const std::string& path) {
       break;
     }
   }
+  return base;
+}
+
+int64_t RankFromFileName(const std::string& path) {
+  std::string base = BaseName(path);
   size_t end = base.size();
   size_t begin = end;
   while (begin > 0 && std::isdigit(static_cast<unsigned char>(base[begin - 1]))) --begin;
@@ -39,14 +45,7 @@ int64_t RankFromFileName(const std::string& path) {
 // The digit runs of a file name (extension removed), e.g.
 // "trace_rank_3_attempt_1" -> {3, 1}.
 std::vector<int64_t> DigitRuns(const std::string& path) {
-  std::string base = fs::path(path).filename().string();
-  for (const char* ext : {".pkl", ".pickle", ".json", ".txt", ".log", ".bin"}) {
-    size_t n = std::strlen(ext);
-    if (base.size() > n && base.compare(base.size() - n, n, ext) == 0) {
-      base.resize(base.size() - n);
-      break;
-    }
-  }
+  std::string base = BaseName(path);
   std::vector<int64_t> runs;
   for (size_t i = 0; i < base.size();) {
     if (!std::isdigit(static_cast<unsigned char>(base[i]))) {
