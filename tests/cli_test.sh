@@ -110,6 +110,16 @@ if grep -q $'\x1b' "$tmp/out"; then echo "FAIL escape sequence reached the repor
 echo '{"1000000000000000":{"current_op":"ar","waiting_for_ranks":[999999999999999],"op_seq":1}}' > "$tmp/huge.json"
 check huge_rank 2 timeout 20 "$BIN" analyze "$tmp/huge.json" --format json
 
+# hangdx stacks: one tree, the odd rank on its own branch.
+check stacks_text 0 "$BIN" stacks testdata/cases/sglang27489-writing-check-allreduce
+grep -q '^    \[1-3\] recv_requests > broadcast_pyobj > broadcast$' "$tmp/out" || { echo "FAIL stacks majority branch"; fail=1; }
+grep -q '^    \[0\] .*writing_check > all_reduce$' "$tmp/out" || { echo "FAIL stacks odd branch"; fail=1; }
+check stacks_json 0 "$BIN" stacks testdata/torch/c/pickle --format json
+python3 -c "
+import json; t=json.load(open('$tmp/out'))
+assert t['from_flight_recorder']==[0,1,2] and t['tree']['ranks']==[0,1,2]" || { echo "FAIL stacks_json"; fail=1; }
+check stacks_bad_format 2 "$BIN" stacks testdata/torch/c/pickle --format dot
+
 # Rank override and world size.
 check world_size 1 "$BIN" analyze testdata/torch/f1/json --world-size 4 --format json
 python3 -c "

@@ -11,6 +11,18 @@ StatusOr<analyze::Diagnosis> Diagnose(const std::vector<std::string>& paths, con
   return analyze::Analyze(*job, options.analyze);
 }
 
+StatusOr<std::string> Stacks(const std::vector<std::string>& paths, const PipelineOptions& options,
+                             const std::string& format) {
+  if (format != "text" && format != "json")
+    return InvalidArgument("unknown format '" + format + "' for stacks (want text or json)");
+  if (paths.empty()) return InvalidArgument("no input paths given");
+  StatusOr<model::Job> job = ingest::LoadJob(paths, options.load);
+  if (!job.ok()) return job.status();
+  analyze::StackTree tree = analyze::MergeStacks(*job);
+  if (format == "json") return report::StacksToJson(tree).dump(2) + "\n";
+  return report::RenderStacksText(tree);
+}
+
 StatusOr<std::string> Render(const analyze::Diagnosis& d, const std::string& format) {
   if (format == "text") return report::RenderText(d);
   if (format == "json") return report::RenderJson(d);

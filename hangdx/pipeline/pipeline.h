@@ -26,6 +26,12 @@ struct PipelineOptions {
 // diagnostics inside the Diagnosis.
 StatusOr<analyze::Diagnosis> Diagnose(const std::vector<std::string>& paths, const PipelineOptions& options);
 
+// Loads every path and merges all ranks' stacks into one tree (hangdx
+// stacks), rendered as "text" or "json". Errors as Diagnose, plus
+// kInvalidArgument for another format.
+StatusOr<std::string> Stacks(const std::vector<std::string>& paths, const PipelineOptions& options,
+                             const std::string& format);
+
 // Renders as "text", "json" or "dot". Errors: kInvalidArgument for another format.
 StatusOr<std::string> Render(const analyze::Diagnosis& d, const std::string& format);
 

@@ -127,6 +127,58 @@ std::string RenderText(const Diagnosis& d, size_t max_findings) {
   return o;
 }
 
+namespace {
+
+void StackLines(const analyze::StackNode& n, int depth, std::string* o) {
+  // Fold a chain of single children with the same ranks into one line.
+  std::string line = C(n.frame);
+  const analyze::StackNode* cur = &n;
+  while (cur->children.size() == 1 && cur->children[0].ranks == cur->ranks) {
+    cur = &cur->children[0];
+    line += " > " + C(cur->frame);
+  }
+  *o += std::string(2 * depth, ' ') + "[" + FormatRanks(cur->ranks) + "] " + line + "\n";
+  for (const auto& k : cur->children) StackLines(k, depth + 1, o);
+}
+
+nlohmann::ordered_json StackNodeJson(const analyze::StackNode& n) {
+  nlohmann::ordered_json j;
+  j["frame"] = n.frame;
+  j["ranks"] = n.ranks;
+  nlohmann::ordered_json kids = nlohmann::ordered_json::array();
+  for (const auto& k : n.children) kids.push_back(StackNodeJson(k));
+  j["children"] = kids;
+  return j;
+}
+
+}  // namespace
+
+std::string RenderStacksText(const analyze::StackTree& t) {
+  std::string o;
+  if (t.root.ranks.empty()) {
+    o = "No stacks: no stack dump, traceback or Flight Recorder frames among the inputs.\n";
+  } else {
+    o = std::to_string(t.root.ranks.size()) + (t.root.ranks.size() == 1 ? " rank" : " ranks") +
+        " with a stack (" + FormatRanks(t.root.ranks) + "), outermost frame first; [ranks] per branch:\n";
+    for (const auto& k : t.root.children) StackLines(k, 1, &o);
+  }
+  if (!t.from_flight_recorder.empty())
+    o += "From the frames of their last Flight Recorder entry (no stack dump): ranks " +
+         FormatRanks(t.from_flight_recorder) + "\n";
+  if (!t.without_stack.empty()) o += "No stack for ranks " + FormatRanks(t.without_stack) + "\n";
+  return o;
+}
+
+nlohmann::ordered_json StacksToJson(const analyze::StackTree& t) {
+  nlohmann::ordered_json j;
+  j["schema_version"] = kSchemaVersion;
+  j["tool"] = "hangdx stacks";
+  j["tree"] = StackNodeJson(t.root);
+  j["from_flight_recorder"] = t.from_flight_recorder;
+  j["without_stack"] = t.without_stack;
+  return j;
+}
+
 nlohmann::ordered_json ToJson(const Diagnosis& d) {
   using J = nlohmann::ordered_json;
   J j;

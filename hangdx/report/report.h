@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hangdx/analyze/diagnosis.h"
+#include "hangdx/analyze/stacks.h"
 
 namespace hangdx::report {
 
@@ -25,5 +26,11 @@ std::string RenderJson(const analyze::Diagnosis& d);
 // Graphviz DOT: one node per rank involved, one edge per wait (label: the op
 // waited in); edges of a cycle red, culprit ranks filled.
 std::string RenderDot(const analyze::Diagnosis& d);
+
+// The merged stack tree, compactly: one line per branch point, a chain of
+// frames that the same ranks share folded into one line ("a > b > c"), each
+// line with its ranks as ranges. The smaller classes are the odd ones out.
+std::string RenderStacksText(const analyze::StackTree& t);
+nlohmann::ordered_json StacksToJson(const analyze::StackTree& t);
 
 }  // namespace hangdx::report

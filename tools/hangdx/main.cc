@@ -37,6 +37,22 @@ class Progress {
   bool shown_ = false;
 };
 
+// Writes `text` to stdout ("" or "-") or to the file `output`; 0, or 2 when
+// the file cannot be written.
+int WriteOut(const std::string& text, const std::string& output) {
+  if (output.empty() || output == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return 0;
+  }
+  std::ofstream f(output, std::ios::binary);
+  f << text;
+  if (!f) {
+    std::cerr << "hangdx: cannot write " << output << "\n";
+    return 2;
+  }
+  return 0;
+}
+
 int RunAnalyze(const std::vector<std::string>& paths, const std::string& format, const std::string& output,
                hangdx::pipeline::PipelineOptions options) {
   Progress progress;
@@ -53,17 +69,8 @@ int RunAnalyze(const std::vector<std::string>& paths, const std::string& format,
     std::cerr << "hangdx: " << text.status().message() << "\n";
     return 2;
   }
-  if (output.empty() || output == "-") {
-    std::fwrite(text->data(), 1, text->size(), stdout);
-  } else {
-    std::ofstream f(output, std::ios::binary);
-    f << *text;
-    if (!f) {
-      std::cerr << "hangdx: cannot write " << output << "\n";
-      return 2;
-    }
-  }
-  return hangdx::pipeline::ExitCode(*d);
+  int rc = WriteOut(*text, output);
+  return rc ? rc : hangdx::pipeline::ExitCode(*d);
 }
 
 }  // namespace
@@ -91,6 +98,16 @@ int main(int argc, char** argv) {
   analyze->add_flag("--assume-timed-out", options.analyze.assume_timed_out,
                     "Treat every wait as a hang even without timeout evidence (no straggler verdicts)");
 
+  auto* stacks = app.add_subcommand("stacks", "Merge all ranks' stacks into one tree of rank classes (as STAT does)");
+  std::vector<std::string> stack_paths;
+  std::string stack_format = "text", stack_output;
+  stacks->add_option("PATH", stack_paths, "stack dumps (py-spy, gdb, faulthandler), logs with tracebacks, "
+                                          "Flight Recorder pickles (frames of the last entry), or folders")
+      ->required();
+  stacks->add_option("--format", stack_format, "Output format")->check(CLI::IsMember({"text", "json"}));
+  stacks->add_option("-o,--output", stack_output, "Write to FILE instead of stdout");
+  stacks->add_option("--rank", rank_overrides, "FILE=RANK: the rank of a file whose name does not say it");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -112,5 +129,13 @@ int main(int argc, char** argv) {
     options.load.rank_of[o.substr(0, eq)] = r;
   }
   if (*analyze) return RunAnalyze(paths, format, output, options);
+  if (*stacks) {
+    auto text = hangdx::pipeline::Stacks(stack_paths, options, stack_format);
+    if (!text.ok()) {
+      std::cerr << "hangdx: " << text.status().message() << "\n";
+      return 2;
+    }
+    return WriteOut(*text, stack_output);
+  }
   return 2;
 }

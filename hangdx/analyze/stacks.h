@@ -1,0 +1,38 @@
+// hangdx/analyze/stacks.h
+// Merges the stacks of all ranks into one prefix tree whose nodes carry the
+// set of ranks that pass through them (the equivalence classes of STAT, the
+// Stack Trace Analysis Tool): ranks doing the same thing fold into one branch,
+// and the odd one out stands alone.
+//
+//   StackTree t = MergeStacks(job);
+//   // t.root.children[0]: "main", ranks 0-1023; ... a leaf "all_reduce", ranks 0-1022
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hangdx/model/job.h"
+
+namespace hangdx::analyze {
+
+struct StackNode {
+  std::string frame;               // "name (file:line)" or "name"
+  std::vector<model::Rank> ranks;  // sorted, distinct: ranks with a stack through here
+  std::vector<StackNode> children; // ordered by their first rank
+};
+
+struct StackTree {
+  StackNode root;                  // frame "", all ranks with a stack
+  // Ranks whose stack came from the frames of their last Flight Recorder
+  // entry (the call site of that op) rather than from a stack dump.
+  std::vector<model::Rank> from_flight_recorder;
+  std::vector<model::Rank> without_stack;  // ranks with data but no stack at all
+};
+
+// Builds the tree from every rank's stack samples (py-spy, gdb, faulthandler,
+// tracebacks), outermost frame at the top; a rank without samples contributes
+// the frames of its last Flight Recorder entry, when it has any. Each thread
+// of a rank is one path. Deterministic. O(total frames x log).
+StackTree MergeStacks(const model::Job& job);
+
+}  // namespace hangdx::analyze

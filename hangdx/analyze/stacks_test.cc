@@ -1,0 +1,55 @@
+#include "hangdx/analyze/stacks.h"
+
+#include <gtest/gtest.h>
+
+namespace hangdx::analyze {
+namespace {
+
+model::RankDump WithStack(model::Rank r, std::vector<std::string> innermost_first) {
+  model::RankDump d;
+  d.rank = r;
+  model::StackSample s;
+  for (auto& f : innermost_first) s.frames.push_back({f, "", 0});
+  d.stacks.push_back(std::move(s));
+  return d;
+}
+
+TEST(MergeStacks, EquivalenceClasses) {
+  // sglang#27489's shape: TP0 in all_reduce under writing_check, TP1-3 in
+  // broadcast under broadcast_pyobj, all under event_loop_overlap.
+  model::Job job;
+  job.dumps.push_back(WithStack(0, {"all_reduce", "writing_check", "event_loop_overlap"}));
+  for (int r = 1; r < 4; ++r) job.dumps.push_back(WithStack(r, {"broadcast", "broadcast_pyobj", "event_loop_overlap"}));
+  job.dumps.push_back(model::RankDump{});
+  job.dumps.back().rank = 4;
+  StackTree t = MergeStacks(job);
+  EXPECT_EQ(t.root.ranks, (std::vector<model::Rank>{0, 1, 2, 3}));
+  ASSERT_EQ(t.root.children.size(), 1u);
+  const StackNode& loop = t.root.children[0];
+  EXPECT_EQ(loop.frame, "event_loop_overlap");
+  ASSERT_EQ(loop.children.size(), 2u);
+  EXPECT_EQ(loop.children[0].frame, "broadcast_pyobj");  // the larger class first
+  EXPECT_EQ(loop.children[0].ranks, (std::vector<model::Rank>{1, 2, 3}));
+  EXPECT_EQ(loop.children[1].frame, "writing_check");
+  EXPECT_EQ(loop.children[1].ranks, (std::vector<model::Rank>{0}));
+  EXPECT_EQ(t.without_stack, (std::vector<model::Rank>{4}));
+}
+
+TEST(MergeStacks, FlightRecorderFramesStandInForAStack) {
+  model::Job job;
+  model::RankDump d;
+  d.rank = 0;
+  d.frames = {{"all_reduce", "torch/distributed/distributed_c10d.py", 3245}, {"step", "train.py", 7}};
+  model::OpRecord op;
+  op.frames = d.interner->Intern(model::Stack{0, 1});
+  d.ops.push_back(op);
+  job.dumps.push_back(std::move(d));
+  StackTree t = MergeStacks(job);
+  EXPECT_EQ(t.from_flight_recorder, (std::vector<model::Rank>{0}));
+  ASSERT_EQ(t.root.children.size(), 1u);
+  EXPECT_EQ(t.root.children[0].frame, "step (train.py:7)");
+  EXPECT_EQ(t.root.children[0].children[0].frame, "all_reduce (torch/distributed/distributed_c10d.py:3245)");
+}
+
+}  // namespace
+}  // namespace hangdx::analyze
