@@ -54,7 +54,8 @@ namespace {
 // components, witness extraction) at 100,000 ranks x 8 pgs: one node per
 // (rank, pg) where the rank is blocked, AND edges to the ranks it waits for.
 // Layout: in each pg of 8 consecutive ranks (tensor parallel) rank 0 of the
-// group waits for rank 7, ranks 1-6 wait for rank 0 (a cascade into a sink);
+// group waits for rank 7, which waits for nothing, and ranks 1-6 wait for
+// rank 0 (a cascade into a sink);
 // in pg 0 every rank waits for rank 12345 (idle: a sink); and ranks
 // 50,000-50,999 form one P2P ring (a true cycle), so the result has one
 // deadlock to extract and 800,000 nodes to reduce.
@@ -74,8 +75,8 @@ void BM_WaitGraphOnly(benchmark::State& state) {
           g.AddEdge(v, r == 12345 ? sink : node[12345 * pgs]);
         } else {
           int64_t base = r - r % 8;
-          int64_t target = (r % 8 == 0) ? base + 7 : base;
-          g.AddEdge(v, target >= ranks || target == r ? sink : node[target * pgs + p]);
+          int64_t target = (r % 8 == 0) ? base + 7 : base;  // rank 7 of the group is the stalled one
+          g.AddEdge(v, target >= ranks || r % 8 == 7 ? sink : node[target * pgs + p]);
         }
       }
     }
