@@ -113,6 +113,9 @@ struct Instance {
   bool problem() const { return mismatch || !not_reached.empty() || !no_dump.empty(); }
 };
 
+// Records listed per side of a finding; the rest are counted.
+constexpr size_t kEvidencePerSide = 8;
+
 class Analyzer {
  public:
   Analyzer(const model::Job& job, const AnalyzeOptions& opt) : job_(job), opt_(opt) {}
@@ -788,13 +791,23 @@ class Analyzer {
       f.summary = "all_to_all at " + g.Label() + " seq " + std::to_string(in.seq) +
                   " has rank-dependent sizes, which all_to_all allows: cannot decide";
     }
-    for (size_t i = 0; i < in.arrived.size(); ++i)
-      for (uint32_t idx : in.ops(i)) {
-        const OpRecord& op = DumpOf(in, in.arrived[i])->ops[idx];
-        std::string note = Signature(op);
-        if (!op.frames->empty()) note += " from " + FrameText(*DumpOf(in, in.arrived[i]), op);
-        AddOpEvidence(&f, in.arrived[i], op, note);
+    // Evidence per side, the deviating sides first, a few ranks of each: at
+    // 1,000 ranks the reference side would otherwise bury the culprit's record.
+    for (size_t c = 1; c <= in.classes.size(); ++c) {
+      const auto& ranks = in.classes[c % in.classes.size()].second;
+      for (size_t k = 0; k < ranks.size() && k < kEvidencePerSide; ++k) {
+        size_t i = std::find(in.arrived.begin(), in.arrived.end(), ranks[k]) - in.arrived.begin();
+        for (uint32_t idx : in.ops(i)) {
+          const OpRecord& op = DumpOf(in, in.arrived[i])->ops[idx];
+          std::string note = Signature(op);
+          if (!op.frames->empty()) note += " from " + FrameText(*DumpOf(in, in.arrived[i]), op);
+          AddOpEvidence(&f, in.arrived[i], op, note);
+        }
       }
+      if (ranks.size() > kEvidencePerSide)
+        f.evidence.push_back({"", -1, -1, "... and " + std::to_string(ranks.size() - kEvidencePerSide) +
+                                              " more ranks with the same record"});
+    }
     if (in.classes.size() == 2 && in.classes[0].second.size() == in.classes[1].second.size())
       f.details.push_back("the two sides are equal in size: the reference is the op this pg ran "
                           "most often before, then the side without the lowest rank");
@@ -895,15 +908,18 @@ class Analyzer {
       f.fix_hint = "collect the dumps of the missing ranks";
     }
     std::sort(f.culprit_ranks.begin(), f.culprit_ranks.end());
-    for (size_t i = 0; i < in.arrived.size(); ++i)
-      AddOpEvidence(&f, in.arrived[i], DumpOf(in, in.arrived[i])->ops[in.ops(i).front()],
-                    "arrived at seq " + std::to_string(in.seq));
     for (Rank r : idle) {
-      f.details.push_back(WhereInstead(r));
       const RankDump* d = job_.Find(r);
       if (d && !d->ops.empty()) AddOpEvidence(&f, r, d->ops.back(), "last recorded op");
       else if (d) f.evidence.push_back({d->file, r, -1, "no op at this seq"});
     }
+    for (size_t i = 0; i < in.arrived.size() && i < kEvidencePerSide; ++i)
+      AddOpEvidence(&f, in.arrived[i], DumpOf(in, in.arrived[i])->ops[in.ops(i).front()],
+                    "arrived at seq " + std::to_string(in.seq));
+    if (in.arrived.size() > kEvidencePerSide)
+      f.evidence.push_back({"", -1, -1, "... and " + std::to_string(in.arrived.size() - kEvidencePerSide) +
+                                            " more ranks arrived at seq " + std::to_string(in.seq)});
+    for (Rank r : idle) f.details.push_back(WhereInstead(r));
     for (Rank r : dead) f.details.push_back(WhereInstead(r));
     for (Rank r : cascade) f.details.push_back(WhereInstead(r) + " (blocked: see the other findings)");
     if (in.failed && OpAt(in, 0).backend == "gloo")

@@ -78,20 +78,35 @@ std::string RenderText(const Diagnosis& d, size_t max_findings) {
     n = 0;
     for (const auto& e : f.evidence) {
       if (n++ == 6) { o += "  evidence: ... " + std::to_string(f.evidence.size() - 6) + " more\n"; break; }
+      if (e.file.empty() && e.rank < 0) {  // a count of records not listed
+        o += "  evidence: " + C(e.note) + "\n";
+        continue;
+      }
       o += "  evidence: " + C(e.file) + " (rank " + std::to_string(e.rank) +
            (e.record_id >= 0 ? ", record " + std::to_string(e.record_id) : "") + "): " + C(e.note) + "\n";
     }
     if (!f.fix_hint.empty()) o += "  fix:      " + f.fix_hint + "\n";
   }
   if (!d.pgs.empty()) {
+    // The pgs that are stuck or disagree, then a count of the others (a
+    // 1,024-rank job has hundreds of pgs).
     o += "\nProcess groups:\n";
+    size_t quiet = 0, shown = 0;
     for (const auto& p : d.pgs) {
+      bool notable = p.stuck_seq >= 0 || p.mismatched_seqs > 0 || d.pgs.size() <= 8;
+      if (!notable || shown == 16) {
+        ++quiet;
+        continue;
+      }
+      ++shown;
       o += "  pg " + C(p.name) + (p.desc.empty() || p.desc.size() > 32 ? "" : " (" + C(p.desc) + ")") + ": ranks " +
            FormatRanks(p.ranks) +
            (p.ranks_inferred ? " (inferred)" : "") + ", last seq " + std::to_string(p.max_seq);
       if (p.stuck_seq >= 0) o += ", stuck at seq " + std::to_string(p.stuck_seq) + " " + p.stuck_op;
+      if (p.mismatched_seqs > 0) o += ", " + std::to_string(p.mismatched_seqs) + " seqs where ranks disagree";
       o += "\n";
     }
+    if (quiet) o += "  ... and " + std::to_string(quiet) + " more pgs" + (shown ? "" : ", none stuck") + "\n";
   }
   std::vector<int64_t> seen;
   for (const auto& r : d.ranks)
