@@ -975,7 +975,7 @@ class Analyzer {
     f.summary = "process groups were created in different orders: pg '" + desc + "' is";
     for (size_t k = 0; k < sides.size(); ++k) {
       f.summary += (k ? (k + 1 == sides.size() ? " and" : ",") : "") + std::string(" pg ") + sides[k].first +
-                   " on ranks " + R(sides[k].second);
+                   " on " + Who(sides[k].second);
       f.roles.push_back({"pg " + sides[k].first + " ('" + desc + "')", sides[k].second});
       if (k) f.culprit_ranks.insert(f.culprit_ranks.end(), sides[k].second.begin(), sides[k].second.end());
     }
