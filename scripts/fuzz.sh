@@ -7,7 +7,7 @@ BUILD=${1:?build dir}
 SECONDS_EACH=${2:-20}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/pickle" "$work/json" "$work/text"
+mkdir -p "$work/pickle" "$work/json" "$work/text" "$BUILD/fuzz-artifacts"
 find testdata hangdx/ingest/testdata examples -type f \( -name 'fr_trace_rank_*' ! -name '*.json' -o -name '*.pickle' \) \
   -exec cp {} "$work/pickle/" \; 2>/dev/null || true
 find testdata hangdx/ingest/testdata -type f -name '*.json' -size -64k -exec cp --backup=numbered {} "$work/json/" \; 2>/dev/null || true
@@ -19,11 +19,11 @@ for target in pickle_fuzzer:pickle fr_json_fuzzer:json text_log_fuzzer:text; do
   echo "fuzz: $bin for ${SECONDS_EACH}s on $(ls "$corpus" | wc -l) seeds"
   rc=0
   "$BUILD/fuzz/$bin" -max_total_time="$SECONDS_EACH" -max_len=65536 -rss_limit_mb=2048 -timeout=10 \
-    -print_final_stats=1 -artifact_prefix="$work/" "$corpus" >"$work/log" 2>&1 || rc=$?
+    -print_final_stats=1 -artifact_prefix="$BUILD/fuzz-artifacts/" "$corpus" >"$work/log" 2>&1 || rc=$?
   grep -E "^(stat::number_of_executed_units|Done|==.*ERROR|SUMMARY)" "$work/log" || true
   if [ "$rc" -ne 0 ]; then
     tail -40 "$work/log" >&2
-    echo "fuzz: $bin found a problem (exit $rc)" >&2
+    echo "fuzz: $bin found a problem (exit $rc); the input is in $BUILD/fuzz-artifacts/" >&2
     exit 1
   fi
 done

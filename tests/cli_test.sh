@@ -49,6 +49,7 @@ check missing_path 2 "$BIN" analyze /nonexistent/hangdx
 grep -q "no such file" "$tmp/err" || { echo "FAIL missing_path message"; fail=1; }
 mkdir -p "$tmp/empty"
 check empty_dir 2 "$BIN" analyze "$tmp/empty"
+grep -q "folder holds no files" "$tmp/out" || { echo "FAIL empty_dir message"; fail=1; }
 printf 'garbage\x00\x01' > "$tmp/empty/trace_0"
 check junk_only 2 "$BIN" analyze "$tmp/empty"
 

@@ -152,6 +152,7 @@ class Analyzer {
       if (w >= 0) out_.world_size_inferred = false;
     }
     int64_t seen = 0;
+    for (const auto& [r, file] : job_.unreadable) seen = std::max(seen, r + 1);
     for (const auto& d : job_.dumps) {
       seen = std::max(seen, d.rank + 1);
       if (d.wait)
@@ -1322,7 +1323,6 @@ class Analyzer {
     f.summary = std::string(what) + ": " + cycle_text;
     if (cyc.size() <= 4) f.summary += " (" + chain + ")";
     f.details.push_back(chain);
-    f.roles.push_back({"cycle", f.culprit_ranks});
     for (int v : cyc) {
       const NodeInfo& n = nodes_[v];
       if (n.type == NodeType::kInstance) {
@@ -1493,15 +1493,23 @@ class Analyzer {
         for (const auto& p : out_.pgs) pending = pending || p.stuck_seq >= 0;
         if (pending) out_.verdict += " Some are still in progress.";
         if (!out_.ranks_without_dump.empty())
-          out_.verdict += " No dump from ranks " + R(out_.ranks_without_dump) + ".";
+          out_.verdict += " No dump from " + Who(out_.ranks_without_dump) + ".";
       }
       return;
     }
     const Finding& f = out_.findings.front();
     std::string head = f.severity == Severity::kError ? "HANG: " : "WARNING: ";
     if (f.kind == Kind::kCollectiveMismatch || f.kind == Kind::kSizeMismatch) head = "HANG (mismatch): ";
-    out_.verdict = head + f.summary + ". Look first at " +
-                   Who(f.culprit_ranks) + ".";
+    out_.verdict = head + f.summary + ".";
+    if (!f.culprit_ranks.empty())
+      out_.verdict += " Look first at " + Who(f.culprit_ranks) +
+                      (f.ranks_are_pg_local ? " of pg " + f.pg_name : std::string()) + ".";
+    if (!job_.unreadable.empty()) {
+      std::vector<Rank> bad;
+      for (const auto& [r, file] : job_.unreadable) bad.push_back(r);
+      if (std::find(f.culprit_ranks.begin(), f.culprit_ranks.end(), bad.front()) == f.culprit_ranks.end())
+        out_.verdict += " (The dumps of " + Who(bad) + " could not be read.)";
+    }
   }
 
   const model::Job& job_;

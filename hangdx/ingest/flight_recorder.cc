@@ -13,6 +13,13 @@
 namespace hangdx::ingest {
 namespace {
 
+// nlohmann's message without its "[json.exception.parse_error.101] " tag.
+std::string JsonWhy(const std::exception& e) {
+  std::string what = e.what();
+  size_t cut = what.find("] ");
+  return cut == std::string::npos ? what : what.substr(cut + 2);
+}
+
 using model::Diagnostic;
 using Sev = model::Diagnostic::Severity;
 constexpr int64_t kMaxRank = int64_t{1} << 24;  // more ranks than any job has had
@@ -558,8 +565,14 @@ bool ParseFlightRecorderJson(std::string_view data, const std::string& file,
   try {
     j = nlohmann::json::parse(data.begin(), data.end());
   } catch (const nlohmann::json::parse_error& e) {
-    sink.Add(Sev::kError, std::string("unreadable JSON at byte ") + std::to_string(e.byte > 0 ? e.byte - 1 : 0) + ": " + e.what(),
+    sink.Add(Sev::kError, std::string("unreadable JSON at byte ") + std::to_string(e.byte > 0 ? e.byte - 1 : 0) + ": " + JsonWhy(e),
              static_cast<int64_t>(e.byte > 0 ? e.byte - 1 : 0));
+    return false;
+  } catch (const nlohmann::json::exception& e) {
+    // Parses that fail for another reason (a number out of range: 1E400).
+    std::string what = e.what();
+    size_t cut = what.find("] ");
+    sink.Add(Sev::kError, "unreadable JSON: " + (cut == std::string::npos ? what : what.substr(cut + 2)));
     return false;
   }
   dump->format = "fr-json";

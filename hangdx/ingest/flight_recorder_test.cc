@@ -144,6 +144,9 @@ TEST(FlightRecorder, BadInputBecomesDiagnostics) {
       {"[1, 2]", false, "an entry is not a dict"},
       {"\"text\"", false, "neither a dict nor a list"},
       {"{\"version\": \"7.1\", \"entries\": []}", false, "unknown Flight Recorder version '7.1'"},
+      // Found by the fuzzer: nlohmann throws out_of_range, not parse_error.
+      {"{\"version\": \"2.10\", \"entries\": [{\"profiling_name\": \"x\", \"collective_seq_id\": 1E400}]}",
+       false, "number overflow"},
       {"{\"version\": \"2.10\", \"entries\": [{\"profiling_name\": \"nccl:all_reduce\", "
        "\"collective_seq_id\": \"x\"}]}", false, "'collective_seq_id' is not an integer"},
   };

@@ -206,6 +206,13 @@ void Walk(const fs::path& p, std::vector<std::string>* out, std::vector<Diagnost
       diags->push_back(std::move(d));
     }
     std::sort(kids.begin(), kids.end());
+    if (kids.empty() && !ec) {
+      Diagnostic d;
+      d.severity = Sev::kWarning;
+      d.file = p.string();
+      d.message = "folder holds no files";
+      diags->push_back(std::move(d));
+    }
     for (auto& k : kids) out->push_back(k.string());
   } else {
     out->push_back(p.string());

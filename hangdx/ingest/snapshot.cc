@@ -7,6 +7,13 @@
 namespace hangdx::ingest {
 namespace {
 
+// nlohmann's message without its "[json.exception.parse_error.101] " tag.
+std::string JsonWhy(const std::exception& e) {
+  std::string what = e.what();
+  size_t cut = what.find("] ");
+  return cut == std::string::npos ? what : what.substr(cut + 2);
+}
+
 constexpr int64_t kMaxRank = int64_t{1} << 24;  // more ranks than any job has had
 
 bool RankKey(const std::string& key, int64_t* r) {
@@ -29,8 +36,12 @@ bool IsSnapshot(const nlohmann::json& j) {
 }  // namespace
 
 bool LooksLikeWaitSnapshot(std::string_view data) {
-  nlohmann::json j = nlohmann::json::parse(data.begin(), data.end(), nullptr, /*allow_exceptions=*/false);
-  return IsSnapshot(j);
+  try {
+    nlohmann::json j = nlohmann::json::parse(data.begin(), data.end(), nullptr, /*allow_exceptions=*/false);
+    return IsSnapshot(j);
+  } catch (const nlohmann::json::exception&) {  // e.g. a number out of range
+    return false;
+  }
 }
 
 bool ParseWaitSnapshot(std::string_view data, const std::string& file,
@@ -48,8 +59,14 @@ bool ParseWaitSnapshot(std::string_view data, const std::string& file,
   try {
     j = nlohmann::json::parse(data.begin(), data.end());
   } catch (const nlohmann::json::parse_error& e) {
-    diag(-1, std::string("unreadable JSON at byte ") + std::to_string(e.byte > 0 ? e.byte - 1 : 0) + ": " + e.what(),
+    diag(-1, std::string("unreadable JSON at byte ") + std::to_string(e.byte > 0 ? e.byte - 1 : 0) + ": " + JsonWhy(e),
          static_cast<int64_t>(e.byte > 0 ? e.byte - 1 : 0));
+    return false;
+  } catch (const nlohmann::json::exception& e) {
+    // Parses that fail for another reason (a number out of range: 1E400).
+    std::string what = e.what();
+    size_t cut = what.find("] ");
+    diag(-1, "unreadable JSON: " + (cut == std::string::npos ? what : what.substr(cut + 2)));
     return false;
   }
   if (!IsSnapshot(j)) {

@@ -102,7 +102,7 @@ std::string RenderText(const Diagnosis& d, size_t max_findings) {
       o += "  pg " + C(p.name) + (p.desc.empty() || p.desc.size() > 32 ? "" : " (" + C(p.desc) + ")") + ": ranks " +
            FormatRanks(p.ranks) +
            (p.ranks_inferred ? " (inferred)" : "") + ", last seq " + std::to_string(p.max_seq);
-      if (p.stuck_seq >= 0) o += ", stuck at seq " + std::to_string(p.stuck_seq) + " " + p.stuck_op;
+      if (p.stuck_seq >= 0) o += ", first unfinished seq " + std::to_string(p.stuck_seq) + " " + p.stuck_op;
       if (p.mismatched_seqs > 0) o += ", " + std::to_string(p.mismatched_seqs) + " seqs where ranks disagree";
       o += "\n";
     }
