@@ -1120,9 +1120,17 @@ class Analyzer {
           if (IsCollectiveFrame(st.frames[i].name)) hit = i;
         if (hit < 0) continue;
         w.op = st.frames[hit].name;
-        w.site = hit + 1 < static_cast<int>(st.frames.size()) ? st.frames[hit + 1].name : "";
-        if (hit + 1 < static_cast<int>(st.frames.size()) && !st.frames[hit + 1].filename.empty())
-          w.site += " at " + st.frames[hit + 1].filename + ":" + std::to_string(st.frames[hit + 1].line);
+        // The call site: the first caller outside torch.distributed (its
+        // decorators, such as c10d_logger's wrapper, say nothing).
+        int site = hit + 1;
+        while (site < static_cast<int>(st.frames.size()) &&
+               st.frames[site].filename.find("torch/distributed") != std::string::npos)
+          ++site;
+        if (site < static_cast<int>(st.frames.size())) {
+          w.site = st.frames[site].name;
+          if (!st.frames[site].filename.empty())
+            w.site += " at " + st.frames[site].filename + ":" + std::to_string(st.frames[site].line);
+        }
         w.stack = &st;
         break;
       }

@@ -11,6 +11,7 @@ Layout written per scenario (expected.json, hand-written, is left alone):
   <out>/<scenario>/pickle/fr_trace_rank_<r>
   <out>/<scenario>/json/fr_trace_rank_<r>.json
   <out>/<scenario>/stderr/rank_<r>.log
+  <out>/<scenario>/stacks/faulthandler_rank_<r>.txt   (scenarios with stacks=True)
 """
 import argparse
 import os
@@ -33,7 +34,7 @@ def free_port():
 
 def run_one(sc, out_root, fr_buffer):
     out = os.path.join(out_root, sc.name)
-    for sub in ("pickle", "json", "stderr"):
+    for sub in ("pickle", "json", "stderr", "stacks"):
         shutil.rmtree(os.path.join(out, sub), ignore_errors=True)
     os.makedirs(os.path.join(out, "stderr"), exist_ok=True)
     port = free_port()
@@ -53,7 +54,7 @@ def run_one(sc, out_root, fr_buffer):
         logs.append(lf)
         cmd = [sys.executable, os.path.join(HERE, "worker.py"), "--scenario", sc.name,
                "--rank", str(r), "--world", str(sc.world), "--port", str(port), "--out", out,
-               "--timeout", str(sc.timeout), "--deadline", str(sc.deadline)]
+               "--timeout", str(sc.timeout), "--deadline", str(sc.deadline)] + (["--stacks"] if sc.stacks else [])
         procs.append(subprocess.Popen(cmd, env=env, stdout=lf, stderr=subprocess.STDOUT,
                                       stdin=subprocess.DEVNULL))
     # startup (import torch on a busy 2-core box) + deadline + slack

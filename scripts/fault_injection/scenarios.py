@@ -36,6 +36,7 @@ class Scenario:
     deadline: float = 8.0      # watchdog dump, seconds after init
     env: Dict[str, str] = field(default_factory=dict)
     doc: str = ""
+    stacks: bool = False       # also write faulthandler stacks at the deadline
 
 
 class Trainer:
@@ -237,6 +238,13 @@ SCENARIOS = {s.name: s for s in [
     Scenario("h", 2, sc_h, deadline=7.0, doc="pg_a/pg_b all_reduce in opposite orders on ranks 0 and 1"),
     Scenario("i", 3, sc_i, deadline=7.0, doc="rank 2 creates new_group dp before tp, ranks 0,1 tp before dp"),
     Scenario("j1", 3, sc_j1, deadline=3.0, doc="healthy: 3 steps + barrier"),
+    # b and c again, with a timeout long enough that every rank is still
+    # blocked at the deadline: Python stacks of all threads (faulthandler)
+    # beside the dumps, to check that stacks alone give the same verdict.
+    Scenario("b_stacks", 3, sc_b, timeout=60.0, deadline=6.0, stacks=True,
+             doc="scenario b, dumps and faulthandler stacks taken while blocked"),
+    Scenario("c_stacks", 3, sc_c, timeout=60.0, deadline=6.0, stacks=True,
+             doc="scenario c, dumps and faulthandler stacks taken while blocked"),
     Scenario("j2", 3, sc_j2, timeout=30.0, deadline=5.0,
              doc="rank 2 sleeps 1.2 s per step, 10 s in step 3; dump at +5 s, before the 30 s timeout"),
 ]}

@@ -17,6 +17,7 @@ A rank that dies (sys.exit / SIGKILL) writes nothing.  The bytes returned by
 PyTorch are written unchanged.
 """
 import argparse
+import faulthandler
 import datetime
 import os
 import sys
@@ -71,6 +72,8 @@ def main():
     ap.add_argument("--timeout", type=float, required=True)
     ap.add_argument("--deadline", type=float, required=True,
                     help="seconds after init at which every live rank dumps")
+    ap.add_argument("--stacks", action="store_true",
+                    help="also write faulthandler stacks of all threads at the deadline")
     a = ap.parse_args()
     os.environ["RANK"] = str(a.rank)
     sc = scenarios.SCENARIOS[a.scenario]
@@ -85,6 +88,12 @@ def main():
 
     def watchdog():
         time.sleep(max(0.0, t0 + a.deadline - time.time()))
+        if a.stacks:
+            # Every thread's Python stack, as py-spy would show it, taken while
+            # the rank is still blocked (faulthandler: no ptrace needed).
+            os.makedirs(os.path.join(a.out, "stacks"), exist_ok=True)
+            with open(os.path.join(a.out, "stacks", "faulthandler_rank_%d.txt" % a.rank), "w") as f:
+                faulthandler.dump_traceback(file=f, all_threads=True)
         if dump(a.out, a.rank, "deadline reached: rank alive and not in a failed collective"):
             sys.stderr.flush()
             # Stay alive while the other ranks dump: an exit here would close

@@ -88,6 +88,28 @@ def test_hangdx_verdict(name, fmt):
         assert p.returncode == 1, out
 
 
+STACK_SCENARIOS = [n for n in SCENARIOS if os.path.isdir(os.path.join(TESTDATA, n, "stacks"))]
+
+
+@pytest.mark.parametrize("name", STACK_SCENARIOS)
+def test_verdict_from_stacks_alone_matches_dumps(name):
+    """Real Python stacks (faulthandler, all threads) of ranks blocked in a
+    real gloo hang: the stacks alone give the dumps' kind and culprits."""
+    exe = hangdx_bin()
+    exp = load_expected(name)
+    verdicts = {}
+    for part in ("pickle", "stacks"):
+        p = subprocess.run([exe, "analyze", os.path.join(TESTDATA, name, part), "--format", "json"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+        f0 = json.loads(p.stdout)["findings"][0]
+        verdicts[part] = (f0["kind"], f0["culprit_ranks"])
+    assert verdicts["stacks"] == verdicts["pickle"] == (exp["kind"], exp["culprit_ranks"]), verdicts
+
+
+def test_some_scenarios_have_stacks():
+    assert len(STACK_SCENARIOS) >= 2
+
+
 @pytest.mark.parametrize("path", PICKLES, ids=[os.path.relpath(p, TESTDATA) for p in PICKLES])
 def test_pickle_opcodes(path):
     """Documents the real byte layout of torch's FR pickles (torch::jit::Pickler, protocol 2)."""
