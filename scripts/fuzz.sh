@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs each libFuzzer target for N seconds from a seed corpus of real dumps.
+# Runs each libFuzzer target for N seconds from a seed corpus of real dumps,
+# logs and stack dumps (testdata/).
 # Usage: scripts/fuzz.sh BUILD_DIR [SECONDS]   (built with -DHANGDX_BUILD_FUZZERS=ON)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +14,8 @@ find testdata hangdx/ingest/testdata examples -type f \( -name 'fr_trace_rank_*'
 find testdata hangdx/ingest/testdata -type f -name '*.json' -size -64k -exec cp --backup=numbered {} "$work/json/" \; 2>/dev/null || true
 find testdata/cases testdata/torch -type f \( -name '*.log' -o -name '*.txt' \) -size -64k \
   -exec cp --backup=numbered {} "$work/text/" \; 2>/dev/null || true
-for target in pickle_fuzzer:pickle fr_json_fuzzer:json text_log_fuzzer:text; do
+for target in pickle_fuzzer:pickle fr_json_fuzzer:json text_log_fuzzer:text nccl_log_fuzzer:text \
+    torch_log_fuzzer:text stack_dump_fuzzer:text hccl_plog_fuzzer:text nccl_ras_fuzzer:text; do
   bin=${target%%:*}
   corpus=$work/${target##*:}
   echo "fuzz: $bin for ${SECONDS_EACH}s on $(ls "$corpus" | wc -l) seeds"
