@@ -150,14 +150,9 @@ class DiagSink {
   DiagSink(const std::string& file, model::Rank rank, std::vector<Diagnostic>* out)
       : file_(file), rank_(rank), out_(out) {}
   ~DiagSink() {
-    for (auto& [msg, n] : counts_) {
-      Diagnostic d;
-      d.severity = Sev::kWarning;
-      d.file = file_;
-      d.rank = rank_;
-      d.message = n > 1 ? msg + " (" + std::to_string(n) + " times)" : msg;
-      out_->push_back(std::move(d));
-    }
+    for (auto& [msg, n] : counts_)
+      out_->push_back(model::MakeDiagnostic(Sev::kWarning, file_,
+                                            n > 1 ? msg + " (" + std::to_string(n) + " times)" : msg, rank_));
   }
   void Warn(const std::string& msg) {
     auto [it, fresh] = counts_.try_emplace(msg, 0);
@@ -165,13 +160,7 @@ class DiagSink {
     ++it->second;
   }
   void Add(Sev sev, std::string msg, int64_t offset = -1) {
-    Diagnostic d;
-    d.severity = sev;
-    d.file = file_;
-    d.rank = rank_;
-    d.offset = offset;
-    d.message = std::move(msg);
-    out_->push_back(std::move(d));
+    out_->push_back(model::MakeDiagnostic(sev, file_, std::move(msg), rank_, offset));
   }
 
  private:

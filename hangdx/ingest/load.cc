@@ -131,12 +131,7 @@ void LoadOne(const std::string& path, int64_t rank_hint, const LoadOptions& opt,
              FileResult* res) {
   res->path = path;
   auto add = [&](Sev sev, std::string msg, int64_t off = -1) {
-    Diagnostic d;
-    d.severity = sev;
-    d.file = path;
-    d.offset = off;
-    d.message = std::move(msg);
-    res->diags.push_back(std::move(d));
+    res->diags.push_back(model::MakeDiagnostic(sev, path, std::move(msg), -1, off));
   };
   StatusOr<MappedFile> file = MappedFile::Open(path, opt.max_file_bytes);
   if (!file.ok()) {

@@ -48,12 +48,7 @@ bool ParseWaitSnapshot(std::string_view data, const std::string& file,
                        std::vector<model::RankDump>* out,
                        std::vector<model::Diagnostic>* diags) {
   auto diag = [&](model::Rank rank, std::string msg, int64_t offset = -1) {
-    model::Diagnostic d;
-    d.file = file;
-    d.rank = rank;
-    d.offset = offset;
-    d.message = std::move(msg);
-    diags->push_back(std::move(d));
+    diags->push_back(model::MakeDiagnostic(model::Diagnostic::Severity::kWarning, file, std::move(msg), rank, offset));
   };
   nlohmann::json j;
   try {

@@ -36,6 +36,19 @@ struct Diagnostic {
   std::string message;
 };
 
+// A Diagnostic in one expression: severity, file, message, and where known
+// the rank and byte offset.
+inline Diagnostic MakeDiagnostic(Diagnostic::Severity severity, std::string file, std::string message,
+                                 Rank rank = -1, int64_t offset = -1) {
+  Diagnostic d;
+  d.severity = severity;
+  d.file = std::move(file);
+  d.offset = offset;
+  d.rank = rank;
+  d.message = std::move(message);
+  return d;
+}
+
 // One stack frame as Flight Recorder records it (innermost first).
 struct Frame {
   std::string name;

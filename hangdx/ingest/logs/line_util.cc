@@ -226,13 +226,7 @@ model::RankDump& DumpSet::For(model::Rank rank, std::string_view format) {
 
 void DumpSet::Diag(model::Diagnostic::Severity sev, int64_t offset, model::Rank rank, std::string message) {
   if (++diag_count_ > kMaxDiagnostics) return;
-  model::Diagnostic d;
-  d.severity = sev;
-  d.file = file_;
-  d.offset = offset;
-  d.rank = rank;
-  d.message = std::move(message);
-  diags_->push_back(std::move(d));
+  diags_->push_back(model::MakeDiagnostic(sev, file_, std::move(message), rank, offset));
 }
 
 void DumpSet::MoveTo(std::vector<model::RankDump>* out) {
