@@ -43,15 +43,19 @@ void BM_PickleParse(benchmark::State& state) {
 }
 BENCHMARK(BM_PickleParse)->Arg(2000)->Unit(benchmark::kMillisecond);
 
-void BM_FlightRecorderPickle(benchmark::State& state) {
+// Pickle or JSON dump through its Flight Recorder reader into the model.
+template <bool kJson>
+void BM_FlightRecorder(benchmark::State& state) {
   std::string data;
-  if (!LoadInput(state, false, &data)) return;
+  if (!LoadInput(state, kJson, &data)) return;
   size_t ops = 0;
   for (auto _ : state) {
     model::RankDump dump;
     std::vector<model::Diagnostic> diags;
-    if (!ingest::ParseFlightRecorderPickle(data, "nccl_trace_rank_0", &dump, &diags)) {
-      state.SkipWithError("ParseFlightRecorderPickle failed");
+    bool ok = kJson ? ingest::ParseFlightRecorderJson(data, "nccl_trace_rank_0.json", &dump, &diags)
+                    : ingest::ParseFlightRecorderPickle(data, "nccl_trace_rank_0", &dump, &diags);
+    if (!ok) {
+      state.SkipWithError("the Flight Recorder reader failed");
       return;
     }
     ops = dump.ops.size();
@@ -61,26 +65,9 @@ void BM_FlightRecorderPickle(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(data.size()));
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(ops));
 }
+void BM_FlightRecorderPickle(benchmark::State& state) { BM_FlightRecorder<false>(state); }
+void BM_FlightRecorderJson(benchmark::State& state) { BM_FlightRecorder<true>(state); }
 BENCHMARK(BM_FlightRecorderPickle)->Arg(2000)->Unit(benchmark::kMillisecond);
-
-void BM_FlightRecorderJson(benchmark::State& state) {
-  std::string data;
-  if (!LoadInput(state, true, &data)) return;
-  size_t ops = 0;
-  for (auto _ : state) {
-    model::RankDump dump;
-    std::vector<model::Diagnostic> diags;
-    if (!ingest::ParseFlightRecorderJson(data, "nccl_trace_rank_0.json", &dump, &diags)) {
-      state.SkipWithError("ParseFlightRecorderJson failed");
-      return;
-    }
-    ops = dump.ops.size();
-    benchmark::DoNotOptimize(dump.ops.data());
-  }
-  state.counters["entries"] = static_cast<double>(ops);
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(data.size()));
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(ops));
-}
 BENCHMARK(BM_FlightRecorderJson)->Arg(2000)->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -31,7 +31,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 #else
   logs::ParseNcclRas(text, &set);
 #endif
-  std::vector<hangdx::model::RankDump> out;
-  set.MoveTo(&out);
+  set.Take();
   return 0;
 }

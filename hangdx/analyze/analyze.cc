@@ -101,7 +101,8 @@ struct Instance {
   std::span<const uint32_t> ops(size_t i) const {
     return {op_idx.data() + op_start[i], op_start[i + 1] - op_start[i]};
   }
-  // Signature classes among arrived ranks, largest (reference) first.
+  // Signature classes among arrived ranks, largest (reference) first; only
+  // filled when they disagree (a mismatch).
   std::vector<std::pair<std::string, std::vector<Rank>>> classes;
   bool mismatch = false;
   bool any_pending = false;       // some arrived op not completed
@@ -386,11 +387,6 @@ class Analyzer {
     // A healthy, finished seq needs no more attention: only problems and
     // pending seqs are kept (memory stays proportional to what is wrong).
     if (!in.problem() && !in.any_pending) return;
-    if (in.classes.empty()) {
-      std::string sig;
-      for (uint32_t idx : in.ops(0)) sig += (sig.empty() ? "" : " + ") + Signature(DumpOf(in, in.arrived[0])->ops[idx]);
-      in.classes.emplace_back(sig, in.arrived);
-    }
     int idx = static_cast<int>(instances_.size());
     instance_index_[{gi, seq}] = idx;
     instances_.push_back(std::move(in));

@@ -9,16 +9,11 @@
 #include <unordered_map>
 
 #include "hangdx/ingest/pickle.h"
+#include "hangdx/ingest/snapshot.h"
 
 namespace hangdx::ingest {
 namespace {
 
-// nlohmann's message without its "[json.exception.parse_error.101] " tag.
-std::string JsonWhy(const std::exception& e) {
-  std::string what = e.what();
-  size_t cut = what.find("] ");
-  return cut == std::string::npos ? what : what.substr(cut + 2);
-}
 
 using model::Diagnostic;
 using Sev = model::Diagnostic::Severity;
@@ -559,9 +554,7 @@ bool ParseFlightRecorderJson(std::string_view data, const std::string& file,
     return false;
   } catch (const nlohmann::json::exception& e) {
     // Parses that fail for another reason (a number out of range: 1E400).
-    std::string what = e.what();
-    size_t cut = what.find("] ");
-    sink.Add(Sev::kError, "unreadable JSON: " + (cut == std::string::npos ? what : what.substr(cut + 2)));
+    sink.Add(Sev::kError, "unreadable JSON: " + JsonWhy(e));
     return false;
   }
   dump->format = "fr-json";

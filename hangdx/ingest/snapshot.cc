@@ -7,12 +7,6 @@
 namespace hangdx::ingest {
 namespace {
 
-// nlohmann's message without its "[json.exception.parse_error.101] " tag.
-std::string JsonWhy(const std::exception& e) {
-  std::string what = e.what();
-  size_t cut = what.find("] ");
-  return cut == std::string::npos ? what : what.substr(cut + 2);
-}
 
 constexpr int64_t kMaxRank = int64_t{1} << 24;  // more ranks than any job has had
 
@@ -34,6 +28,12 @@ bool IsSnapshot(const nlohmann::json& j) {
 }
 
 }  // namespace
+
+std::string JsonWhy(const std::exception& e) {
+  std::string what = e.what();
+  size_t cut = what.find("] ");
+  return cut == std::string::npos ? what : what.substr(cut + 2);
+}
 
 bool LooksLikeWaitSnapshot(std::string_view data) {
   try {
@@ -59,9 +59,7 @@ bool ParseWaitSnapshot(std::string_view data, const std::string& file,
     return false;
   } catch (const nlohmann::json::exception& e) {
     // Parses that fail for another reason (a number out of range: 1E400).
-    std::string what = e.what();
-    size_t cut = what.find("] ");
-    diag(-1, "unreadable JSON: " + (cut == std::string::npos ? what : what.substr(cut + 2)));
+    diag(-1, "unreadable JSON: " + JsonWhy(e));
     return false;
   }
   if (!IsSnapshot(j)) {

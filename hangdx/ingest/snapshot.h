@@ -10,6 +10,7 @@
 // or "any" (an any-source receive: an OR wait).
 #pragma once
 
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,10 @@
 
 
 namespace hangdx::ingest {
+
+// A JSON parser exception's message without nlohmann's "[json.exception...] "
+// tag, for diagnostics. Shared by the JSON readers.
+std::string JsonWhy(const std::exception& e);
 
 // True when `data` is a JSON object whose keys are ranks and whose values
 // carry "waiting_for_ranks" or "current_op": the wait-snapshot format.

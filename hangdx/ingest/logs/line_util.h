@@ -103,6 +103,12 @@ class DumpSet {
   const std::string& file() const { return file_; }
   // Moves the dumps (rank order) into *out and flushes the diagnostics summary.
   void MoveTo(std::vector<model::RankDump>* out);
+  // The dumps collected so far (the set is left empty).
+  std::vector<model::RankDump> Take() {
+    std::vector<model::RankDump> out;
+    MoveTo(&out);
+    return out;
+  }
   size_t size() const { return dumps_.size(); }
 
  private:

@@ -11,9 +11,7 @@ std::vector<model::RankDump> Parse(std::string_view text, int64_t hint) {
   std::vector<model::Diagnostic> diags;
   DumpSet set("f", &diags);
   ParseNcclLog(text, hint, &set);
-  std::vector<model::RankDump> out;
-  set.MoveTo(&out);
-  return out;
+  return set.Take();
 }
 
 TEST(NcclLog, EnqueueLineFromNccl147) {

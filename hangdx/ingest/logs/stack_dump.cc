@@ -206,6 +206,14 @@ void ParseStackDump(std::string_view data, StackFormat f, int64_t rank_hint, Dum
     if (open) Push(out, rank, format, &s);
     open = false;
   };
+  // A Python frame line ('File "x.py", line 3 in f'), as py-bt and
+  // faulthandler print them.
+  auto add_py_frame = [&](const re2::StringPiece& line_text) {
+    std::string file, func;
+    int64_t line = 0;
+    if (RE2::FullMatch(line_text, PyFrameLine(), &file, &line, &func) && s.frames.size() < kMaxFrames)
+      s.frames.push_back({std::string(Trim(func)), file, line});
+  };
   if (f == StackFormat::kBareFrames) {
     s = NewSample(*out, "", 1);
     open = true;
@@ -260,10 +268,7 @@ void ParseStackDump(std::string_view data, StackFormat f, int64_t rank_hint, Dum
           continue;
         }
         // python-gdb py-bt frames under a gdb thread header.
-        std::string file, func;
-        int64_t line = 0;
-        if (open && RE2::FullMatch(sp, PyFrameLine(), &file, &line, &func) && s.frames.size() < kMaxFrames)
-          s.frames.push_back({std::string(Trim(func)), file, line});
+        if (open) add_py_frame(sp);
         break;
       }
       case StackFormat::kFaulthandler: {
@@ -273,10 +278,7 @@ void ParseStackDump(std::string_view data, StackFormat f, int64_t rank_hint, Dum
           open = true;
           continue;
         }
-        std::string file, func;
-        int64_t line = 0;
-        if (open && RE2::FullMatch(sp, PyFrameLine(), &file, &line, &func) && s.frames.size() < kMaxFrames)
-          s.frames.push_back({std::string(Trim(func)), file, line});
+        if (open) add_py_frame(sp);
         break;
       }
       default:

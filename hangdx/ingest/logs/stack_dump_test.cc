@@ -9,9 +9,7 @@ std::vector<model::RankDump> Parse(std::string_view text, int64_t hint) {
   std::vector<model::Diagnostic> diags;
   DumpSet set("f", &diags);
   ParseStackDump(text, SniffStackFormat(text), hint, &set);
-  std::vector<model::RankDump> out;
-  set.MoveTo(&out);
-  return out;
+  return set.Take();
 }
 
 TEST(StackDump, PySpyText) {
