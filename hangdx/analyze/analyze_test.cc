@@ -464,20 +464,5 @@ TEST(Analyze, SilentRankInLogsIsMissingNotDead) {
   EXPECT_EQ(d.findings[0].seq, 1132079);
 }
 
-TEST(Analyze, DeterministicWhateverTheDumpOrder) {
-  JobBuilder b;
-  for (int r = 0; r < 8; ++r) b.Steps(r, "0", 1, 3);
-  for (int r = 0; r < 8; ++r)
-    if (r != 5) b.Coll(r, "0", 4, "all_reduce");
-  model::Job job = b.Build();
-  Diagnosis a = Analyze(job);
-  std::reverse(job.dumps.begin(), job.dumps.end());
-  std::sort(job.dumps.begin(), job.dumps.end(),
-            [](const model::RankDump& x, const model::RankDump& y) { return x.rank < y.rank; });
-  Diagnosis c = Analyze(job);
-  EXPECT_EQ(a.verdict, c.verdict);
-  EXPECT_EQ(a.findings[0].culprit_ranks, Ranks{5});
-}
-
 }  // namespace
 }  // namespace hangdx::analyze
