@@ -129,6 +129,7 @@ void ParseNcclLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
   static const RE2 kCommId(R"re(commId (0x[0-9a-fA-F]+))re");
 
   std::vector<Proc> procs;
+  std::map<int64_t, model::SharedRanks> world_lists;  // communicator size -> its ranks 0..size-1
   std::map<std::string, size_t> proc_index;
   std::map<std::string, size_t> ptr_owner;  // comm pointer -> proc (pointers are per-process addresses)
   std::vector<std::pair<PendingOp, int64_t>> orphans;  // prefix-less op lines, with their offset
@@ -342,9 +343,15 @@ void ParseNcclLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
         // Members are global ranks: known when this rank's comm rank is its
         // global rank (or unknown and the comm may be the world).
         if ((comm_rank < 0 || comm_rank == rank) && rank < nranks && nranks <= (int64_t{1} << 20)) {
-          std::vector<model::Rank> members;
-          for (int64_t k = 0; k < nranks; ++k) members.push_back(k);
-          cfg.ranks = std::move(members);
+          // One list per communicator size, shared: many comms of a
+          // hostile log must not each allocate a million ranks.
+          auto& members = world_lists[nranks];
+          if (members.empty()) {
+            std::vector<model::Rank> all(static_cast<size_t>(nranks));
+            for (int64_t k = 0; k < nranks; ++k) all[k] = k;
+            members = model::SharedRanks(std::move(all));
+          }
+          cfg.ranks = members;
           cfg.ranks_known = true;
         }
         d.pg_config[pg] = std::move(cfg);

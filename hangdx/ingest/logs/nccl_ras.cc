@@ -127,7 +127,9 @@ void ParseNcclRas(std::string_view data, DumpSet* out) {
     if (b.counts.empty() && b.error_ranks.empty()) continue;
     auto sz = ranks_per_comm.find(b.group);
     int64_t size = sz != ranks_per_comm.end() ? sz->second : -1;
-    if (size <= 0 || size > (1 << 20)) {
+    // Every rank of the communicator becomes a dump: bounded, so that a
+    // hostile size cannot exhaust memory (found by nccl_ras_fuzzer).
+    if (size <= 0 || size > (1 << 17)) {
       out->Diag(Sev::kWarning, -1, -1, "RAS communicator " + b.hash + ": size unknown; its operation counts are not used");
       continue;
     }
@@ -159,15 +161,17 @@ void ParseNcclRas(std::string_view data, DumpSet* out) {
     for (const auto& [r, c] : count_of) max_op = std::max(max_op, c);
     std::string op = b.func.empty() ? "" : std::string(NcclOpToTorch(b.func));
     if (op.empty()) op = b.func.empty() ? "unknown" : b.func;
+    // One member list, shared by every rank's pg_config.
+    std::vector<model::Rank> all(static_cast<size_t>(size));
+    for (int64_t k = 0; k < size; ++k) all[k] = k;
+    const model::SharedRanks members(std::move(all));
     for (const auto& [r, c] : count_of) {
       model::RankDump& d = out->For(r, "nccl-ras");
       model::Interner& pool = *d.interner;
       model::PgConfig& cfg = d.pg_config[b.hash];
       cfg.name = b.hash;
       cfg.desc = "NCCL communicator (RAS group " + std::to_string(b.group) + ")";
-      std::vector<model::Rank> members;
-      for (int64_t k = 0; k < size; ++k) members.push_back(k);
-      cfg.ranks = std::move(members);
+      cfg.ranks = members;
       cfg.ranks_known = true;
       if (c <= 0) continue;  // launched nothing: a member with no ops
       model::OpRecord rec;

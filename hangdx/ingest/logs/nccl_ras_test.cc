@@ -50,3 +50,21 @@ TEST(NcclRas, SingleOutlierForm) {
 
 }  // namespace
 }  // namespace hangdx::ingest::logs
+
+namespace hangdx::ingest::logs {
+namespace {
+
+TEST(NcclRas, HugeCommunicatorSizeStaysBounded) {
+  // Found by nccl_ras_fuzzer: a report claiming a communicator of ~10^6
+  // ranks made every rank allocate its own member list (out of memory).
+  auto data = ReadFile(std::string(HANGDX_SOURCE_DIR) + "/hangdx/ingest/logs/testdata/fuzz/nccl_ras_oom_huge_comm");
+  ASSERT_TRUE(data.ok());
+  std::vector<model::Diagnostic> diags;
+  DumpSet set("f", &diags);
+  ParseNcclRas(*data, &set);
+  auto dumps = set.Take();
+  EXPECT_LE(dumps.size(), size_t{1} << 17);
+}
+
+}  // namespace
+}  // namespace hangdx::ingest::logs
