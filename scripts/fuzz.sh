@@ -2,10 +2,12 @@
 # Runs each libFuzzer target for N seconds from a seed corpus of real dumps,
 # logs and stack dumps (testdata/).
 # Usage: scripts/fuzz.sh BUILD_DIR [SECONDS]   (built with -DHANGDX_BUILD_FUZZERS=ON)
+#        FUZZ_RUNS=-1 scripts/fuzz.sh build-fuzz 3600   for a long, random run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:?build dir}
 SECONDS_EACH=${2:-20}
+RUNS=${FUZZ_RUNS:-30000}  # per target; FUZZ_RUNS=-1 fuzzes until the time cap
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/pickle" "$work/json" "$work/text" "$BUILD/fuzz-artifacts"
@@ -20,7 +22,9 @@ for target in pickle_fuzzer:pickle fr_json_fuzzer:json text_log_fuzzer:text nccl
   corpus=$work/${target##*:}
   echo "fuzz: $bin for ${SECONDS_EACH}s on $(ls "$corpus" | wc -l) seeds"
   rc=0
-  "$BUILD/fuzz/$bin" -max_total_time="$SECONDS_EACH" -max_len=65536 -rss_limit_mb=2048 -timeout=10 \
+  # Fixed seed and run count: the CI run is the same every time (a new crash
+  # shows up when code changes, not by luck); the time is only a cap.
+  "$BUILD/fuzz/$bin" -seed=1 -runs="$RUNS" -max_total_time="$SECONDS_EACH" -max_len=65536 -rss_limit_mb=2048 -timeout=10 \
     -print_final_stats=1 -artifact_prefix="$BUILD/fuzz-artifacts/" "$corpus" >"$work/log" 2>&1 || rc=$?
   grep -E "^(stat::number_of_executed_units|Done|==.*ERROR|SUMMARY)" "$work/log" || true
   if [ "$rc" -ne 0 ]; then
