@@ -6,6 +6,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "hangdx/analyze/latent_order.h"
 #include "hangdx/analyze/match.h"
 #include "hangdx/analyze/wait_graph.h"
 #include "hangdx/base/rank_set.h"
@@ -681,6 +682,7 @@ class Analyzer {
       if (Crashed(d.rank) && !named.count(d.rank)) unexplained.push_back(d.rank);
     if (!unexplained.empty()) CrashedFinding(unexplained, nullptr);
     AttachCascades();
+    for (auto& f : LatentOrderInversions(job_)) out_.findings.push_back(std::move(f));
     std::stable_sort(out_.findings.begin(), out_.findings.end(), [](const Finding& a, const Finding& b) {
       if (a.severity != b.severity) return a.severity > b.severity;
       size_t wa = a.blocked_behind.size() + Count(a, "arrived") + a.cycle.size();

@@ -203,6 +203,28 @@ def sc_i(ctx):
     sleep_forever(ctx, "after both all_reduces")
 
 
+# k. latent order inversion: two pgs over the same ranks whose all_reduces are
+# issued asynchronously in opposite orders on ranks 0,1 and ranks 2,3. gloo runs
+# each pg on its own thread, so this run completes; on one serial device
+# resource (an AICPU slot, one launch queue) the same order would deadlock.
+def sc_k(ctx):
+    ga = dist.new_group([0, 1, 2, 3], group_desc="pg_a")
+    gb = dist.new_group([0, 1, 2, 3], group_desc="pg_b")
+    tr = Trainer(ctx)
+    tr.step(0, group=ga)
+    dist.all_reduce(torch.ones(8), group=gb)  # same order everywhere: seq 1 on both pgs
+    order = [("pg_a", ga), ("pg_b", gb)] if ctx.rank < 2 else [("pg_b", gb), ("pg_a", ga)]
+    works = []
+    for desc, g in order:
+        ctx.log("async all_reduce on %s" % desc)
+        works.append(dist.all_reduce(torch.ones(8), group=g, async_op=True))
+    for w in works:
+        w.wait()
+    tr.step(1, group=ga)  # seq 3 on pg_a, in order everywhere
+    ctx.log("both inverted all_reduces completed")
+    sleep_forever(ctx, "training done")
+
+
 # j1. healthy.
 def sc_j1(ctx):
     tr = Trainer(ctx)
@@ -238,6 +260,8 @@ SCENARIOS = {s.name: s for s in [
     Scenario("h", 2, sc_h, deadline=7.0, doc="pg_a/pg_b all_reduce in opposite orders on ranks 0 and 1"),
     Scenario("i", 3, sc_i, deadline=7.0, doc="rank 2 creates new_group dp before tp, ranks 0,1 tp before dp"),
     Scenario("j1", 3, sc_j1, deadline=3.0, doc="healthy: 3 steps + barrier"),
+    Scenario("k", 4, sc_k, deadline=5.0,
+             doc="no hang, latent: async all_reduces on pg_a/pg_b issued in opposite orders by ranks 0,1 and 2,3"),
     # b and c again, with a timeout long enough that every rank is still
     # blocked at the deadline: Python stacks of all threads (faulthandler)
     # beside the dumps, to check that stacks alone give the same verdict.
