@@ -700,7 +700,9 @@ class Analyzer {
 
   void AddOpEvidence(Finding* f, Rank r, const OpRecord& op, const std::string& note) {
     const RankDump* d = job_.Find(r);
-    f->evidence.push_back({d ? d->file : "", r, op.record_id, note});
+    // A record merged from another artifact of the rank names that file.
+    bool merged = d && op.source >= 0 && static_cast<size_t>(op.source) < d->extra_files.size();
+    f->evidence.push_back({!d ? "" : merged ? d->extra_files[op.source] : d->file, r, op.record_id, note});
   }
 
   std::string WhereInstead(Rank r) {

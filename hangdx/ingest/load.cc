@@ -11,6 +11,7 @@
 
 #include "hangdx/base/mapped_file.h"
 #include "hangdx/ingest/flight_recorder.h"
+#include "hangdx/ingest/merge.h"
 #include "hangdx/ingest/pickle.h"
 #include "hangdx/ingest/snapshot.h"
 #include "hangdx/ingest/text_logs.h"
@@ -216,7 +217,9 @@ void Walk(const fs::path& p, std::vector<std::string>* out, std::vector<Diagnost
 
 // Merges a second artifact of the same rank into *have: live wait states,
 // stacks and log events add up; of two Flight Recorder dumps the one with
-// more entries is kept (the pickle on a tie: it carries stack frames).
+// more entries is kept (the pickle on a tie: it carries stack frames);
+// otherwise ops merge by (pg, seq) (MergeRankOps), the Flight Recorder dump
+// (else the artifact with more ops) being the base.
 void MergeRank(model::RankDump* have, model::RankDump d, std::vector<Diagnostic>* diags, size_t* duplicates) {
   auto absorb_extras = [](model::RankDump* into, model::RankDump& from) {
     if (from.wait && !into->wait) into->wait = std::move(from.wait);
@@ -256,12 +259,8 @@ void MergeRank(model::RankDump* have, model::RankDump d, std::vector<Diagnostic>
     std::swap(*have, d);
   }
   absorb_extras(have, d);
-  // Ops from a log (synthetic records) join only when there are none yet.
-  if (have->ops.empty() && !d.ops.empty()) {
-    have->ops = std::move(d.ops);
-    have->frames = std::move(d.frames);
-    have->interner = d.interner;
-  }
+  // The same (pg, seq) from two sources is one op; ops only in d join.
+  MergeRankOps(have, d, diags);
 }
 
 }  // namespace

@@ -149,6 +149,9 @@ struct OpRecord {
   // True when the op is known to have finished: state "completed", or (for
   // backends that never set state) see ingest::DeriveCompletion.
   bool completed = false;
+  // The file this record came from: -1 = the owning RankDump::file, k =
+  // RankDump::extra_files[k] (records merged from another artifact).
+  int32_t source = -1;
   int64_t time_created_ns = 0;
   int64_t time_started_ns = 0;
   int64_t time_completed_ns = 0;

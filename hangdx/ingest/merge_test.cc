@@ -1,0 +1,191 @@
+#include "hangdx/ingest/merge.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "hangdx/ingest/load.h"
+
+namespace hangdx::ingest {
+namespace {
+
+using model::OpRecord;
+using model::RankDump;
+
+// An op of `d` at (pg, seq) as a parser would make it.
+OpRecord Op(RankDump* d, std::string_view pg, int64_t seq, std::string_view prof, model::Shape shape,
+            std::string dtype, bool p2p = false) {
+  model::Interner& pool = *d->interner;
+  OpRecord r;
+  r.record_id = static_cast<int64_t>(d->ops.size());
+  r.pg_name = pool.Str(pg);
+  r.profiling_name = pool.Str(prof);
+  model::ParseProfilingName(&r);
+  r.is_p2p = p2p;
+  (p2p ? r.p2p_seq : r.collective_seq) = seq;
+  if (!shape.empty()) r.input_sizes = r.output_sizes = pool.Intern(model::Shapes{shape});
+  if (!dtype.empty()) r.input_dtypes = r.output_dtypes = pool.Intern(model::Dtypes{dtype});
+  return r;
+}
+
+RankDump Fr(std::vector<int64_t> seqs) {
+  RankDump d;
+  d.rank = 1;
+  d.file = "fr_trace_rank_1";
+  d.format = "fr-pickle";
+  d.frames.push_back({"train_step", "train.py", 42});
+  for (int64_t s : seqs) {
+    OpRecord r = Op(&d, "0", s, "gloo:all_reduce", {2, 4}, "Float");
+    r.state = model::OpState::kScheduled;
+    r.retired = r.completed = true;
+    r.frames = d.interner->Intern(model::Stack{0});
+    d.ops.push_back(r);
+  }
+  return d;
+}
+
+std::vector<int64_t> Seqs(const RankDump& d) {
+  std::vector<int64_t> v;
+  for (const auto& op : d.ops) v.push_back(op.is_p2p ? op.p2p_seq : op.collective_seq);
+  return v;
+}
+
+TEST(MergeRankOps, SameSeqIsOneOpFilledFromTheLog) {
+  RankDump fr = Fr({1, 2, 3});
+  std::vector<model::Diagnostic> diags;
+  {
+    RankDump log;
+    log.rank = 1;
+    log.file = "rank_1.log";
+    log.format = "torch-log";
+    // The watchdog line: flat element count 2*4 = 8, a timeout, no dtype.
+    OpRecord t = Op(&log, "0", 3, "gloo:all_reduce", {8}, "");
+    t.timeout_ms = 4000;
+    t.duration_ms = 4012;
+    t.state = model::OpState::kStarted;
+    t.retired = true;
+    log.ops.push_back(t);
+    // The next op, which only the log shows (the dump was taken before it).
+    OpRecord n = Op(&log, "0", 4, "gloo:broadcast", {8}, "Float");
+    n.state = model::OpState::kScheduled;
+    log.ops.push_back(n);
+    MergeRankOps(&fr, log, &diags);
+  }  // `log` and its interner are gone: the merged records must not point into them.
+  EXPECT_TRUE(diags.empty());
+  ASSERT_EQ(Seqs(fr), (std::vector<int64_t>{1, 2, 3, 4}));
+  const OpRecord& three = fr.ops[2];
+  EXPECT_EQ(three.source, -1);                               // still the dump's record
+  EXPECT_EQ(*three.input_sizes, (model::Shapes{{2, 4}}));    // the dump's shape wins
+  EXPECT_EQ(three.state, model::OpState::kScheduled);        // the dump's state wins
+  EXPECT_TRUE(three.completed);
+  EXPECT_EQ(three.timeout_ms, 4000);                         // filled from the log
+  EXPECT_EQ(three.duration_ms, 4012);
+  const OpRecord& four = fr.ops[3];
+  EXPECT_EQ(four.op, "broadcast");
+  EXPECT_EQ(four.pg_name, "0");
+  EXPECT_FALSE(four.completed);
+  ASSERT_EQ(fr.extra_files, (std::vector<std::string>{"rank_1.log"}));
+  EXPECT_EQ(four.source, 0);
+  EXPECT_EQ(four.record_id, 1);  // its record in the log
+}
+
+TEST(MergeRankOps, ConflictingClaimsGiveADiagnosticAndKeepTheDump) {
+  RankDump fr = Fr({1, 2});
+  RankDump log;
+  log.rank = 1;
+  log.file = "rank_1.log";
+  log.ops.push_back(Op(&log, "0", 2, "gloo:broadcast", {16}, "Double"));
+  std::vector<model::Diagnostic> diags;
+  MergeRankOps(&fr, log, &diags);
+  ASSERT_EQ(fr.ops.size(), 2u);
+  EXPECT_EQ(fr.ops[1].op, "all_reduce");
+  ASSERT_EQ(diags.size(), 1u);
+  EXPECT_EQ(diags[0].severity, model::Diagnostic::Severity::kWarning);
+  EXPECT_EQ(diags[0].file, "rank_1.log");
+  EXPECT_EQ(diags[0].rank, 1);
+  const std::string& m = diags[0].message;
+  EXPECT_NE(m.find("pg 0 seq 2"), std::string::npos) << m;
+  EXPECT_NE(m.find("op type, element count, dtype differ"), std::string::npos) << m;
+  EXPECT_NE(m.find("broadcast of 16 elements Double"), std::string::npos) << m;
+  EXPECT_NE(m.find("all_reduce of 8 elements Float"), std::string::npos) << m;
+}
+
+TEST(MergeRankOps, LogOnlyOpsArePlacedBySeqAndKeyedPerPgAndKind) {
+  RankDump fr = Fr({5, 6});
+  RankDump log;
+  log.rank = 1;
+  log.file = "nccl.log";
+  log.frames.push_back({"unused", "x.py", 1});
+  log.frames.push_back({"fwd", "model.py", 7});
+  log.ops.push_back(Op(&log, "0", 4, "nccl:all_reduce", {8}, "Float"));   // evicted from the ring buffer
+  log.ops.push_back(Op(&log, "0", 7, "nccl:all_reduce", {8}, "Float"));   // after the dump
+  log.ops.back().frames = log.interner->Intern(model::Stack{1});
+  log.ops.push_back(Op(&log, "0", 5, "nccl:send 1->0", {8}, "Float", true));  // P2P seq 5 is not coll seq 5
+  log.ops.push_back(Op(&log, "0x77", 1, "nccl:all_gather", {4}, "Half"));  // a pg the dump lacks
+  log.ops.push_back(Op(&log, "0", -1, "nccl:all_reduce", {}, ""));         // no seq: no key
+  model::PgConfig cfg;
+  cfg.name = "0x77";
+  log.pg_config["0x77"] = cfg;
+  std::vector<model::Diagnostic> diags;
+  MergeRankOps(&fr, log, &diags);
+  EXPECT_TRUE(diags.empty());
+  ASSERT_EQ(fr.ops.size(), 7u);
+  EXPECT_EQ(Seqs(fr), (std::vector<int64_t>{4, 5, 6, 7, 5, 1, -1}));
+  EXPECT_TRUE(fr.ops[4].is_p2p);
+  EXPECT_EQ(fr.ops[5].pg_name, "0x77");
+  EXPECT_TRUE(fr.pg_config.count("0x77"));
+  // Frames were copied into the dump's table.
+  ASSERT_EQ(fr.ops[3].frames->size(), 1u);
+  EXPECT_EQ(fr.frames[fr.ops[3].frames->front()].name, "fwd");
+  EXPECT_EQ(fr.frames[fr.ops[1].frames->front()].name, "train_step");
+}
+
+TEST(SameOpKind, SpellingsOfOneCollective) {
+  EXPECT_TRUE(SameOpKind("_allgather_base", "all_gather"));
+  EXPECT_TRUE(SameOpKind("all_gather_into_tensor", "all_gather"));
+  EXPECT_TRUE(SameOpKind("barrier", "all_reduce"));
+  EXPECT_TRUE(SameOpKind("all_to_all_single", "all_to_all"));
+  EXPECT_TRUE(SameOpKind("", "broadcast"));
+  EXPECT_FALSE(SameOpKind("broadcast", "all_reduce"));
+  EXPECT_FALSE(SameOpKind("reduce", "all_reduce"));
+}
+
+// End to end: a rank's Flight Recorder JSON dump and its stderr in one
+// folder; the watchdog's later timeout (seq 3), which the dump does not hold,
+// survives the merge, and the dump's seqs 1-2 stay.
+TEST(LoadJob, DumpAndLogOfOneRankMerge) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("hangdx_merge_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  {
+    std::ofstream(dir / "fr_trace_rank_0.json")
+        << R"({"version": "2.4", "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1]"}},)"
+        << R"( "entries": [)"
+        << R"({"record_id": 0, "pg_id": 0, "process_group": ["0", "default_pg"], "collective_seq_id": 1,)"
+        << R"( "p2p_seq_id": 0, "op_id": 1, "profiling_name": "nccl:all_reduce", "input_sizes": [[4]],)"
+        << R"( "output_sizes": [[4]], "input_dtypes": ["Float"], "output_dtypes": ["Float"], "state": "completed"},)"
+        << R"({"record_id": 1, "pg_id": 0, "process_group": ["0", "default_pg"], "collective_seq_id": 2,)"
+        << R"( "p2p_seq_id": 0, "op_id": 2, "profiling_name": "nccl:all_reduce", "input_sizes": [[4]],)"
+        << R"( "output_sizes": [[4]], "input_dtypes": ["Float"], "output_dtypes": ["Float"], "state": "completed"}]})";
+    std::ofstream(dir / "rank_0.log")
+        << "[rank0]:[E1218 10:00:00.000000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective "
+           "operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=4, NumelOut=4, Timeout(ms)=600000) "
+           "ran for 600010 milliseconds before timing out.\n";
+  }
+  auto job = LoadJob({dir.string()}, {});
+  fs::remove_all(dir);
+  ASSERT_TRUE(job.ok());
+  ASSERT_EQ(job->dumps.size(), 1u);
+  const RankDump& d = job->dumps[0];
+  EXPECT_EQ(d.format, "fr-json");
+  ASSERT_EQ(Seqs(d), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(d.ops[2].timeout_ms, 600000);
+  EXPECT_FALSE(d.ops[2].completed);
+  ASSERT_GE(d.ops[2].source, 0);
+  EXPECT_EQ(fs::path(d.extra_files[d.ops[2].source]).filename(), "rank_0.log");
+  for (const auto& diag : job->diagnostics) EXPECT_EQ(diag.message.find("differ"), std::string::npos) << diag.message;
+}
+
+}  // namespace
+}  // namespace hangdx::ingest
