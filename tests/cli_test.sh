@@ -127,6 +127,16 @@ python3 -c "
 import json; d=json.load(open('$tmp/out')); assert d['findings'][0]['culprit_ranks']==[1]" || { echo "FAIL world_size"; fail=1; }
 check bad_rank_flag 2 "$BIN" analyze examples/mismatch --rank foo
 
+# Latent order inversion from NCCL INFO logs: two communicators over GPUs 0,1;
+# rank 0 issues comm A's opCount 1 before comm B's, rank 1 the reverse.
+check latent_nccl_logs 0 "$BIN" analyze testdata/latent/nccl_two_comms --format json
+python3 -c "
+import json; d=json.load(open('$tmp/out'))
+f=[f for f in d['findings'] if f['kind']=='order_inversion']
+assert len(f)==1 and f[0]['severity']=='warning' and f[0]['culprit_ranks']==[1], f
+assert f[0]['pg']['name']=='0x3f1c9a7d2b6e4a10' and f[0]['seq']==1, f[0]
+assert not [x for x in d['findings'] if x['severity']=='error'], d['findings']" || { echo "FAIL latent_nccl_logs"; fail=1; }
+
 # Determinism: 1 and 2 parser threads give identical output.
 "$BIN" analyze testdata/torch --format json -j 1 > "$tmp/t1"
 "$BIN" analyze testdata/torch --format json -j 2 > "$tmp/t2"

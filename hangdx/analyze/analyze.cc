@@ -952,6 +952,18 @@ class Analyzer {
       std::set<std::string> names;
       for (int i : list) names.insert(groups_[instances_[i].group].name);
       if (names.size() < 2) continue;
+      // Only when each rank knows the description under one name: a rank in
+      // both pgs (two communicators a log parser described alike) is not a
+      // creation-order problem.
+      std::map<Rank, const std::string*> name_of;
+      bool overlap = false;
+      for (int i : list)
+        for (Rank r : instances_[i].arrived) {
+          const std::string* n = &groups_[instances_[i].group].name;
+          auto [it, fresh] = name_of.emplace(r, n);
+          overlap = overlap || (!fresh && *it->second != *n);
+        }
+      if (overlap) continue;
       NamingFinding(desc, list);
       explained.insert(list.begin(), list.end());
     }

@@ -102,6 +102,9 @@ std::string Who(const std::vector<model::Rank>& ranks) {
   return (ranks.size() == 1 ? "rank " : "ranks ") + FormatRanks(ranks);
 }
 
+// " issues " after one rank, " issue " after several.
+const char* Verb(const std::vector<model::Rank>& ranks) { return ranks.size() == 1 ? " issues " : " issue "; }
+
 }  // namespace
 
 std::vector<Finding> LatentOrderInversions(const model::Job& job, size_t max_findings) {
@@ -208,8 +211,8 @@ std::vector<Finding> LatentOrderInversions(const model::Job& job, size_t max_fin
                       std::sort(all.begin(), all.end());
                       return all;
                     }()) +
-                    " but are issued in different orders: " + Who(early.ranks) + " issue " + pop + " before " +
-                    qop + ", " + Who(late.ranks) + " issue it after; this run did not hang, but on one serial "
+                    " but are issued in different orders: " + Who(early.ranks) + Verb(early.ranks) + pop + " before " +
+                    qop + ", " + Who(late.ranks) + Verb(late.ranks) + "it after; this run did not hang, but on one serial "
                     "device resource these orders deadlock";
         f.details.push_back(Who(early.ranks) + ": " + pop + ", then " + qop);
         f.details.push_back(Who(late.ranks) + ": " + qop + ", then " + pop);
