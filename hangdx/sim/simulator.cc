@@ -1,0 +1,1278 @@
+#include "hangdx/sim/simulator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+
+namespace hangdx::sim {
+namespace {
+
+using model::DevOp;
+using model::OpId;
+using model::QueueMode;
+using model::Rank;
+using OpKind = DevOp::Kind;
+
+// Where an op is (the op status word of a state).
+enum : int32_t { kPending = 0, kIssued = 1, kOnStream = 2, kStarted = 3, kFinished = 4 };
+
+uint64_t Mix(uint64_t x) {  // splitmix64 finalizer: a bijection with good avalanche
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// The dynamic part of a job: fixed-layout int32 words (the layout is the
+// Program's) with two incremental Zobrist-style 64-bit hashes, so a
+// transition rehashes only the words it changes.
+class State {
+ public:
+  explicit State(size_t n) : w_(n, 0) {
+    for (size_t i = 0; i < n; ++i) {
+      h1_ ^= H(kSeed1, i, 0);
+      h2_ ^= H(kSeed2, i, 0);
+    }
+  }
+  int32_t operator[](size_t i) const { return w_[i]; }
+  void Set(size_t i, int32_t v) {
+    int32_t old = w_[i];
+    if (old == v) return;
+    h1_ ^= H(kSeed1, i, old) ^ H(kSeed1, i, v);
+    h2_ ^= H(kSeed2, i, old) ^ H(kSeed2, i, v);
+    w_[i] = v;
+  }
+  uint64_t h1() const { return h1_; }
+  uint64_t h2() const { return h2_; }
+
+ private:
+  static constexpr uint64_t kSeed1 = 0x243f6a8885a308d3ULL, kSeed2 = 0x13198a2e03707344ULL;
+  static uint64_t H(uint64_t seed, size_t i, int32_t v) {
+    return Mix(seed ^ ((static_cast<uint64_t>(i) << 32) | static_cast<uint32_t>(v)));
+  }
+  std::vector<int32_t> w_;
+  uint64_t h1_ = 0, h2_ = 0;
+};
+
+// Visited states by their 128-bit hash: open addressing, linear probing.
+class VisitedSet {
+ public:
+  VisitedSet() : slots_(1 << 12) {}
+  // Inserts; returns false when the state was there already.
+  bool Insert(uint64_t a, uint64_t b) {
+    if (a == 0 && b == 0) b = 1;  // (0, 0) marks an empty slot
+    if ((size_ + 1) * 2 > slots_.size()) Grow();
+    return Put(a, b);
+  }
+  size_t size() const { return size_; }
+
+ private:
+  bool Put(uint64_t a, uint64_t b) {
+    size_t mask = slots_.size() - 1;
+    for (size_t i = static_cast<size_t>(a ^ (b >> 7)) & mask;; i = (i + 1) & mask) {
+      auto& s = slots_[i];
+      if (s.first == 0 && s.second == 0) {
+        s = {a, b};
+        ++size_;
+        return true;
+      }
+      if (s.first == a && s.second == b) return false;
+    }
+  }
+  void Grow() {
+    std::vector<std::pair<uint64_t, uint64_t>> old(slots_.size() * 2);
+    old.swap(slots_);
+    size_ = 0;
+    for (const auto& s : old) {
+      if (s.first != 0 || s.second != 0) Put(s.first, s.second);
+    }
+  }
+  std::vector<std::pair<uint64_t, uint64_t>> slots_;
+  size_t size_ = 0;
+};
+
+// A counter table: `count` then `cap` slots, the op that took each seq.
+struct Table {
+  int32_t word = 0;
+  int32_t cap = 0;
+};
+
+struct AnySender {   // an any-source recv's candidate sender
+  int32_t rank = -1;         // rank index of the sender
+  int32_t send_table = -1;   // (pg, sender, receiver) sends
+  int32_t recv_table = -1;   // (pg, sender, receiver) recvs
+};
+
+struct COp {
+  OpKind kind = OpKind::kCompute;
+  int32_t rank = -1;          // rank index
+  int32_t thread = -1;        // global thread index of its issuer; -1 when placed, not in a program
+  int32_t stream = -1;        // global stream index; -1 for host_sync on an event
+  int32_t queue = -1;         // global queue index (queue modes), -1 none
+  int32_t event = -1;
+  int32_t pool = -1;
+  int32_t pg = -1;
+  int32_t peer = -1;          // rank index; -1 any source; -2 not a rank of the job
+  bool blocking = false;
+  int32_t table = -1;         // the table it takes its seq from (collective, send, named recv)
+  int32_t partner_table = -1; // send: recvs (pg, a, b); named recv: sends (pg, a, b)
+  std::vector<AnySender> senders;  // any-source recv
+};
+
+struct ThreadInfo {
+  int32_t rank = -1;
+  int32_t job_index = 0;  // index in DeviceRank::threads
+  std::string name;
+  std::vector<OpId> program;
+  int32_t word = 0;  // [pc, blocked_on]
+  // Conflict keys this thread's program uses: key -> last position that
+  // writes it, last that reads it (-1 none). See IssueSafe.
+  std::unordered_map<int32_t, std::pair<int32_t, int32_t>> last_use;
+};
+
+struct StreamInfo {
+  int32_t rank = -1;
+  std::string name;
+  int32_t cap = 0;
+  int32_t word = 0;  // [head, tail, head_started, slots...]
+};
+
+struct QueueInfo {
+  int32_t rank = -1;
+  std::string name;    // "device" or the stream's name
+  int32_t cap = 0;
+  int32_t word = 0;    // [head, tail, dispatching, slots...]
+};
+
+struct PoolInfo {
+  int32_t rank = -1;
+  std::string name;
+  int32_t capacity = 1;
+  int32_t total = 0;   // ops that use it
+  int32_t word = 0;    // [holders, done]
+};
+
+struct Trans {
+  Step::Kind kind = Step::Kind::kIssue;
+  int32_t idx = -1;   // thread, queue or stream
+  int32_t arg = -1;   // kFinish of an any-source recv: index into its senders
+};
+
+// The static part: the program compiled to indices, the state layout, and
+// the names for reports.
+class Program {
+ public:
+  Status Compile(const model::DeviceJob& job);
+  State Initial() const { return initial_; }
+
+  // Fills `out` with the transitions to explore from `s`: with `por`, one
+  // safe transition when there is one, else every enabled transition.
+  void Ample(const State& s, bool por, std::vector<Trans>* out) const;
+  void Apply(State* s, const Trans& t) const;
+  bool Finished(const State& s) const;  // nothing left anywhere
+  std::string Describe(const State& before, const State& after, const Trans& t) const;
+  Step MakeStep(const State& before, const State& after, const Trans& t) const;
+  model::DeviceJob ToDeviceJob(const State& s) const;
+  std::vector<std::string> Blocked(const State& s) const;
+
+ private:
+  // State words.
+  int32_t OpWord(OpId o) const { return 3 * o; }  // [status, seq, aux]
+  int32_t OpStatus(const State& s, OpId o) const { return s[OpWord(o)]; }
+  int32_t Seq(const State& s, OpId o) const { return s[OpWord(o) + 1]; }
+  int32_t Aux(const State& s, OpId o) const { return s[OpWord(o) + 2]; }
+  int32_t TableOp(const State& s, int32_t table, int32_t seq) const {
+    const Table& t = tables_[table];
+    return seq >= 0 && seq < s[t.word] ? s[t.word + 1 + seq] : -1;
+  }
+  bool Started(const State& s, OpId o) const { return o >= 0 && OpStatus(s, o) >= kStarted; }
+  OpId StreamHead(const State& s, int32_t st) const {
+    const StreamInfo& si = streams_[st];
+    return s[si.word] < s[si.word + 1] ? s[si.word + 3 + s[si.word]] : -1;
+  }
+
+  int32_t NewTable(int32_t cap);
+  int32_t TakeSeq(State* s, int32_t table, OpId o) const;
+  void AppendStream(State* s, int32_t st, OpId o) const;
+  void FinishOp(State* s, OpId o) const;
+  bool FinishCond(const State& s, OpId o) const;
+  bool AnySenderReady(const State& s, OpId o, const AnySender& a) const;
+  bool SyncCond(const State& s, OpId o) const;
+  bool IssueSafe(const State& s, int32_t thread) const;
+  OpId LastDestined(const State& s, int32_t stream) const;
+  DevOp Labeled(const State& s, OpId o) const;  // the DevOp with its current seq
+  std::string Label(const State& s, OpId o) const;
+  std::string Where(const State& s, OpId o) const;
+  std::string QueueName(int32_t q) const;  // "device queue", "queue of stream comm"
+  std::string QueueLabel(int32_t q) const { return "the " + QueueName(q); }
+  std::string RankName(int32_t r) const { return "rank " + std::to_string(rank_of_[r]); }
+
+  const model::DeviceJob* job_ = nullptr;
+  QueueMode mode_ = QueueMode::kOff;
+  std::vector<COp> ops_;
+  std::vector<Rank> rank_of_;
+  std::vector<std::vector<int32_t>> rank_threads_;  // per rank index: global thread indices
+  std::vector<ThreadInfo> threads_;
+  std::vector<StreamInfo> streams_;
+  std::vector<QueueInfo> queues_;
+  std::vector<PoolInfo> pools_;
+  std::vector<std::string> events_;
+  int32_t event_word_ = 0;
+  std::vector<Table> tables_;
+  std::vector<std::string> pg_names_;
+  std::vector<std::vector<int32_t>> pg_member_tables_;  // per pg: per member, its collective table (-1 none)
+  std::map<std::pair<int32_t, int32_t>, std::vector<OpId>> anysource_;  // (rank, pg) -> any-source recvs
+  int32_t words_ = 0;
+  State initial_{0};
+};
+
+int32_t Program::NewTable(int32_t cap) {
+  tables_.push_back({0, cap});
+  return static_cast<int32_t>(tables_.size() - 1);
+}
+
+std::string OpWhere(const model::DevOp& op, OpId id) {
+  std::string s = "op " + std::to_string(id);
+  if (!op.source.empty()) s += " (" + op.source + ")";
+  return s;
+}
+
+Status Program::Compile(const model::DeviceJob& job) {
+  job_ = &job;
+  mode_ = job.queue_mode;
+  const size_t n = job.ops.size();
+  if (n > (1u << 24)) return InvalidArgument("too many ops to simulate: " + std::to_string(n));
+  ops_.assign(n, COp());
+  std::map<Rank, int32_t> rank_index;
+  for (const auto& r : job.ranks) {
+    if (!rank_index.emplace(r.rank, static_cast<int32_t>(rank_of_.size())).second)
+      return InvalidArgument("rank " + std::to_string(r.rank) + " is listed twice");
+    rank_of_.push_back(r.rank);
+  }
+  rank_threads_.resize(rank_of_.size());
+  std::map<std::string, int32_t> pg_index;
+  for (const auto& [name, members] : job.pgs) {
+    pg_index[name] = static_cast<int32_t>(pg_names_.size());
+    pg_names_.push_back(name);
+  }
+  std::map<std::string, int32_t> event_index;
+  auto event_of = [&](const std::string& e) {
+    auto [it, fresh] = event_index.emplace(e, static_cast<int32_t>(events_.size()));
+    if (fresh) events_.push_back(e);
+    return it->second;
+  };
+  std::map<std::pair<int32_t, std::string>, int32_t> stream_index, pool_index;
+  auto stream_of = [&](int32_t r, const std::string& name) {
+    auto [it, fresh] = stream_index.emplace(std::make_pair(r, name), static_cast<int32_t>(streams_.size()));
+    if (fresh) streams_.push_back({r, name, 0, 0});
+    return it->second;
+  };
+
+  // Where each op is listed: 0 nowhere, 1 program, 2 queue, 3 stream.
+  std::vector<uint8_t> placed(n, 0);
+  auto place = [&](OpId id, uint8_t where, int32_t r, const char* what) -> hangdx::Status {
+    if (id < 0 || static_cast<size_t>(id) >= n)
+      return InvalidArgument(std::string(what) + " of " + RankName(r) + " lists op " + std::to_string(id) +
+                             ", which does not exist");
+    if (placed[id]) return InvalidArgument(OpWhere(job.ops[id], id) + " is listed twice");
+    const DevOp& op = job.ops[id];
+    if (op.rank != rank_of_[r])
+      return InvalidArgument(OpWhere(op, id) + " belongs to rank " + std::to_string(op.rank) + " but is listed by " +
+                             RankName(r));
+    placed[id] = where;
+    ops_[id].rank = r;
+    return hangdx::Status::Ok();
+  };
+
+  for (size_t r = 0; r < job.ranks.size(); ++r) {
+    const auto& dr = job.ranks[r];
+    const int32_t ri = static_cast<int32_t>(r);
+    for (const auto& p : dr.pools) {
+      if (p.capacity < 0) return InvalidArgument(RankName(ri) + " pool " + p.name + " has a negative capacity");
+      if (!pool_index.emplace(std::make_pair(ri, p.name), static_cast<int32_t>(pools_.size())).second)
+        return InvalidArgument(RankName(ri) + " pool " + p.name + " is listed twice");
+      pools_.push_back({ri, p.name, p.capacity, 0, 0});
+    }
+    for (const auto& st : dr.streams) {
+      stream_of(ri, st.name);
+      for (OpId id : st.tasks) {
+        if (auto s = place(id, 3, ri, ("stream " + st.name).c_str()); !s.ok()) return s;
+      }
+    }
+    for (const auto& q : dr.queues) {
+      if (mode_ == QueueMode::kOff && !q.entries.empty())
+        return InvalidArgument(RankName(ri) + " queue " + q.name + " holds entries but the task queue mode is off");
+      for (OpId id : q.entries) {
+        if (auto s = place(id, 2, ri, ("queue " + q.name).c_str()); !s.ok()) return s;
+      }
+    }
+    for (const auto& t : dr.threads) {
+      ThreadInfo ti;
+      ti.rank = ri;
+      ti.job_index = static_cast<int32_t>(&t - dr.threads.data());
+      ti.name = t.name;
+      for (OpId id : t.pending) {
+        if (auto s = place(id, 1, ri, ("thread " + t.name).c_str()); !s.ok()) return s;
+        ops_[id].thread = static_cast<int32_t>(threads_.size());
+        ti.program.push_back(id);
+      }
+      rank_threads_[ri].push_back(static_cast<int32_t>(threads_.size()));
+      threads_.push_back(std::move(ti));
+    }
+  }
+  std::vector<bool> finished(n, false);
+  for (size_t i = 0; i < n && i < job.finished.size(); ++i) {
+    if (!job.finished[i]) continue;
+    if (placed[i]) return InvalidArgument(OpWhere(job.ops[i], static_cast<OpId>(i)) + " is finished but still listed");
+    auto it = rank_index.find(job.ops[i].rank);
+    if (it == rank_index.end()) continue;  // a finished op of a rank we do not have: history only
+    finished[i] = true;
+    ops_[i].rank = it->second;
+  }
+
+  // Resolve each op's fields.
+  for (size_t i = 0; i < n; ++i) {
+    if (!placed[i] && !finished[i]) continue;  // not part of the run
+    const DevOp& op = job.ops[i];
+    COp& c = ops_[i];
+    c.kind = op.kind;
+    c.blocking = op.host_blocking;
+    const int32_t r = c.rank;
+    const std::string who = OpWhere(op, static_cast<OpId>(i));
+    if (op.kind == OpKind::kHostSync) {
+      if (op.event.empty() && op.stream.empty())
+        return InvalidArgument(who + ": host_sync needs an event or a stream");
+      if (placed[i] != 1 && !finished[i]) return InvalidArgument(who + ": a host_sync never sits on a stream or queue");
+      if (!op.event.empty()) c.event = event_of(op.event);
+      else c.stream = stream_of(r, op.stream);
+      continue;
+    }
+    if (op.stream.empty()) return InvalidArgument(who + ": " + DevOpKindName(op.kind) + " needs a stream");
+    c.stream = stream_of(r, op.stream);
+    if (op.kind == OpKind::kRecord || op.kind == OpKind::kWait) {
+      if (op.event.empty()) return InvalidArgument(who + ": " + DevOpKindName(op.kind) + " needs an event");
+      c.event = event_of(op.event);
+    }
+    if (!op.pool.empty()) {
+      auto it = pool_index.find({r, op.pool});
+      if (it == pool_index.end())
+        return InvalidArgument(who + ": pool " + op.pool + " is not declared on " + RankName(r));
+      c.pool = it->second;
+      pools_[c.pool].total++;
+    }
+    if (op.kind == OpKind::kCollective || op.kind == OpKind::kSend || op.kind == OpKind::kRecv) {
+      auto it = pg_index.find(op.pg);
+      if (it == pg_index.end()) return InvalidArgument(who + ": pg '" + op.pg + "' is not declared");
+      c.pg = it->second;
+      const auto& members = job.pgs.at(op.pg);
+      if (std::find(members.begin(), members.end(), op.rank) == members.end())
+        return InvalidArgument(who + ": rank " + std::to_string(op.rank) + " is not a member of pg " + op.pg);
+      if (op.kind != OpKind::kCollective) {
+        if (op.kind == OpKind::kSend && op.peer < 0) return InvalidArgument(who + ": send needs a peer");
+        if (op.peer >= 0 && std::find(members.begin(), members.end(), op.peer) == members.end())
+          return InvalidArgument(who + ": peer " + std::to_string(op.peer) + " is not a member of pg " + op.pg);
+        if (op.peer == op.rank) return InvalidArgument(who + ": peer is the op's own rank");
+        if (op.peer >= 0) {
+          auto pit = rank_index.find(op.peer);
+          c.peer = pit == rank_index.end() ? -2 : pit->second;
+        }
+      }
+    }
+  }
+  for (const auto& r : job.recorded_events) event_of(r);
+
+  // Queues per mode, then every queue-able op's queue.
+  std::vector<int32_t> device_queue(rank_of_.size(), -1), stream_queue(streams_.size(), -1);
+  if (mode_ == QueueMode::kPerDevice) {
+    for (size_t r = 0; r < rank_of_.size(); ++r) {
+      device_queue[r] = static_cast<int32_t>(queues_.size());
+      queues_.push_back({static_cast<int32_t>(r), "device", 0, 0});
+    }
+  } else if (mode_ == QueueMode::kPerStream) {
+    for (size_t s = 0; s < streams_.size(); ++s) {
+      stream_queue[s] = static_cast<int32_t>(queues_.size());
+      queues_.push_back({streams_[s].rank, streams_[s].name, 0, 0});
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    COp& c = ops_[i];
+    if ((!placed[i] && !finished[i]) || c.kind == OpKind::kHostSync) continue;
+    streams_[c.stream].cap++;
+    if (mode_ == QueueMode::kPerDevice) c.queue = device_queue[c.rank];
+    if (mode_ == QueueMode::kPerStream) c.queue = stream_queue[c.stream];
+    if (c.queue >= 0) queues_[c.queue].cap++;
+  }
+
+  // Counter tables: collectives per (rank, pg); sends and recvs per (pg, a, b).
+  std::map<std::pair<int32_t, int32_t>, int32_t> coll_cap;
+  std::map<std::tuple<int32_t, Rank, Rank>, int32_t> send_cap, recv_cap;
+  for (size_t i = 0; i < n; ++i) {
+    const COp& c = ops_[i];
+    if (!placed[i] && !finished[i]) continue;
+    const DevOp& op = job.ops[i];
+    if (c.kind == OpKind::kCollective) coll_cap[{c.rank, c.pg}]++;
+    if (c.kind == OpKind::kSend) send_cap[{c.pg, op.rank, op.peer}]++;
+    if (c.kind == OpKind::kRecv && op.peer >= 0) recv_cap[{c.pg, op.peer, op.rank}]++;
+    if (c.kind == OpKind::kRecv && op.peer < 0) anysource_[{c.rank, c.pg}].push_back(static_cast<OpId>(i));
+  }
+  // Any-source recvs may take a seq in any sender's recv table at their rank.
+  for (const auto& [key, list] : anysource_) {
+    for (const auto& [sk, cap] : send_cap) {
+      if (std::get<0>(sk) == key.second && std::get<2>(sk) == rank_of_[key.first])
+        recv_cap[sk] += static_cast<int32_t>(list.size());
+    }
+  }
+  std::map<std::pair<int32_t, int32_t>, int32_t> coll_table;
+  std::map<std::tuple<int32_t, Rank, Rank>, int32_t> send_table, recv_table;
+  for (const auto& [k, cap] : coll_cap) coll_table[k] = NewTable(cap);
+  for (const auto& [k, cap] : send_cap) send_table[k] = NewTable(cap);
+  for (const auto& [k, cap] : recv_cap) recv_table[k] = NewTable(cap);
+  auto find = [](const auto& m, const auto& k) {
+    auto it = m.find(k);
+    return it == m.end() ? -1 : it->second;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    COp& c = ops_[i];
+    if (!placed[i] && !finished[i]) continue;
+    const DevOp& op = job.ops[i];
+    if (c.kind == OpKind::kCollective) c.table = coll_table.at({c.rank, c.pg});
+    if (c.kind == OpKind::kSend) {
+      c.table = send_table.at({c.pg, op.rank, op.peer});
+      c.partner_table = find(recv_table, std::make_tuple(c.pg, op.rank, op.peer));
+    }
+    if (c.kind == OpKind::kRecv && op.peer >= 0) {
+      c.table = recv_table.at({c.pg, op.peer, op.rank});
+      c.partner_table = find(send_table, std::make_tuple(c.pg, op.peer, op.rank));
+    }
+    if (c.kind == OpKind::kRecv && op.peer < 0) {
+      for (const auto& [sk, t] : send_table) {
+        if (std::get<0>(sk) != c.pg || std::get<2>(sk) != op.rank) continue;
+        c.senders.push_back({rank_index.at(std::get<1>(sk)), t, recv_table.at(sk)});
+      }
+    }
+  }
+  pg_member_tables_.resize(pg_names_.size());
+  for (size_t p = 0; p < pg_names_.size(); ++p) {
+    for (Rank m : job.pgs.at(pg_names_[p])) {
+      auto it = rank_index.find(m);
+      pg_member_tables_[p].push_back(it == rank_index.end() ? -1 : find(coll_table, std::make_pair(it->second,
+                                                                                                  static_cast<int32_t>(p))));
+    }
+  }
+
+  // Layout.
+  int64_t w = 3 * static_cast<int64_t>(n);
+  for (auto& t : threads_) { t.word = static_cast<int32_t>(w); w += 2; }
+  for (auto& q : queues_) { q.word = static_cast<int32_t>(w); w += 3 + q.cap; }
+  for (auto& s : streams_) { s.word = static_cast<int32_t>(w); w += 3 + s.cap; }
+  for (auto& p : pools_) { p.word = static_cast<int32_t>(w); w += 2; }
+  event_word_ = static_cast<int32_t>(w);
+  w += static_cast<int64_t>(events_.size());
+  for (auto& t : tables_) { t.word = static_cast<int32_t>(w); w += 1 + t.cap; }
+  if (w > (int64_t{1} << 28)) return InvalidArgument("the job is too large to simulate");
+  words_ = static_cast<int32_t>(w);
+
+  // Conflict keys of each thread's program (see IssueSafe).
+  const int32_t qkey = static_cast<int32_t>(streams_.size());
+  const int32_t tkey = qkey + static_cast<int32_t>(queues_.size());
+  for (auto& t : threads_) {
+    for (int32_t p = 0; p < static_cast<int32_t>(t.program.size()); ++p) {
+      const COp& c = ops_[t.program[p]];
+      auto write = [&](int32_t k) { auto [it, f] = t.last_use.try_emplace(k, -1, -1); it->second.first = p; };
+      if (c.kind == OpKind::kHostSync) {
+        if (c.stream >= 0) { auto [it, f] = t.last_use.try_emplace(c.stream, -1, -1); it->second.second = p; }
+        continue;
+      }
+      write(c.stream);
+      if (c.queue >= 0) write(qkey + c.queue);
+      if (c.table >= 0) write(tkey + c.table);
+    }
+  }
+
+  // The initial state.
+  State s(static_cast<size_t>(words_));
+  for (size_t i = 0; i < n; ++i) {
+    s.Set(OpWord(static_cast<OpId>(i)) + 1, -1);
+    s.Set(OpWord(static_cast<OpId>(i)) + 2, -1);
+  }
+  for (const auto& q : queues_) s.Set(q.word + 2, -1);
+  for (const auto& e : job.recorded_events) s.Set(event_word_ + event_index.at(e), 1);
+  std::vector<OpId> order;
+  for (size_t i = 0; i < n; ++i) {
+    if (!finished[i]) continue;
+    s.Set(OpWord(static_cast<OpId>(i)), kFinished);
+    if (ops_[i].kind == OpKind::kRecord) s.Set(event_word_ + ops_[i].event, 1);
+    if (ops_[i].pool >= 0) s.Set(pools_[ops_[i].pool].word + 1, s[pools_[ops_[i].pool].word + 1] + 1);
+    order.push_back(static_cast<OpId>(i));
+  }
+  for (size_t r = 0; r < job.ranks.size(); ++r) {
+    for (const auto& st : job.ranks[r].streams) {
+      int32_t si = stream_index.at({static_cast<int32_t>(r), st.name});
+      for (size_t k = 0; k < st.tasks.size(); ++k) {
+        OpId id = st.tasks[k];
+        if (ops_[id].stream != si)
+          return InvalidArgument(OpWhere(job.ops[id], id) + " sits on stream " + st.name + " but names stream " +
+                                 job.ops[id].stream);
+        AppendStream(&s, si, id);
+        order.push_back(id);
+      }
+      if (st.head_started && !st.tasks.empty()) {
+        OpId h = st.tasks[0];
+        const COp& c = ops_[h];
+        s.Set(OpWord(h), kStarted);
+        s.Set(streams_[si].word + 2, 1);
+        if (c.pool >= 0) {
+          const PoolInfo& p = pools_[c.pool];
+          if (s[p.word] >= p.capacity)
+            return InvalidArgument(RankName(p.rank) + " pool " + p.name + " has more holders than its capacity");
+          s.Set(p.word, s[p.word] + 1);
+        }
+      }
+    }
+  }
+  for (size_t r = 0; r < job.ranks.size(); ++r) {
+    for (const auto& q : job.ranks[r].queues) {
+      for (OpId id : q.entries) {
+        const QueueInfo& qi = queues_[ops_[id].queue];
+        s.Set(qi.word + 3 + s[qi.word + 1], id);
+        s.Set(qi.word + 1, s[qi.word + 1] + 1);
+        s.Set(OpWord(id), kIssued);
+        order.push_back(id);
+      }
+      if (q.dispatching >= 0) {
+        OpId d = q.dispatching;
+        if (d >= static_cast<OpId>(n) || placed[d] != 3 || !job.ops[d].host_blocking)
+          return InvalidArgument(RankName(static_cast<int32_t>(r)) + " queue " + q.name +
+                                 ": the dispatcher waits for an op that is not a host-blocking op on a stream");
+        s.Set(queues_[ops_[d].queue].word + 2, d);
+      }
+    }
+  }
+  for (size_t ti = 0; ti < threads_.size(); ++ti) {
+    const ThreadInfo& t = threads_[ti];
+    s.Set(t.word + 1, -1);
+    const auto& jt = job.ranks[t.rank].threads[t.job_index];
+    OpId b = jt.blocked_on;
+    if (b < 0) continue;
+    if (b >= static_cast<OpId>(n) || job.ops[b].rank != rank_of_[t.rank])
+      return InvalidArgument(RankName(t.rank) + " thread " + t.name + " is blocked on an op it does not own");
+    if (job.ops[b].kind == OpKind::kHostSync) {
+      if (placed[b]) return InvalidArgument(OpWhere(job.ops[b], b) + " is listed twice");
+      placed[b] = 1;
+      ops_[b].thread = static_cast<int32_t>(ti);
+      s.Set(OpWord(b), kIssued);
+    } else if (!(placed[b] == 2 || placed[b] == 3) || !job.ops[b].host_blocking) {
+      return InvalidArgument(RankName(t.rank) + " thread " + t.name +
+                             " is blocked on an op that is neither a host_sync nor a host-blocking op in flight");
+    }
+    s.Set(t.word + 1, b);
+  }
+  // Seqs of what is already in flight, in DeviceJob::Number's order.
+  for (OpId id : order) {
+    if (ops_[id].table >= 0) TakeSeq(&s, ops_[id].table, id);
+  }
+  // A host_sync already waiting on a stream waits for what is destined to it now.
+  for (const auto& t : threads_) {
+    OpId b = s[t.word + 1];
+    if (b >= 0 && ops_[b].kind == OpKind::kHostSync && ops_[b].stream >= 0)
+      s.Set(OpWord(b) + 2, LastDestined(s, ops_[b].stream));
+  }
+  initial_ = s;
+  return hangdx::Status::Ok();
+}
+
+int32_t Program::TakeSeq(State* s, int32_t table, OpId o) const {
+  const Table& t = tables_[table];
+  int32_t seq = (*s)[t.word];
+  s->Set(t.word + 1 + seq, o);
+  s->Set(t.word, seq + 1);
+  s->Set(OpWord(o) + 1, seq);
+  return seq;
+}
+
+void Program::AppendStream(State* s, int32_t st, OpId o) const {
+  const StreamInfo& si = streams_[st];
+  int32_t tail = (*s)[si.word + 1];
+  s->Set(si.word + 3 + tail, o);
+  s->Set(si.word + 1, tail + 1);
+  s->Set(OpWord(o), kOnStream);
+}
+
+OpId Program::LastDestined(const State& s, int32_t stream) const {
+  // Queue entries are dispatched after everything already on the stream.
+  for (const auto& q : queues_) {
+    if (q.rank != streams_[stream].rank) continue;
+    for (int32_t i = s[q.word + 1] - 1; i >= s[q.word]; --i) {
+      OpId o = s[q.word + 3 + i];
+      if (ops_[o].stream == stream) return o;
+    }
+  }
+  const StreamInfo& si = streams_[stream];
+  return s[si.word] < s[si.word + 1] ? s[si.word + 3 + s[si.word + 1] - 1] : -1;
+}
+
+bool Program::AnySenderReady(const State& s, OpId o, const AnySender& a) const {
+  int32_t next = s[tables_[a.recv_table].word];  // the pair's next recv count
+  return Started(s, TableOp(s, a.send_table, next));
+}
+
+bool Program::FinishCond(const State& s, OpId o) const {
+  const COp& c = ops_[o];
+  switch (c.kind) {
+    case OpKind::kCompute:
+    case OpKind::kRecord:
+      return true;
+    case OpKind::kWait:
+      return s[event_word_ + c.event] != 0;
+    case OpKind::kCollective: {
+      int32_t seq = Seq(s, o);
+      for (int32_t t : pg_member_tables_[c.pg]) {
+        if (t < 0 || !Started(s, TableOp(s, t, seq))) return false;
+      }
+      return true;
+    }
+    case OpKind::kSend:
+    case OpKind::kRecv:
+      if (c.peer == -1) return false;  // any-source: see AnySenderReady
+      return c.partner_table >= 0 && Started(s, TableOp(s, c.partner_table, Seq(s, o)));
+    case OpKind::kHostSync:
+      return false;
+  }
+  return false;
+}
+
+bool Program::SyncCond(const State& s, OpId o) const {
+  const COp& c = ops_[o];
+  if (c.event >= 0) return s[event_word_ + c.event] != 0;
+  OpId target = Aux(s, o);
+  return target < 0 || OpStatus(s, target) == kFinished;
+}
+
+// An issue by thread t commutes with every transition the rest of the job
+// can take before it when no other thread of its rank will ever append to
+// the same stream or queue, take a seq from the same counter, or (for a
+// host_sync on a stream) append to that stream -- and, for a named recv, no
+// any-source recv of its rank and pg is still unmatched. Dispatchers never
+// conflict with issues (they pop the head, issues push the tail, and each
+// stream is fed by one dispatcher), and starts and finishes read only heads.
+bool Program::IssueSafe(const State& s, int32_t thread) const {
+  const ThreadInfo& t = threads_[thread];
+  OpId o = t.program[s[t.word]];
+  const COp& c = ops_[o];
+  const int32_t qkey = static_cast<int32_t>(streams_.size());
+  const int32_t tkey = qkey + static_cast<int32_t>(queues_.size());
+  int32_t writes[3], nwrites = 0, read = -1;
+  if (c.kind == OpKind::kHostSync) {
+    if (c.stream < 0) return true;
+    read = c.stream;
+  } else {
+    writes[nwrites++] = c.stream;
+    if (c.queue >= 0) writes[nwrites++] = qkey + c.queue;
+    if (c.table >= 0) writes[nwrites++] = tkey + c.table;
+  }
+  for (int32_t u : rank_threads_[t.rank]) {
+    if (u == thread) continue;
+    const ThreadInfo& ut = threads_[u];
+    const int32_t pc = s[ut.word];
+    if (pc >= static_cast<int32_t>(ut.program.size())) continue;
+    for (int32_t i = 0; i < nwrites; ++i) {
+      auto it = ut.last_use.find(writes[i]);
+      if (it != ut.last_use.end() && (it->second.first >= pc || it->second.second >= pc)) return false;
+    }
+    if (read >= 0) {
+      auto it = ut.last_use.find(read);
+      if (it != ut.last_use.end() && it->second.first >= pc) return false;
+    }
+  }
+  if (c.kind == OpKind::kRecv && c.peer != -1) {
+    auto it = anysource_.find({c.rank, c.pg});
+    if (it != anysource_.end()) {
+      for (OpId a : it->second) {
+        if (OpStatus(s, a) != kFinished) return false;
+      }
+    }
+  }
+  return true;
+}
+
+void Program::Ample(const State& s, bool por, std::vector<Trans>* out) const {
+  out->clear();
+  for (int32_t st = 0; st < static_cast<int32_t>(streams_.size()); ++st) {
+    const StreamInfo& si = streams_[st];
+    OpId h = StreamHead(s, st);
+    if (h < 0) continue;
+    const COp& c = ops_[h];
+    if (s[si.word + 2]) {
+      if (c.kind == OpKind::kRecv && c.peer == -1) {
+        for (int32_t a = 0; a < static_cast<int32_t>(c.senders.size()); ++a) {
+          if (AnySenderReady(s, h, c.senders[a])) out->push_back({Step::Kind::kFinish, st, a});
+        }
+      } else if (FinishCond(s, h)) {
+        if (por) { *out = {{Step::Kind::kFinish, st, -1}}; return; }
+        out->push_back({Step::Kind::kFinish, st, -1});
+      }
+      continue;
+    }
+    if (c.pool >= 0) {
+      const PoolInfo& p = pools_[c.pool];
+      if (s[p.word] >= p.capacity) continue;
+      // Safe when the pool can never run short: its capacity covers every
+      // unfinished op that uses it.
+      if (por && p.capacity >= p.total - s[p.word + 1]) { *out = {{Step::Kind::kStart, st, -1}}; return; }
+      out->push_back({Step::Kind::kStart, st, -1});
+      continue;
+    }
+    if (por) { *out = {{Step::Kind::kStart, st, -1}}; return; }
+    out->push_back({Step::Kind::kStart, st, -1});
+  }
+  for (int32_t q = 0; q < static_cast<int32_t>(queues_.size()); ++q) {
+    const QueueInfo& qi = queues_[q];
+    if (s[qi.word + 2] >= 0 || s[qi.word] >= s[qi.word + 1]) continue;
+    if (por) { *out = {{Step::Kind::kDispatch, q, -1}}; return; }
+    out->push_back({Step::Kind::kDispatch, q, -1});
+  }
+  size_t first_issue = out->size();
+  for (int32_t t = 0; t < static_cast<int32_t>(threads_.size()); ++t) {
+    const ThreadInfo& ti = threads_[t];
+    OpId b = s[ti.word + 1];
+    if (b >= 0) {
+      if (ops_[b].kind == OpKind::kHostSync && SyncCond(s, b)) {
+        if (por) { *out = {{Step::Kind::kSyncDone, t, -1}}; return; }
+        out->push_back({Step::Kind::kSyncDone, t, -1});
+      }
+      continue;
+    }
+    if (s[ti.word] >= static_cast<int32_t>(ti.program.size())) continue;
+    out->push_back({Step::Kind::kIssue, t, -1});
+  }
+  if (!por) return;
+  for (size_t i = first_issue; i < out->size(); ++i) {
+    if ((*out)[i].kind == Step::Kind::kIssue && IssueSafe(s, (*out)[i].idx)) {
+      Trans t = (*out)[i];
+      *out = {t};
+      return;
+    }
+  }
+}
+
+void Program::FinishOp(State* s, OpId o) const {
+  const COp& c = ops_[o];
+  s->Set(OpWord(o), kFinished);
+  if (c.stream >= 0 && c.kind != OpKind::kHostSync) {
+    const StreamInfo& si = streams_[c.stream];
+    int32_t head = (*s)[si.word];
+    s->Set(si.word + 3 + head, -1);
+    s->Set(si.word, head + 1);
+    s->Set(si.word + 2, 0);
+  }
+  if (c.pool >= 0) {
+    const PoolInfo& p = pools_[c.pool];
+    s->Set(p.word, (*s)[p.word] - 1);
+    s->Set(p.word + 1, (*s)[p.word + 1] + 1);
+  }
+  if (c.kind == OpKind::kRecord) s->Set(event_word_ + c.event, 1);
+  if (c.blocking) {
+    if (c.thread >= 0 && (*s)[threads_[c.thread].word + 1] == o) s->Set(threads_[c.thread].word + 1, -1);
+    if (c.queue >= 0 && (*s)[queues_[c.queue].word + 2] == o) s->Set(queues_[c.queue].word + 2, -1);
+  }
+}
+
+void Program::Apply(State* s, const Trans& t) const {
+  switch (t.kind) {
+    case Step::Kind::kIssue: {
+      const ThreadInfo& ti = threads_[t.idx];
+      int32_t pc = (*s)[ti.word];
+      OpId o = ti.program[pc];
+      const COp& c = ops_[o];
+      s->Set(ti.word, pc + 1);
+      if (c.kind == OpKind::kHostSync) {
+        s->Set(OpWord(o), kIssued);
+        s->Set(ti.word + 1, o);
+        if (c.stream >= 0) s->Set(OpWord(o) + 2, LastDestined(*s, c.stream));
+        return;
+      }
+      if (c.table >= 0) TakeSeq(s, c.table, o);
+      if (c.queue >= 0) {
+        const QueueInfo& q = queues_[c.queue];
+        int32_t tail = (*s)[q.word + 1];
+        s->Set(q.word + 3 + tail, o);
+        s->Set(q.word + 1, tail + 1);
+        s->Set(OpWord(o), kIssued);
+      } else {
+        AppendStream(s, c.stream, o);
+      }
+      if (c.blocking) s->Set(ti.word + 1, o);
+      return;
+    }
+    case Step::Kind::kDispatch: {
+      const QueueInfo& q = queues_[t.idx];
+      int32_t head = (*s)[q.word];
+      OpId o = (*s)[q.word + 3 + head];
+      s->Set(q.word + 3 + head, -1);
+      s->Set(q.word, head + 1);
+      AppendStream(s, ops_[o].stream, o);
+      if (ops_[o].blocking) s->Set(q.word + 2, o);
+      return;
+    }
+    case Step::Kind::kStart: {
+      OpId o = StreamHead(*s, t.idx);
+      const COp& c = ops_[o];
+      if (c.pool >= 0) s->Set(pools_[c.pool].word, (*s)[pools_[c.pool].word] + 1);
+      if (c.kind == OpKind::kCompute || c.kind == OpKind::kRecord) {
+        FinishOp(s, o);
+        return;
+      }
+      s->Set(OpWord(o), kStarted);
+      s->Set(streams_[t.idx].word + 2, 1);
+      return;
+    }
+    case Step::Kind::kFinish: {
+      OpId o = StreamHead(*s, t.idx);
+      if (t.arg >= 0) {
+        const AnySender& a = ops_[o].senders[t.arg];
+        TakeSeq(s, a.recv_table, o);
+        s->Set(OpWord(o) + 2, a.rank);
+      }
+      FinishOp(s, o);
+      return;
+    }
+    case Step::Kind::kSyncDone: {
+      const ThreadInfo& ti = threads_[t.idx];
+      OpId o = (*s)[ti.word + 1];
+      s->Set(OpWord(o), kFinished);
+      s->Set(ti.word + 1, -1);
+      return;
+    }
+  }
+}
+
+bool Program::Finished(const State& s) const {
+  for (const auto& t : threads_) {
+    if (s[t.word] < static_cast<int32_t>(t.program.size()) || s[t.word + 1] >= 0) return false;
+  }
+  for (const auto& q : queues_) {
+    if (s[q.word] < s[q.word + 1] || s[q.word + 2] >= 0) return false;
+  }
+  for (const auto& st : streams_) {
+    if (s[st.word] < s[st.word + 1]) return false;
+  }
+  return true;
+}
+
+DevOp Program::Labeled(const State& s, OpId o) const {
+  DevOp op = job_->ops[o];
+  op.seq = Seq(s, o);
+  if (op.kind == OpKind::kRecv && op.peer < 0 && Aux(s, o) >= 0) op.peer = rank_of_[Aux(s, o)];
+  return op;
+}
+
+std::string Program::Label(const State& s, OpId o) const { return OpLabel(Labeled(s, o)); }
+
+std::string Program::QueueName(int32_t q) const {
+  return mode_ == QueueMode::kPerDevice ? "device queue" : "queue of stream " + queues_[q].name;
+}
+
+std::string Program::Describe(const State& before, const State& after, const Trans& t) const {
+  switch (t.kind) {
+    case Step::Kind::kIssue: {
+      const ThreadInfo& ti = threads_[t.idx];
+      OpId o = ti.program[before[ti.word]];
+      const COp& c = ops_[o];
+      std::string head = RankName(ti.rank) + " thread " + ti.name;
+      if (c.kind == OpKind::kHostSync) return head + " calls " + Label(after, o) + " and blocks";
+      std::string s = head + " issues " + Label(after, o) + " to " +
+                      (c.queue >= 0 ? QueueLabel(c.queue) : "stream " + streams_[c.stream].name);
+      if (c.blocking) s += " and blocks until it finishes";
+      return s;
+    }
+    case Step::Kind::kDispatch: {
+      const QueueInfo& q = queues_[t.idx];
+      OpId o = before[q.word + 3 + before[q.word]];
+      std::string s = RankName(q.rank) + " dispatcher of " + QueueLabel(t.idx) + " moves " + Label(after, o) +
+                      " to stream " + streams_[ops_[o].stream].name;
+      if (ops_[o].blocking) s += " and waits for it to finish";
+      return s;
+    }
+    case Step::Kind::kStart: {
+      const StreamInfo& si = streams_[t.idx];
+      OpId o = StreamHead(before, t.idx);
+      const COp& c = ops_[o];
+      bool runs = c.kind == OpKind::kCompute || c.kind == OpKind::kRecord;
+      std::string s = RankName(si.rank) + " stream " + si.name + (runs ? " runs " : " starts ") + Label(after, o);
+      if (c.pool >= 0) {
+        const PoolInfo& p = pools_[c.pool];
+        int32_t held = runs ? before[p.word] + 1 : after[p.word];
+        s += " (takes a unit of " + p.name + ": " + std::to_string(held) + "/" + std::to_string(p.capacity) +
+             " in use)";
+      }
+      return s;
+    }
+    case Step::Kind::kFinish: {
+      const StreamInfo& si = streams_[t.idx];
+      OpId o = StreamHead(before, t.idx);
+      std::string s = RankName(si.rank) + " stream " + si.name + " finishes " + Label(after, o);
+      if (t.arg >= 0) s += ", matched with " + RankName(ops_[o].senders[t.arg].rank) + "'s send";
+      if (ops_[o].pool >= 0) s += " (frees a unit of " + pools_[ops_[o].pool].name + ")";
+      return s;
+    }
+    case Step::Kind::kSyncDone: {
+      const ThreadInfo& ti = threads_[t.idx];
+      OpId o = before[ti.word + 1];
+      return RankName(ti.rank) + " thread " + ti.name + " returns from " + Label(after, o);
+    }
+  }
+  return "";
+}
+
+Step Program::MakeStep(const State& before, const State& after, const Trans& t) const {
+  Step step;
+  step.kind = t.kind;
+  step.text = Describe(before, after, t);
+  switch (t.kind) {
+    case Step::Kind::kIssue:
+      step.op = threads_[t.idx].program[before[threads_[t.idx].word]];
+      break;
+    case Step::Kind::kDispatch:
+      step.op = before[queues_[t.idx].word + 3 + before[queues_[t.idx].word]];
+      break;
+    case Step::Kind::kStart:
+    case Step::Kind::kFinish:
+      step.op = StreamHead(before, t.idx);
+      break;
+    case Step::Kind::kSyncDone:
+      step.op = before[threads_[t.idx].word + 1];
+      break;
+  }
+  switch (t.kind) {
+    case Step::Kind::kIssue:
+    case Step::Kind::kSyncDone:
+      step.rank = rank_of_[threads_[t.idx].rank];
+      break;
+    case Step::Kind::kDispatch:
+      step.rank = rank_of_[queues_[t.idx].rank];
+      break;
+    case Step::Kind::kStart:
+    case Step::Kind::kFinish:
+      step.rank = rank_of_[streams_[t.idx].rank];
+      break;
+  }
+  return step;
+}
+
+std::string Program::Where(const State& s, OpId o) const {
+  const COp& c = ops_[o];
+  switch (OpStatus(s, o)) {
+    case kPending: {
+      if (c.thread < 0) return "not issued";
+      const ThreadInfo& t = threads_[c.thread];
+      int32_t ahead = 0;
+      for (int32_t p = s[t.word]; p < static_cast<int32_t>(t.program.size()) && t.program[p] != o; ++p) ++ahead;
+      std::string w = "not yet issued by " + RankName(t.rank) + " thread " + t.name;
+      if (s[t.word + 1] >= 0) w += " (blocked in " + Label(s, s[t.word + 1]) + ")";
+      if (ahead > 0) w += ", " + std::to_string(ahead) + " op" + (ahead > 1 ? "s" : "") + " before it";
+      return w;
+    }
+    case kIssued: {
+      if (c.queue >= 0) {
+        const QueueInfo& q = queues_[c.queue];
+        for (int32_t i = s[q.word]; i < s[q.word + 1]; ++i) {
+          if (s[q.word + 3 + i] == o)
+            return "in " + RankName(q.rank) + " " + QueueName(c.queue) + " at position " +
+                   std::to_string(i - s[q.word]) + " behind " + Label(s, s[q.word + 3 + s[q.word]]) +
+                   (s[q.word + 2] >= 0 ? " (its dispatcher is blocked in " + Label(s, s[q.word + 2]) + ")" : "");
+        }
+      }
+      return "issued";
+    }
+    case kOnStream: {
+      const StreamInfo& si = streams_[c.stream];
+      for (int32_t i = s[si.word]; i < s[si.word + 1]; ++i) {
+        if (s[si.word + 3 + i] == o)
+          return "on " + RankName(si.rank) + " stream " + si.name + " at position " + std::to_string(i - s[si.word]) +
+                 (i > s[si.word] ? " behind " + Label(s, s[si.word + 3 + s[si.word]]) : " (not started)");
+      }
+      return "on stream " + si.name;
+    }
+    case kStarted:
+      return "started on " + RankName(c.rank) + " stream " + streams_[c.stream].name;
+    default:
+      return "finished";
+  }
+}
+
+std::vector<std::string> Program::Blocked(const State& s) const {
+  std::vector<std::string> out;
+  auto recorder = [&](int32_t event) -> std::string {
+    for (size_t i = 0; i < ops_.size(); ++i) {
+      if (ops_[i].kind == OpKind::kRecord && ops_[i].event == event && ops_[i].rank >= 0 &&
+          OpStatus(s, static_cast<OpId>(i)) != kFinished)
+        return "; " + Label(s, static_cast<OpId>(i)) + " is " + Where(s, static_cast<OpId>(i));
+    }
+    return "; nothing left records it";
+  };
+  for (const auto& t : threads_) {
+    OpId b = s[t.word + 1];
+    if (b < 0) continue;
+    std::string line = RankName(t.rank) + " thread " + t.name + ": blocked in " + Label(s, b);
+    const COp& c = ops_[b];
+    if (c.kind == OpKind::kHostSync && c.event >= 0) line += ": event " + events_[c.event] + " not recorded" + recorder(c.event);
+    else if (c.kind == OpKind::kHostSync && Aux(s, b) >= 0) line += ": waits for " + Label(s, Aux(s, b)) + ", " + Where(s, Aux(s, b));
+    else if (c.kind != OpKind::kHostSync) line += " until it finishes; it is " + Where(s, b);
+    int32_t left = static_cast<int32_t>(t.program.size()) - s[t.word];
+    if (left > 0) line += " (" + std::to_string(left) + " op" + (left > 1 ? "s" : "") + " not issued)";
+    out.push_back(line);
+  }
+  for (int32_t q = 0; q < static_cast<int32_t>(queues_.size()); ++q) {
+    const QueueInfo& qi = queues_[q];
+    OpId d = s[qi.word + 2];
+    int32_t n = s[qi.word + 1] - s[qi.word];
+    if (d < 0 && n == 0) continue;
+    std::string line = RankName(qi.rank) + " " + QueueName(q) + ": ";
+    line += d >= 0 ? "dispatcher blocked in " + Label(s, d) + " (host-blocking) until it finishes" : "dispatcher idle";
+    if (n > 0) {
+      line += "; " + std::to_string(n) + " entr" + (n > 1 ? "ies" : "y") + " behind it: ";
+      for (int32_t i = s[qi.word]; i < s[qi.word + 1]; ++i)
+        line += (i > s[qi.word] ? ", " : "") + Label(s, s[qi.word + 3 + i]);
+    }
+    out.push_back(line);
+  }
+  for (int32_t st = 0; st < static_cast<int32_t>(streams_.size()); ++st) {
+    OpId h = StreamHead(s, st);
+    if (h < 0) continue;
+    const StreamInfo& si = streams_[st];
+    const COp& c = ops_[h];
+    int32_t n = s[si.word + 1] - s[si.word];
+    std::string line = RankName(si.rank) + " stream " + si.name + " (" + std::to_string(n) + " task" +
+                       (n > 1 ? "s" : "") + "): head " + Label(s, h);
+    if (!s[si.word + 2]) {
+      if (c.pool >= 0) {
+        const PoolInfo& p = pools_[c.pool];
+        line += " cannot start: needs a unit of " + p.name + ", all " + std::to_string(p.capacity) + " held";
+        std::string holders;
+        for (int32_t o = 0; o < static_cast<int32_t>(streams_.size()); ++o) {
+          OpId hh = StreamHead(s, o);
+          if (hh >= 0 && s[streams_[o].word + 2] && ops_[hh].pool == c.pool)
+            holders += (holders.empty() ? "" : ", ") + Label(s, hh) + " on stream " + streams_[o].name;
+        }
+        if (!holders.empty()) line += " by " + holders;
+      } else {
+        line += " not started";
+      }
+    } else if (c.kind == OpKind::kWait) {
+      line += " waits for event " + events_[c.event] + recorder(c.event);
+    } else if (c.kind == OpKind::kCollective) {
+      int32_t seq = Seq(s, h);
+      const auto& members = job_->pgs.at(pg_names_[c.pg]);
+      for (size_t m = 0; m < members.size(); ++m) {
+        int32_t t = pg_member_tables_[c.pg][m];
+        OpId peer = t < 0 ? -1 : TableOp(s, t, seq);
+        if (Started(s, peer)) continue;
+        line += "; waits for rank " + std::to_string(members[m]) + ": ";
+        line += peer < 0 ? "it has not issued its " + pg_names_[c.pg] + " seq " + std::to_string(seq) + " collective"
+                         : Label(s, peer) + " is " + Where(s, peer);
+      }
+    } else if ((c.kind == OpKind::kSend || c.kind == OpKind::kRecv) && c.peer != -1) {
+      OpId peer = c.partner_table < 0 ? -1 : TableOp(s, c.partner_table, Seq(s, h));
+      std::string what = c.kind == OpKind::kSend ? "recv" : "send";
+      line += "; waits for rank " + std::to_string(job_->ops[h].peer) + "'s matching " + what + ": ";
+      line += peer < 0 ? "not issued" : Label(s, peer) + " is " + Where(s, peer);
+    } else if (c.kind == OpKind::kRecv) {
+      line += "; waits for a send from any rank of " + pg_names_[c.pg] + ": none has started";
+    }
+    out.push_back(line);
+  }
+  return out;
+}
+
+model::DeviceJob Program::ToDeviceJob(const State& s) const {
+  model::DeviceJob j = *job_;
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    OpId o = static_cast<OpId>(i);
+    if (ops_[i].rank < 0) continue;
+    if (ops_[i].table >= 0 || (ops_[i].kind == OpKind::kRecv && Aux(s, o) >= 0)) {
+      j.ops[i].seq = Seq(s, o);
+    } else if (ops_[i].kind == OpKind::kRecv && ops_[i].peer == -1) {
+      j.ops[i].seq = -1;
+    }
+  }
+  j.finished.assign(j.ops.size(), false);
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    if (ops_[i].rank >= 0 && OpStatus(s, static_cast<OpId>(i)) == kFinished) j.finished[i] = true;
+    else if (i < job_->finished.size() && job_->finished[i]) j.finished[i] = true;
+  }
+  std::vector<std::string> rec;
+  for (size_t e = 0; e < events_.size(); ++e) {
+    if (s[event_word_ + static_cast<int32_t>(e)]) rec.push_back(events_[e]);
+  }
+  std::sort(rec.begin(), rec.end());
+  j.recorded_events = rec;
+  for (size_t r = 0; r < j.ranks.size(); ++r) {
+    auto& dr = j.ranks[r];
+    for (size_t k = 0; k < dr.threads.size(); ++k) {
+      const ThreadInfo& t = threads_[rank_threads_[r][k]];
+      dr.threads[k].pending.assign(t.program.begin() + s[t.word], t.program.end());
+      dr.threads[k].blocked_on = s[t.word + 1];
+    }
+    dr.queues.clear();
+    for (int32_t q = 0; q < static_cast<int32_t>(queues_.size()); ++q) {
+      if (queues_[q].rank != static_cast<int32_t>(r)) continue;
+      model::TaskQueue tq;
+      tq.name = queues_[q].name;
+      for (int32_t i = s[queues_[q].word]; i < s[queues_[q].word + 1]; ++i) tq.entries.push_back(s[queues_[q].word + 3 + i]);
+      tq.dispatching = s[queues_[q].word + 2];
+      dr.queues.push_back(std::move(tq));
+    }
+    dr.streams.clear();
+    for (int32_t st = 0; st < static_cast<int32_t>(streams_.size()); ++st) {
+      const StreamInfo& si = streams_[st];
+      if (si.rank != static_cast<int32_t>(r)) continue;
+      model::Stream ms;
+      ms.name = si.name;
+      for (int32_t i = s[si.word]; i < s[si.word + 1]; ++i) ms.tasks.push_back(s[si.word + 3 + i]);
+      ms.head_started = s[si.word + 2] != 0;
+      dr.streams.push_back(std::move(ms));
+    }
+    for (auto& p : dr.pools) {
+      p.holders.clear();
+      for (int32_t st = 0; st < static_cast<int32_t>(streams_.size()); ++st) {
+        OpId h = StreamHead(s, st);
+        if (h >= 0 && s[streams_[st].word + 2] && ops_[h].pool >= 0 && pools_[ops_[h].pool].rank == static_cast<int32_t>(r) &&
+            pools_[ops_[h].pool].name == p.name)
+          p.holders.push_back(h);
+      }
+    }
+  }
+  return j;
+}
+
+// One DFS frame: a state with more than one transition to explore.
+struct Frame {
+  State state;
+  std::vector<Trans> todo;
+  size_t next = 1;       // todo[0] is taken when the frame is pushed
+  size_t path_len = 0;   // path length at this state
+};
+
+}  // namespace
+
+std::string OpLabel(const model::DevOp& op) {
+  std::string seq = op.seq >= 0 ? " seq " + std::to_string(op.seq) : "";
+  std::string kind = DevOpKindName(op.kind);
+  std::string base;
+  switch (op.kind) {
+    case OpKind::kCompute:
+      return op.name.empty() ? "compute" : op.name;
+    case OpKind::kRecord:
+    case OpKind::kWait:
+      base = kind + " " + op.event;
+      break;
+    case OpKind::kCollective:
+      return (op.name.empty() ? kind : op.name) + " (" + op.pg + seq + ")";
+    case OpKind::kSend:
+      base = "send to " + std::to_string(op.peer) + " (" + op.pg + seq + ")";
+      break;
+    case OpKind::kRecv:
+      base = "recv from " + (op.peer >= 0 ? std::to_string(op.peer) : std::string("any")) + " (" + op.pg + seq + ")";
+      break;
+    case OpKind::kHostSync:
+      base = op.event.empty() ? "host_sync on stream " + op.stream : "host_sync on " + op.event;
+      break;
+  }
+  if (!op.name.empty() && op.name != kind && base.find(op.name) == std::string::npos)
+    return op.name + " [" + base + "]";
+  return base;
+}
+
+StatusOr<ExploreResult> Explore(const model::DeviceJob& job, const ExploreOptions& options) {
+  auto t0 = std::chrono::steady_clock::now();
+  Program prog;
+  if (Status st = prog.Compile(job); !st.ok()) return st;
+  ExploreResult res;
+  const bool por = options.partial_order_reduction;
+  VisitedSet visited;
+  State work = prog.Initial();
+  visited.Insert(work.h1(), work.h2());
+  std::vector<Frame> stack;
+  std::vector<Trans> path, ample;
+  int64_t since_clock = 0;
+  auto cut = [&](std::string why) {
+    res.bound_reached = true;
+    res.bound = std::move(why);
+  };
+  // Moves `work` along `t`; returns true when that reaches a new state.
+  auto step = [&](const Trans& t) {
+    prog.Apply(&work, t);
+    path.push_back(t);
+    ++res.transitions;
+    return visited.Insert(work.h1(), work.h2());
+  };
+  // Backtracks to the deepest frame with a transition left and takes it;
+  // false when the search is over.
+  auto backtrack = [&]() {
+    while (!stack.empty()) {
+      Frame& f = stack.back();
+      if (f.next >= f.todo.size()) {
+        stack.pop_back();
+        continue;
+      }
+      Trans t = f.todo[f.next++];
+      work = f.state;
+      path.resize(f.path_len);
+      if (f.next >= f.todo.size()) stack.pop_back();  // last branch: the frame is done
+      if (step(t)) return true;
+    }
+    return false;
+  };
+  bool more = true;
+  while (more) {
+    if (static_cast<int64_t>(visited.size()) >= options.max_states) {
+      cut("max states " + std::to_string(options.max_states));
+      break;
+    }
+    if (++since_clock >= 4096) {
+      since_clock = 0;
+      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (secs > options.max_seconds) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "max seconds %g", options.max_seconds);
+        cut(buf);
+        break;
+      }
+    }
+    prog.Ample(work, por, &ample);
+    if (ample.empty()) {
+      if (!prog.Finished(work)) {
+        res.deadlock = true;
+        break;
+      }
+      more = backtrack();
+      continue;
+    }
+    if (static_cast<int64_t>(path.size()) >= options.max_depth) {
+      if (!res.bound_reached) cut("max depth " + std::to_string(options.max_depth));
+      more = backtrack();
+      continue;
+    }
+    if (ample.size() > 1) stack.push_back(Frame{work, ample, 1, path.size()});
+    if (!step(ample[0])) more = backtrack();
+  }
+  res.states = static_cast<int64_t>(visited.size());
+  if (res.deadlock) {
+    State s = prog.Initial();
+    for (const Trans& t : path) {
+      State before = s;
+      prog.Apply(&s, t);
+      res.witness.push_back(prog.MakeStep(before, s, t));
+    }
+    res.stuck = prog.ToDeviceJob(s);
+    res.blocked = prog.Blocked(s);
+  }
+  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return res;
+}
+
+}  // namespace hangdx::sim
