@@ -820,7 +820,32 @@ class Analyzer {
                      : "make the tensors of this collective the same shape and dtype on every rank";
     if (in.failed && OpAt(in, 0).backend == "gloo")
       f.details.push_back("gloo has ended the op (timed out or failed) on the ranks that called it");
+    DetectedByPyTorch(&f, in);
     out_.findings.push_back(std::move(f));
+  }
+
+  // A mismatch that TORCH_DISTRIBUTED_DEBUG=DETAIL caught (kMismatch events
+  // at this (pg, seq)): the wrapper compared fingerprints before the op ran
+  // and raised on the ranks that logged it, so the job failed, not hung.
+  void DetectedByPyTorch(Finding* f, const Instance& in) {
+    const Group& g = groups_[in.group];
+    std::vector<Rank> raised;
+    std::vector<Evidence> lines;
+    for (const auto& d : job_.dumps) {
+      if (g.MemberIndex(d.rank) < 0) continue;
+      for (const auto& e : d.events) {
+        if (e.kind != model::LogEvent::Kind::kMismatch || e.seq != in.seq || e.pg != g.name) continue;
+        if (raised.empty() || raised.back() != d.rank) raised.push_back(d.rank);
+        if (lines.size() < kEvidencePerSide)
+          lines.push_back({e.file, d.rank, -1, "line " + std::to_string(e.line) + ": " + e.message.substr(0, 300)});
+      }
+    }
+    if (raised.empty()) return;
+    f->hang = false;
+    f->roles.push_back({"raised the mismatch error", raised});
+    f->details.push_back("PyTorch's TORCH_DISTRIBUTED_DEBUG=DETAIL check compared the ranks' fingerprints before the "
+                         "collective ran and raised on " + Who(raised) + ": the job failed fast instead of hanging");
+    f->evidence.insert(f->evidence.begin(), lines.begin(), lines.end());
   }
 
   void RootMissingFinding(const Instance& in) {
@@ -1519,7 +1544,8 @@ class Analyzer {
     }
     const Finding& f = out_.findings.front();
     std::string head = f.severity == Severity::kError ? "HANG: " : "WARNING: ";
-    if (f.kind == Kind::kCollectiveMismatch || f.kind == Kind::kSizeMismatch) head = "HANG (mismatch): ";
+    if (f.kind == Kind::kCollectiveMismatch || f.kind == Kind::kSizeMismatch)
+      head = f.hang ? "HANG (mismatch): " : "ERROR (mismatch, raised; no hang): ";
     out_.verdict = head + f.summary + ".";
     if (!f.culprit_ranks.empty())
       out_.verdict += " Look first at " + Who(f.culprit_ranks) +

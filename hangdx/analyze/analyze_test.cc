@@ -464,5 +464,34 @@ TEST(Analyze, SilentRankInLogsIsMissingNotDead) {
   EXPECT_EQ(d.findings[0].seq, 1132079);
 }
 
+TEST(Analyze, DetailMismatchEventsMakeItAnErrorNotAHang) {
+  // TORCH_DISTRIBUTED_DEBUG=DETAIL (testdata/torch/c_detail): each rank's
+  // fingerprint at seq 3 and each rank's "Detected mismatch" line there.
+  JobBuilder b("gloo");
+  for (int r = 0; r < 3; ++r) {
+    b.Coll(r, "0", 3, r == 2 ? "broadcast" : "all_reduce", false, {8}).Format(r, "torch-log");
+    b.Event(r, model::LogEvent::Kind::kMismatch, "Detected mismatch between collectives on ranks.");
+  }
+  model::Job job = b.World(3).Build();
+  for (auto& d : job.dumps) d.events[0].pg = "0", d.events[0].seq = 3;
+  Diagnosis d = Analyze(job);
+  ASSERT_FALSE(d.findings.empty());
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.kind, Kind::kCollectiveMismatch);
+  EXPECT_EQ(f.culprit_ranks, Ranks{2});
+  EXPECT_EQ(f.pg_name, "0");
+  EXPECT_EQ(f.seq, 3);
+  EXPECT_EQ(f.severity, Severity::kError);
+  EXPECT_FALSE(f.hang);  // the wrapper raised on every rank: no one waits
+  EXPECT_EQ(f.evidence.front().file, "rank0.log");
+  EXPECT_EQ(d.verdict.rfind("ERROR (mismatch, raised; no hang)", 0), 0u) << d.verdict;
+  // The same ops without the events (a mismatch nobody detected) hang.
+  for (auto& dump : job.dumps) dump.events.clear();
+  EXPECT_TRUE(Analyze(job).findings[0].hang);
+  // Events at another seq say nothing about this one.
+  for (auto& dump : job.dumps) dump.events.push_back({model::LogEvent::Kind::kMismatch, "x", "r.log", 1, "0", 9, ""});
+  EXPECT_TRUE(Analyze(job).findings[0].hang);
+}
+
 }  // namespace
 }  // namespace hangdx::analyze

@@ -9,7 +9,9 @@ taken from $HANGDX_BIN, else from PATH; the tests are skipped without it.
 An expected.json may carry "fr_evidence": false when the Flight Recorder dumps
 alone cannot show the fault (gloo does not record P2P ops; the DETAIL wrapper
 raises before the mismatched op is recorded); those cases are xfail (non-strict)
-because the evidence is only in the stderr logs.
+from the dumps alone because the evidence is only in the stderr logs. Where it
+is ("log_evidence": true), test_verdict_from_logs_where_dumps_cannot_show_it
+checks the verdict from the logs, alone and next to the dumps.
 """
 import glob
 import json
@@ -87,6 +89,39 @@ def test_hangdx_verdict(name, fmt):
     else:  # a straggler, a latent deadlock: warnings, not a hang
         assert p.returncode == 0, out
         assert f0["severity"] == "warning", f0
+
+
+def first_finding(*paths):
+    """(returncode, findings[0] or None) of `hangdx analyze PATHS --format json`."""
+    p = subprocess.run([hangdx_bin(), "analyze", *paths, "--format", "json"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=120)
+    assert p.returncode in (0, 1), "hangdx failed (rc=%d): %s" % (p.returncode, p.stderr.decode()[-2000:])
+    findings = json.loads(p.stdout).get("findings") or []
+    return p.returncode, (findings[0] if findings else None)
+
+
+LOG_SCENARIOS = [n for n in SCENARIOS if load_expected(n).get("log_evidence")]
+
+
+@pytest.mark.parametrize("parts", [("stderr",), ("pickle", "stderr"), ("json", "stderr")],
+                         ids=["stderr", "pickle+stderr", "json+stderr"])
+@pytest.mark.parametrize("name", LOG_SCENARIOS)
+def test_verdict_from_logs_where_dumps_cannot_show_it(name, parts):
+    """The DETAIL wrapper raises before the mismatched op reaches the Flight
+    Recorder (c_detail): its 'Detected mismatch between collectives' lines
+    name both fingerprints, and the verdict comes from them, alone or with
+    the dumps next to them."""
+    exp = load_expected(name)
+    rc, f0 = first_finding(*[os.path.join(TESTDATA, name, part) for part in parts])
+    assert f0, "no finding; expected %s" % exp["kind"]
+    assert (f0["kind"], f0["culprit_ranks"]) == (exp["kind"], exp["culprit_ranks"]), (f0["summary"], exp["why"])
+    assert (f0["pg"]["name"], f0["seq"]) == (exp["pg"], exp["seq"]), f0["summary"]
+    assert f0["hang"] == exp["hang"], f0["summary"]
+    assert rc == 1, "a mismatch error is something wrong found"
+
+
+def test_some_scenarios_have_log_evidence():
+    assert "c_detail" in LOG_SCENARIOS
 
 
 STACK_SCENARIOS = [n for n in SCENARIOS if os.path.isdir(os.path.join(TESTDATA, n, "stacks"))]

@@ -61,7 +61,7 @@ Fingerprint ParseFingerprint(std::string_view s) {
   size_t p = s.find("SequenceNumber=");
   if (p != std::string_view::npos) {
     size_t used = 0;
-    if (ParseDecPrefix(s.substr(p + 15), &f.seq, &used) && used > 0) f.ok = true;
+    if (ParseDecPrefix(s.substr(p + 15), &f.seq, &used) && used > 0 && f.seq >= 0 && f.seq < INT64_MAX) f.ok = true;
   }
   p = s.find("OpType=");
   if (p != std::string_view::npos) {
@@ -165,7 +165,6 @@ void ParseTorchLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
 
   std::vector<Timeout> timeouts;
   std::vector<Status> statuses;
-  std::set<std::tuple<int64_t, std::string, int64_t>> fp_seen;  // (rank, pg, seq) from fingerprints
   std::set<int64_t> timed_out_ranks;
 
   auto event = [&](int64_t rank, Kind kind, std::string_view msg, int64_t line, std::string pg = {},
@@ -186,16 +185,29 @@ void ParseTorchLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
     e.op = std::move(op);
     d.events.push_back(std::move(e));
   };
-  auto fingerprint_op = [&](int64_t rank, const Fingerprint& f, int64_t line) {
-    if (rank < 0 || !f.ok) return;
-    if (!fp_seen.emplace(rank, "0", f.seq).second) return;
+  // Fingerprints by (rank, seq): a rank's own report beats another rank's
+  // report of it, which beats an inference; the first of equals wins.
+  enum FpSource { kInferred, kNamed, kOwn };
+  struct FpClaim {
+    FpSource source;
+    Fingerprint f;
+  };
+  std::map<std::pair<int64_t, int64_t>, FpClaim> fingerprints;
+  auto claim = [&](int64_t rank, const Fingerprint& f, FpSource source) {
+    if (rank < 0 || !f.ok || fingerprints.size() >= (1u << 20)) return;
+    auto [it, fresh] = fingerprints.try_emplace({rank, f.seq}, FpClaim{source, f});
+    if (!fresh && source > it->second.source) it->second = FpClaim{source, f};
+  };
+  auto fingerprint_op = [&](int64_t rank, const Fingerprint& f) {
     model::RankDump& d = out->For(rank, "torch-log");
     model::Interner& pool = *d.interner;
     model::OpRecord r;
     r.record_id = static_cast<int64_t>(d.ops.size());
     r.pg_name = pool.Str("0");
     r.pg_desc = pool.Str("default_pg");
-    r.collective_seq = f.seq;
+    // SequenceNumber is the pg's collective count before this op
+    // (getSequenceNumberForGroup()); Flight Recorder numbers it one more.
+    r.collective_seq = f.seq + 1;
     std::string backend = f.device == "cpu" ? "gloo" : "nccl";
     r.profiling_name = pool.Str(backend + ":" + TorchOpName(f.op_type));
     model::ParseProfilingName(&r);
@@ -309,11 +321,24 @@ void ParseTorchLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
       std::string fa, fb;
       if (RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), kRanks, &a, &fa, &b, &fb)) {
         Fingerprint pa = ParseFingerprint(fa), pb = ParseFingerprint(fb);
-        fingerprint_op(a, pa, l.number);
-        fingerprint_op(b, pb, l.number);
         std::string msg(t.substr(t.find("Detected mismatch")).substr(0, 2048));
-        int64_t who = l.rank >= 0 ? l.rank : a;  // the reporting rank names itself first
-        event(who, Kind::kMismatch, msg, l.number, "0", pa.ok ? pa.seq : pb.seq, TorchOpName(pa.op_type));
+        // The ranks of the message are ranks of the checked pg; a [rankN]:
+        // prefix naming another rank means that pg is not the world: its
+        // ranks cannot be placed, only the event is kept.
+        if (l.rank >= 0 && l.rank != a) {
+          event(l.rank, Kind::kMismatch, msg + " [ranks of a sub-group, not global]", l.number, "",
+                pa.ok ? pa.seq + 1 : -1, TorchOpName(pa.op_type));
+          continue;
+        }
+        // The reporting rank (a) compared its fingerprint with every rank's
+        // in rank order and stopped at the first that differs (b): the
+        // ranks below b agree with a (ProcessGroupWrapper.cpp verify()).
+        claim(a, pa, kOwn);
+        claim(b, pb, kNamed);
+        for (int64_t r = 0; r < b && r < (1 << 16); ++r)
+          if (r != a) claim(r, pa, kInferred);
+        event(a, Kind::kMismatch, msg, l.number, "0", pa.ok ? pa.seq + 1 : pb.ok ? pb.seq + 1 : -1,
+              TorchOpName(pa.op_type));
       } else {
         event(rank, Kind::kMismatch, t.substr(t.find("Detected mismatch")), l.number);
       }
@@ -321,7 +346,7 @@ void ParseTorchLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
     }
     if (Contains(t, "Running collective: CollectiveFingerPrint(")) {
       Fingerprint f = ParseFingerprint(t.substr(t.find("CollectiveFingerPrint(")));
-      fingerprint_op(l.rank >= 0 ? l.rank : pg.rank >= 0 ? pg.rank : rank_hint, f, l.number);
+      claim(l.rank >= 0 ? l.rank : pg.rank >= 0 ? pg.rank : rank_hint, f, kOwn);
       continue;
     }
     if (Contains(t, "is running inconsistent collective")) {
@@ -366,6 +391,7 @@ void ParseTorchLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
     }
   }
   close_tb({}, 0);
+  for (const auto& [key, c] : fingerprints) fingerprint_op(key.first, c.f);
 
   // Timeouts: pg from the status line of the same rank and seq when the
   // watchdog line names none; the global rank from [rankN]:, a default-pg

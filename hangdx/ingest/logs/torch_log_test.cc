@@ -68,13 +68,80 @@ TEST(TorchLog, DetailMismatchOfSpeechbrain2401) {
   EXPECT_EQ(d[0].rank, 0);
   ASSERT_EQ(d[0].ops.size(), 1u);
   EXPECT_EQ(d[0].ops[0].op, "broadcast");
-  EXPECT_EQ(d[0].ops[0].collective_seq, 485);
+  EXPECT_EQ(d[0].ops[0].collective_seq, 486);  // SequenceNumber counts the ops before it
   EXPECT_EQ(*d[0].ops[0].input_sizes, (model::Shapes{{1}}));
   EXPECT_EQ(*d[0].ops[0].input_dtypes, (model::Dtypes{"Long"}));
   EXPECT_EQ(d[1].ops[0].op, "all_reduce");
   EXPECT_EQ(*d[1].ops[0].input_sizes, (model::Shapes{{25}}));
   ASSERT_EQ(d[1].events.size(), 1u);
   EXPECT_EQ(d[1].events[0].kind, model::LogEvent::Kind::kMismatch);
+  EXPECT_EQ(d[1].events[0].seq, 486);
+  EXPECT_EQ(d[1].events[0].pg, "0");
+}
+
+// The real line of testdata/torch/c_detail/stderr/rank_0.log (torch 2.13,
+// gloo): rank 0 compared every rank's fingerprint in rank order and stopped
+// at rank 2, so rank 1 agrees with rank 0.
+constexpr const char* kCDetailRank0 =
+    "[hangdx-fi rank 0 1796022076.710] collective raised RuntimeError: Detected mismatch between collectives on "
+    "ranks. Rank 0 is running collective: CollectiveFingerPrint(SequenceNumber=2, OpType=ALLREDUCE, TensorShape=[8], "
+    "TensorDtypes=Float, TensorDeviceTypes=TensorOptions(dtype=float (default), device=cpu, layout=Strided "
+    "(default), requires_grad=false (default), pinned_memory=false (default), memory_format=(nullopt))), but Rank 2 "
+    "is running collective: CollectiveFingerPrint(SequenceNumber=2, OpType=BROADCAST, TensorShape=[8], "
+    "TensorDtypes=Float, TensorDeviceTypes=TensorOptions(dtype=float (default), device=cpu, layout=Strided "
+    "(default), requires_grad=false (default), pinned_memory=false (default), memory_format=(nullopt))).Collectives "
+    "differ in the following aspects:   Op type: ALLREDUCEvs BROADCAST\n";
+
+TEST(TorchLog, DetailMismatchNamesTheRanksBelowTheFirstDifferentOne) {
+  auto d = Parse(kCDetailRank0, 0);
+  ASSERT_EQ(d.size(), 3u);
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(d[r].rank, r);
+    ASSERT_EQ(d[r].ops.size(), 1u) << r;
+    EXPECT_EQ(d[r].ops[0].collective_seq, 3) << r;  // FR's seq of the op after two all_reduces
+    EXPECT_EQ(d[r].ops[0].pg_name, "0");
+    EXPECT_EQ(d[r].ops[0].backend, "gloo");  // device=cpu
+    EXPECT_EQ(*d[r].ops[0].input_sizes, (model::Shapes{{8}}));
+  }
+  EXPECT_EQ(d[0].ops[0].op, "all_reduce");
+  EXPECT_EQ(d[1].ops[0].op, "all_reduce");  // inferred: below rank 2 and not reported
+  EXPECT_EQ(d[2].ops[0].op, "broadcast");
+  // The event belongs to the reporting rank only.
+  ASSERT_EQ(d[0].events.size(), 1u);
+  EXPECT_EQ(d[0].events[0].seq, 3);
+  EXPECT_EQ(d[0].events[0].op, "all_reduce");
+  EXPECT_TRUE(d[1].events.empty());
+  EXPECT_TRUE(d[2].events.empty());
+}
+
+TEST(TorchLog, DetailMismatchOwnReportBeatsOthersAndSubgroupsStayLocal) {
+  // Rank 2's own line says broadcast [4]; rank 0's line (read first) claims
+  // rank 2 runs broadcast [8]: the rank's own report wins.
+  auto d = Parse(
+      "Detected mismatch between collectives on ranks. Rank 0 is running collective: "
+      "CollectiveFingerPrint(SequenceNumber=7, OpType=ALLREDUCE, TensorShape=[8], TensorDtypes=Float), but Rank 2 "
+      "is running collective: CollectiveFingerPrint(SequenceNumber=7, OpType=BROADCAST, TensorShape=[8], "
+      "TensorDtypes=Float).\n"
+      "Detected mismatch between collectives on ranks. Rank 2 is running collective: "
+      "CollectiveFingerPrint(SequenceNumber=7, OpType=BROADCAST, TensorShape=[4], TensorDtypes=Float), but Rank 0 "
+      "is running collective: CollectiveFingerPrint(SequenceNumber=7, OpType=ALLREDUCE, TensorShape=[8], "
+      "TensorDtypes=Float).\n"
+      // A sub-group: global rank 5 is rank 1 of the checked pg; nothing can be placed.
+      "[rank5]: RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running collective: "
+      "CollectiveFingerPrint(SequenceNumber=3, OpType=ALLGATHER), but Rank 0 is running collective: "
+      "CollectiveFingerPrint(SequenceNumber=3, OpType=BARRIER).\n",
+      -1);
+  ASSERT_EQ(d.size(), 4u);
+  EXPECT_EQ(d[2].rank, 2);
+  ASSERT_EQ(d[2].ops.size(), 1u);
+  EXPECT_EQ(*d[2].ops[0].input_sizes, (model::Shapes{{4}}));
+  EXPECT_EQ(d[2].ops[0].collective_seq, 8);
+  EXPECT_EQ(d[3].rank, 5);
+  EXPECT_TRUE(d[3].ops.empty());
+  ASSERT_EQ(d[3].events.size(), 1u);
+  EXPECT_EQ(d[3].events[0].kind, model::LogEvent::Kind::kMismatch);
+  EXPECT_EQ(d[3].events[0].pg, "");
+  EXPECT_EQ(d[3].events[0].seq, 4);
 }
 
 TEST(TorchLog, WatchdogCrashOfVllm6042) {
