@@ -11,6 +11,7 @@
 
 #include "hangdx/base/mapped_file.h"
 #include "hangdx/ingest/flight_recorder.h"
+#include "hangdx/ingest/log_completion.h"
 #include "hangdx/ingest/merge.h"
 #include "hangdx/ingest/pickle.h"
 #include "hangdx/ingest/snapshot.h"
@@ -355,6 +356,7 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
     job.unreadable.erase(r);  // another artifact of the rank was readable
     job.dumps.push_back(std::move(d));
   }
+  DeriveNcclLogCompletion(&job);  // needs every rank's log
   return job;
 }
 

@@ -302,7 +302,6 @@ void ParseNcclLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
       if (fresh) it->second = "nccl-comm:n" + std::to_string(*nranks) + "#" + std::to_string(anon_count[*nranks]++);
       return it->second;
     };
-    std::map<std::string, int64_t> last_count;  // pg -> opCount of its last op
     size_t first_op = d.ops.size();
     for (auto& op : p.ops) {
       int64_t comm_rank, nranks;
@@ -332,14 +331,13 @@ void ParseNcclLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
       if (dt.empty() && op.dtype >= 0) dt = "nccl_dtype_" + std::to_string(op.dtype);
       r.input_dtypes = r.output_dtypes = pool.Intern(model::Dtypes{dt});
       r.thread_id = pool.Str(op.tid);
-      last_count[pg] = op.op_count;
       d.ops.push_back(r);
       if (nranks > 0 && !d.pg_config.count(pg)) {
         model::PgConfig cfg;
         cfg.name = pg;
-        cfg.desc = op.comm_id.empty() ? "NCCL communicator of " + std::to_string(nranks) +
-                                            " ranks, no Init line: matched across ranks by size and order"
-                                      : "NCCL communicator";
+        // "NCCL communicator of N ranks": DeriveNcclLogCompletion reads N.
+        cfg.desc = "NCCL communicator of " + std::to_string(nranks) + " ranks" +
+                   (op.comm_id.empty() ? ", no Init line: matched across ranks by size and order" : "");
         // Members are global ranks: known when this rank's comm rank is its
         // global rank (or unknown and the comm may be the world).
         if ((comm_rank < 0 || comm_rank == rank) && rank < nranks && nranks <= (int64_t{1} << 20)) {
@@ -357,13 +355,9 @@ void ParseNcclLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
         d.pg_config[pg] = std::move(cfg);
       }
     }
-    for (size_t i = first_op; i < d.ops.size(); ++i) {
-      model::OpRecord& r = d.ops[i];
-      int64_t seq = r.is_p2p ? r.p2p_seq : r.collective_seq;
-      r.completed = seq != last_count[std::string(r.pg_name)];
-      r.state = r.completed ? model::OpState::kCompleted : model::OpState::kScheduled;
-      r.retired = r.completed;
-    }
+    // Enqueue lines say nothing about completion: every op is scheduled
+    // until the whole job's logs show otherwise (DeriveNcclLogCompletion).
+    for (size_t i = first_op; i < d.ops.size(); ++i) d.ops[i].state = model::OpState::kScheduled;
     for (auto& e : p.events) {
       e.file = out->file();
       d.events.push_back(std::move(e));

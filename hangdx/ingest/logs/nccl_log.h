@@ -30,7 +30,9 @@ bool LooksLikeNcclLog(std::string_view data);
 // "nccl-comm:n<nranks>#<k>" (the k-th such communicator of that size this
 // process used: comm pointers differ per rank, creation order does not);
 // collective_seq = opCount (hex); P2P (Send/Recv) sets p2p_seq instead.
-// The last op of each communicator is not completed; earlier ones are.
+// Every op is kScheduled, not completed: an enqueue line says nothing about
+// completion (see ingest/log_completion.h for when an op is known finished).
+// pg_config desc: "NCCL communicator of <nranks> ranks...".
 // WARN lines become LogEvents (CUDA failures kCrash, NCCL's own mismatch
 // detector kMismatch, others kOther); `Abort COMPLETE` is kExit.
 void ParseNcclLog(std::string_view data, int64_t rank_hint, DumpSet* out);

@@ -33,9 +33,11 @@ TEST(NcclLog, EnqueueLineFromNccl147) {
   EXPECT_EQ(a.backend, "nccl");
   EXPECT_EQ(*a.input_sizes, (model::Shapes{{53}}));
   EXPECT_EQ(*a.input_dtypes, (model::Dtypes{"Long"}));
-  EXPECT_TRUE(a.completed);
+  EXPECT_FALSE(a.completed);  // enqueued; completion is not in the log
+  EXPECT_EQ(a.state, model::OpState::kScheduled);
   EXPECT_EQ(*d[0].ops[1].input_dtypes, (model::Dtypes{"Half"}));
   EXPECT_FALSE(d[0].ops[1].completed);
+  EXPECT_EQ(d[0].pg_config.at("nccl-comm:n8#0").desc.rfind("NCCL communicator of 8 ranks", 0), 0u);
   ASSERT_TRUE(d[0].pg_config.count("nccl-comm:n8#0"));
   EXPECT_EQ(d[0].pg_config.at("nccl-comm:n8#0").ranks.size(), 8u);
   EXPECT_TRUE(d[0].pg_config.at("nccl-comm:n8#0").ranks_known);
