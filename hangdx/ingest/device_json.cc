@@ -521,7 +521,12 @@ void Reader::ReadPlacement(const json& r, size_t index) {
         for (size_t j = 0; e->is_array() && j < e->size(); ++j) {
           std::string ep = p + ".entries[" + std::to_string(j) + "]";
           OpId id = Lookup((*e)[j], ep, rank);
-          if (own(id, ep) && place(id, ep)) q.entries.push_back(id);
+          if (!own(id, ep)) continue;
+          if (out_->ops[id].kind == DevOp::Kind::kHostSync) {
+            Warn(ep, "a host_sync never enters a queue (it blocks its thread); ignored here", rank);
+            continue;
+          }
+          if (place(id, ep)) q.entries.push_back(id);
         }
       }
       if (auto d = qv.find("dispatching"); d != qv.end() && !d->is_null()) {
