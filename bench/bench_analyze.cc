@@ -10,6 +10,7 @@
 
 #include "bench_job.h"
 #include "hangdx/analyze/analyze.h"
+#include "hangdx/analyze/latent_order.h"
 #include "hangdx/analyze/wait_graph.h"
 
 namespace hangdx::bench {
@@ -92,6 +93,33 @@ void BM_WaitGraphOnly(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_WaitGraphOnly)->Args({100000, 8})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+}  // namespace hangdx::bench
+
+namespace hangdx::bench {
+namespace {
+
+// The latent order-inversion check alone (analyze/latent_order.h) on the
+// jobs of BM_Analyze: every pair of pgs that share ranks, compared over the
+// whole recorded window.
+void BM_LatentOrder(benchmark::State& state) {
+  model::Job job = MakeJob(state.range(0), static_cast<int>(state.range(1)), static_cast<int>(state.range(2)),
+                           /*culprit=*/state.range(0) / 2 + 3);
+  size_t findings = 0;
+  for (auto _ : state) {
+    auto f = analyze::LatentOrderInversions(job);
+    findings = f.size();
+    benchmark::DoNotOptimize(f.data());
+  }
+  state.counters["findings"] = static_cast<double>(findings);
+}
+BENCHMARK(BM_LatentOrder)
+    ->Args({1024, 3, 667})
+    ->Args({100000, 8, 4})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace hangdx::bench

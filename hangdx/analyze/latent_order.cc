@@ -5,6 +5,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "hangdx/base/rank_set.h"
 
@@ -18,6 +19,7 @@ using model::RankDump;
 // first record of each seq.
 struct PgOps {
   std::string_view name, desc, backend;
+  int id = -1;  // job-wide id of `name`
   std::vector<std::pair<int64_t, uint32_t>> by_seq;
 };
 
@@ -30,7 +32,9 @@ std::vector<PgOps> CollectivesByPg(const RankDump& d) {
   for (uint32_t i = 0; i < d.ops.size(); ++i) {
     const OpRecord& op = d.ops[i];
     if (op.is_p2p || op.collective_seq < 0) continue;
-    auto it = std::find_if(out.begin(), out.end(), [&](const PgOps& p) { return p.name == op.pg_name; });
+    auto it = std::find_if(out.begin(), out.end(), [&](const PgOps& p) {
+      return p.name.data() == op.pg_name.data() || p.name == op.pg_name;  // interned: usually the same address
+    });
     if (it == out.end()) {
       out.push_back({op.pg_name, op.pg_desc, op.backend, {}});
       it = out.end() - 1;
@@ -49,14 +53,13 @@ std::vector<PgOps> CollectivesByPg(const RankDump& d) {
                      [](const PgOps& a, const PgOps& b) { return a.by_seq.size() > b.by_seq.size(); });
     out.resize(kMaxPgsPerRank);
   }
-  std::sort(out.begin(), out.end(), [](const PgOps& a, const PgOps& b) { return a.name < b.name; });
   return out;
 }
 
-const PgOps* FindPg(const std::vector<PgOps>& list, std::string_view name) {
-  auto it = std::lower_bound(list.begin(), list.end(), name,
-                             [](const PgOps& p, std::string_view n) { return p.name < n; });
-  return it != list.end() && it->name == name ? &*it : nullptr;
+// `list` sorted by id.
+const PgOps* FindPg(const std::vector<PgOps>& list, int id) {
+  auto it = std::lower_bound(list.begin(), list.end(), id, [](const PgOps& p, int i) { return p.id < i; });
+  return it != list.end() && it->id == id ? &*it : nullptr;
 }
 
 // The entries of `p` with seq in [lo, hi].
@@ -74,17 +77,19 @@ struct Order {
   bool operator==(const Order& o) const { return p_seqs == o.p_seqs && q_before == o.q_before; }
 };
 
-Order OrderOf(std::span<const std::pair<int64_t, uint32_t>> pw, std::span<const std::pair<int64_t, uint32_t>> qw) {
-  std::vector<uint32_t> qpos;
-  qpos.reserve(qw.size());
-  for (const auto& [seq, idx] : qw) qpos.push_back(idx);
-  std::sort(qpos.begin(), qpos.end());
-  Order o;
+// Fills *o with one rank's order; `qpos` is scratch (no allocation per call
+// once warm).
+void OrderOf(std::span<const std::pair<int64_t, uint32_t>> pw, std::span<const std::pair<int64_t, uint32_t>> qw,
+             std::vector<uint32_t>* qpos, Order* o) {
+  qpos->clear();
+  for (const auto& [seq, idx] : qw) qpos->push_back(idx);
+  std::sort(qpos->begin(), qpos->end());
+  o->p_seqs.clear();
+  o->q_before.clear();
   for (const auto& [seq, idx] : pw) {
-    o.p_seqs.push_back(seq);
-    o.q_before.push_back(static_cast<int32_t>(std::lower_bound(qpos.begin(), qpos.end(), idx) - qpos.begin()));
+    o->p_seqs.push_back(seq);
+    o->q_before.push_back(static_cast<int32_t>(std::lower_bound(qpos->begin(), qpos->end(), idx) - qpos->begin()));
   }
-  return o;
 }
 
 struct RankClass {
@@ -110,24 +115,62 @@ const char* Verb(const std::vector<model::Rank>& ranks) { return ranks.size() ==
 std::vector<Finding> LatentOrderInversions(const model::Job& job, size_t max_findings) {
   std::vector<std::vector<PgOps>> per_dump;
   per_dump.reserve(job.dumps.size());
-  std::map<std::pair<std::string, std::string>, std::vector<size_t>> pairs;  // (P, Q) -> dumps
+  // Pg names get job-wide ids (views into the dumps' interners stay valid);
+  // every (pair of pg ids, dump) is one 16-byte row, sorted: no per-pair
+  // allocation, so 100,000 ranks x 28 pairs stay cheap.
+  std::unordered_map<std::string_view, int> ids;
+  std::vector<std::string_view> id_name;
+  std::vector<std::pair<uint64_t, uint32_t>> rows;
   for (size_t di = 0; di < job.dumps.size(); ++di) {
     per_dump.push_back(CollectivesByPg(job.dumps[di]));
-    const auto& list = per_dump.back();
+    auto& list = per_dump.back();
+    for (auto& p : list) {
+      auto [it, fresh] = ids.emplace(p.name, static_cast<int>(id_name.size()));
+      if (fresh) id_name.push_back(p.name);
+      p.id = it->second;
+    }
+    std::sort(list.begin(), list.end(), [](const PgOps& a, const PgOps& b) { return a.id < b.id; });
     for (size_t a = 0; a < list.size(); ++a)
       for (size_t b = a + 1; b < list.size(); ++b)
         if (list[a].backend == list[b].backend)
-          pairs[{std::string(list[a].name), std::string(list[b].name)}].push_back(di);
+          rows.emplace_back((static_cast<uint64_t>(list[a].id) << 32) | static_cast<uint32_t>(list[b].id),
+                            static_cast<uint32_t>(di));
   }
+  std::sort(rows.begin(), rows.end());
+  // Pairs in name order, so that findings do not depend on input order.
+  struct PairRange {
+    std::string_view p, q;  // names, p < q
+    int pid, qid;
+    size_t begin, end;      // rows
+  };
+  std::vector<PairRange> pairs;
+  for (size_t i = 0; i < rows.size();) {
+    size_t j = i;
+    while (j < rows.size() && rows[j].first == rows[i].first) ++j;
+    if (j - i >= 2) {
+      int a = static_cast<int>(rows[i].first >> 32), b = static_cast<int>(rows[i].first & 0xffffffffu);
+      if (id_name[b] < id_name[a]) std::swap(a, b);
+      pairs.push_back({id_name[a], id_name[b], a, b, i, j});
+    }
+    i = j;
+  }
+  std::sort(pairs.begin(), pairs.end(), [](const PairRange& x, const PairRange& y) {
+    return x.p != y.p ? x.p < y.p : x.q < y.q;
+  });
   std::vector<Finding> out;
   size_t more = 0;
-  for (const auto& [names, dumps] : pairs) {
-    if (dumps.size() < 2) continue;
+  std::vector<size_t> dumps;
+  std::vector<uint32_t> qpos;
+  Order cur;
+  for (const PairRange& pr : pairs) {
+    dumps.clear();
+    for (size_t i = pr.begin; i < pr.end; ++i) dumps.push_back(rows[i].second);
+    const std::pair<std::string_view, std::string_view> names{pr.p, pr.q};
     // The seqs every one of these ranks recorded, for both pgs.
     int64_t plo = INT64_MIN, phi = INT64_MAX, qlo = INT64_MIN, qhi = INT64_MAX;
     for (size_t di : dumps) {
-      const PgOps* p = FindPg(per_dump[di], names.first);
-      const PgOps* q = FindPg(per_dump[di], names.second);
+      const PgOps* p = FindPg(per_dump[di], pr.pid);
+      const PgOps* q = FindPg(per_dump[di], pr.qid);
       plo = std::max(plo, p->by_seq.front().first);
       phi = std::min(phi, p->by_seq.back().first);
       qlo = std::max(qlo, q->by_seq.front().first);
@@ -136,12 +179,12 @@ std::vector<Finding> LatentOrderInversions(const model::Job& job, size_t max_fin
     if (plo > phi || qlo > qhi) continue;
     std::vector<RankClass> classes;
     for (size_t di : dumps) {
-      const PgOps* p = FindPg(per_dump[di], names.first);
-      const PgOps* q = FindPg(per_dump[di], names.second);
-      Order o = OrderOf(Window(*p, plo, phi), Window(*q, qlo, qhi));
-      auto it = std::find_if(classes.begin(), classes.end(), [&](const RankClass& c) { return c.order == o; });
+      const PgOps* p = FindPg(per_dump[di], pr.pid);
+      const PgOps* q = FindPg(per_dump[di], pr.qid);
+      OrderOf(Window(*p, plo, phi), Window(*q, qlo, qhi), &qpos, &cur);
+      auto it = std::find_if(classes.begin(), classes.end(), [&](const RankClass& c) { return c.order == cur; });
       if (it == classes.end()) {
-        classes.push_back({std::move(o), {}, {}});
+        classes.push_back({cur, {}, {}});
         it = classes.end() - 1;
       }
       it->ranks.push_back(job.dumps[di].rank);
@@ -157,13 +200,13 @@ std::vector<Finding> LatentOrderInversions(const model::Job& job, size_t max_fin
       return a.ranks.front() < b.ranks.front();
     });
     const RankClass& ref = classes[0];
-    const PgOps& p0 = *FindPg(per_dump[ref.dumps[0] - job.dumps.data()], names.first);
-    const PgOps& q0 = *FindPg(per_dump[ref.dumps[0] - job.dumps.data()], names.second);
+    const PgOps& p0 = *FindPg(per_dump[ref.dumps[0] - job.dumps.data()], pr.pid);
+    const PgOps& q0 = *FindPg(per_dump[ref.dumps[0] - job.dumps.data()], pr.qid);
     Finding f;
     f.kind = Kind::kOrderInversion;
     f.severity = Severity::kWarning;
     f.hang = false;
-    f.pg_name = names.first;
+    f.pg_name = std::string(pr.p);
     f.pg_desc = std::string(p0.desc);
     std::string pl = Label(names.first, p0.desc), ql = Label(names.second, q0.desc);
     f.roles.push_back({"reference order", ref.ranks});
@@ -189,10 +232,10 @@ std::vector<Finding> LatentOrderInversions(const model::Job& job, size_t max_fin
         int64_t s = a.p_seqs[i];
         const RankDump* ed = early.dumps[0];
         const RankDump* ld = late.dumps[0];
-        const PgOps& ep = *FindPg(per_dump[ed - job.dumps.data()], names.first);
-        const PgOps& eq = *FindPg(per_dump[ed - job.dumps.data()], names.second);
-        const PgOps& lp = *FindPg(per_dump[ld - job.dumps.data()], names.first);
-        const PgOps& lq = *FindPg(per_dump[ld - job.dumps.data()], names.second);
+        const PgOps& ep = *FindPg(per_dump[ed - job.dumps.data()], pr.pid);
+        const PgOps& eq = *FindPg(per_dump[ed - job.dumps.data()], pr.qid);
+        const PgOps& lp = *FindPg(per_dump[ld - job.dumps.data()], pr.pid);
+        const PgOps& lq = *FindPg(per_dump[ld - job.dumps.data()], pr.qid);
         auto eqw = Window(eq, qlo, qhi);
         auto lqw = Window(lq, qlo, qhi);
         int64_t t = lqw[k].first;  // the same Q seq on both sides (seqs are per pg)
