@@ -142,4 +142,67 @@ assert not [x for x in d['findings'] if x['severity']=='error'], d['findings']" 
 "$BIN" analyze testdata/torch --format json -j 2 > "$tmp/t2"
 cmp -s "$tmp/t1" "$tmp/t2" && echo "ok   deterministic" || { echo "FAIL threads change output"; fail=1; }
 
+# hangdx simulate: each story of failure-modes.md (examples/*/deadlock.json) deadlocks as the field report
+# says, its fixed variant passes, and the fix search names the report's fix. sim_assert NAME PYTHON runs
+# PYTHON with d = the JSON report, heads = {(rank, stream): (head op, started)}, fixes = passing changes.
+sim_assert() {
+  python3 -c "
+import json; d=json.load(open('$tmp/out'))
+heads={(r['rank'], s['name']): (s['tasks'][0]['op'], s['head_started']) for r in (d['stuck'] or {}).get('ranks', []) for s in r['streams'] if s['tasks']}
+fixes=[f['kind']+': '+f['change'] for f in d['fixes'] if f['passes']]
+$2" || { echo "FAIL $1 content"; fail=1; }
+}
+check sim_p2p 1 "$BIN" simulate examples/p2p-send-send/deadlock.json --format json
+sim_assert sim_p2p "
+f=d['findings'][0]; assert f['kind']=='p2p_cycle' and f['cycle']==[0, 1], f
+assert heads[(0,'comm')]==('send_activations [send to 1 (pp seq 0)]', True) and heads[(1,'comm')]==('send_activations [send to 0 (pp seq 0)]', True), heads
+assert fixes==['parity: on odd ranks, post each recv before its paired send (pair by parity)'], fixes"
+check sim_p2p_fixed 0 "$BIN" simulate examples/p2p-send-send/fixed.json
+check sim_stream_event 1 "$BIN" simulate examples/stream-event-cycle/deadlock.json --format json
+sim_assert sim_stream_event "
+assert d['findings'][0]['kind']=='stream_cycle', d['findings'][0]
+for r in (0, 1):
+  assert heads[(r,'compute')]==('wait reduced grads [wait reduced%d]' % r, True), heads
+  assert heads[(r,'comm')]==('wait grads%d' % r, True), heads
+assert fixes==[] and len(d['fixes'])==2, d['fixes']"
+check sim_stream_event_fixed 0 "$BIN" simulate examples/stream-event-cycle/fixed.json
+check sim_task_queue 1 "$BIN" simulate examples/task-queue/deadlock.json --format json
+sim_assert sim_task_queue "
+f=d['findings'][0]; assert f['kind']=='task_queue_deadlock' and f['culprit_ranks']==[1], f
+q=d['stuck']['ranks'][1]['queues'][0]
+assert q['dispatching']['op']=='all_reduce (tp seq 0)' and [e['op'] for e in q['entries']]==['record grads1'], q
+assert fixes==['queue_mode: task queue mode off (now per_device)', 'queue_mode: task queue mode per_stream (now per_device)'], fixes"
+check sim_task_queue_fixed 0 "$BIN" simulate examples/task-queue/fixed.json
+check sim_two_comms 1 "$BIN" simulate examples/two-communicators/deadlock.json --format json
+sim_assert sim_two_comms "
+f=d['findings'][0]; assert f['kind']=='order_inversion' and f['cycle']==[0, 1], f
+assert heads[(0,'pg1_stream')]==('reduce_scatter (pg1 seq 0)', True) and heads[(1,'pg1_stream')]==('reduce_scatter (pg1 seq 0)', False), heads
+assert heads[(1,'pg2_stream')]==('recv_expert_map [recv from 0 (pg2 seq 0)]', True), heads
+assert 'order: issue the ops of pgs pg1, pg2 in one order on every rank (rank 0\'s order: rank 1 thread main issues reduce_scatter (pg1 seq 0) before recv_expert_map [recv from 0 (pg2 seq 0)])' in fixes, fixes"
+check sim_two_comms_fixed 0 "$BIN" simulate examples/two-communicators/fixed.json
+check sim_aicpu 1 "$BIN" simulate examples/aicpu-pool/deadlock.json --format json
+sim_assert sim_aicpu "
+f=d['findings'][0]; assert f['kind']=='resource_deadlock' and f['cycle']==[0, 1], f
+for r in d['stuck']['ranks']:
+  p=r['pools'][0]; assert p['capacity']==2 and len(p['holders'])==2 and all(h['op'].startswith('all_reduce') for h in p['holders']), p
+  assert heads[(r['rank'],'aicpu_ops')]==('topk_aicpu', False), heads
+assert len(fixes)==2 and fixes[0]=='capacity: pool aicpu capacity 3 on every rank (now 2)', fixes
+assert fixes[1].startswith('no_hold: collectives and P2P ops do not hold a unit of aicpu while they wait'), fixes"
+check sim_aicpu_fixed 0 "$BIN" simulate examples/aicpu-pool/fixed.json
+check sim_aicpu_fewer_pgs 0 "$BIN" simulate examples/aicpu-pool/fixed-fewer-pgs.json
+# Text: the verdict first, the fix as a line of its own; bounds and bad input.
+check sim_text 1 "$BIN" simulate examples/task-queue/deadlock.json
+head -1 "$tmp/out" | grep -q '^DEADLOCK (task queue mode per_device): an interleaving of examples/task-queue/deadlock.json deadlocks; explored [0-9]* states' \
+  || { echo "FAIL sim_text first line: $(head -1 "$tmp/out")"; fail=1; }
+grep -q '^fix: task queue mode per_stream (now per_device): no deadlock' "$tmp/out" || { echo "FAIL sim_text fix line"; fail=1; }
+check sim_no_fixes 1 "$BIN" simulate examples/task-queue/deadlock.json --no-fixes
+if grep -q '^fix:' "$tmp/out"; then echo "FAIL --no-fixes still searched"; fail=1; fi
+check sim_bound 0 "$BIN" simulate examples/aicpu-pool/fixed.json --max-states 5
+grep -q '^NO DEADLOCK FOUND WITHIN THE BOUND .*bound reached (max states 5): no deadlock found within the bound' "$tmp/out" \
+  || { echo "FAIL sim_bound: $(head -1 "$tmp/out")"; fail=1; }
+check sim_missing 2 "$BIN" simulate /nonexistent/schedule.json
+printf '{"hangdx_schedule": 1, "ranks": [{"rank": 0, "threads": [{"name": "t", "ops": [{"op": "jump"}]}]}]}' > "$tmp/bad.json"
+check sim_bad_op 2 "$BIN" simulate "$tmp/bad.json"
+grep -q 'ranks\[0\].threads\[0\].ops\[0\]' "$tmp/err" || { echo "FAIL sim_bad_op message"; fail=1; }
+
 exit $fail

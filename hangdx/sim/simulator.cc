@@ -982,7 +982,8 @@ std::string Program::Where(const State& s, OpId o) const {
         for (int32_t i = s[q.word]; i < s[q.word + 1]; ++i) {
           if (s[q.word + 3 + i] == o)
             return "in " + RankName(q.rank) + " " + QueueName(c.queue) + " at position " +
-                   std::to_string(i - s[q.word]) + " behind " + Label(s, s[q.word + 3 + s[q.word]]) +
+                   std::to_string(i - s[q.word]) +
+                   (i > s[q.word] ? " behind " + Label(s, s[q.word + 3 + s[q.word]]) : "") +
                    (s[q.word + 2] >= 0 ? " (its dispatcher is blocked in " + Label(s, s[q.word + 2]) + ")" : "");
         }
       }
@@ -1146,6 +1147,8 @@ model::DeviceJob Program::ToDeviceJob(const State& s) const {
       }
     }
   }
+  // Ops not issued yet get the seqs they would take next, as Number() gives.
+  j.Number();
   return j;
 }
 
@@ -1182,9 +1185,10 @@ std::string OpLabel(const model::DevOp& op) {
       base = op.event.empty() ? "host_sync on stream " + op.stream : "host_sync on " + op.event;
       break;
   }
-  if (!op.name.empty() && op.name != kind && base.find(op.name) == std::string::npos)
-    return op.name + " [" + base + "]";
-  return base;
+  // The reader's default names ("send", "record e1", "host_sync e1") add nothing.
+  const std::string target = op.event.empty() ? op.stream : op.event;
+  if (op.name.empty() || op.name == kind || op.name == kind + " " + target) return base;
+  return op.name + " [" + base + "]";
 }
 
 StatusOr<ExploreResult> Explore(const model::DeviceJob& job, const ExploreOptions& options) {

@@ -168,7 +168,7 @@ TEST(Explore, TaskQueueOffAndPerStreamPass) {
 // Partial-order reduction explores fewer states and keeps the verdict.
 TEST(Explore, ReductionKeepsVerdictWithFewerStates) {
   for (QueueMode m : {QueueMode::kOff, QueueMode::kPerDevice, QueueMode::kPerStream}) {
-    model::DeviceJob job = TaskQueue(m, 2);
+    model::DeviceJob job = TaskQueue(m, 1);
     ExploreResult full = Sim(job, false), reduced = Sim(job, true);
     EXPECT_EQ(full.deadlock, reduced.deadlock) << model::QueueModeName(m);
     EXPECT_LT(reduced.states, full.states) << model::QueueModeName(m);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "hangdx/pipeline/pipeline.h"
+#include "hangdx/sim/simulate.h"
 
 namespace {
 
@@ -73,6 +74,23 @@ int RunAnalyze(const std::vector<std::string>& paths, const std::string& format,
   return rc ? rc : hangdx::pipeline::ExitCode(*d);
 }
 
+// hangdx simulate: 0 no deadlock found, 1 a deadlock, 2 bad input.
+int RunSimulate(const std::string& path, const std::string& format, const hangdx::sim::SimulateOptions& options) {
+  auto job = hangdx::sim::LoadSchedule(path);
+  if (!job.ok()) {
+    std::cerr << "hangdx: " << job.status().message() << "\n";
+    return 2;
+  }
+  auto report = hangdx::sim::Simulate(*job, options);
+  if (!report.ok()) {
+    std::cerr << "hangdx: " << path << ": " << report.status().message() << "\n";
+    return 2;
+  }
+  std::string text = format == "json" ? hangdx::sim::RenderJson(*report) : hangdx::sim::RenderText(*report);
+  int rc = WriteOut(text, "");
+  return rc ? rc : hangdx::sim::ExitCode(*report);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -108,6 +126,18 @@ int main(int argc, char** argv) {
   stacks->add_option("-o,--output", stack_output, "Write to FILE instead of stdout");
   stacks->add_option("--rank", rank_overrides, "FILE=RANK: the rank of a file whose name does not say it");
 
+  auto* simulate = app.add_subcommand("simulate", "Explore every interleaving of a device-level schedule for a "
+                                                  "deadlock, and try fixes (docs/simulate.md)");
+  std::string schedule, sim_format = "text";
+  hangdx::sim::SimulateOptions sim_options;
+  bool no_fixes = false;
+  simulate->add_option("SCHEDULE", schedule, "schedule file ({\"hangdx_schedule\": 1, ...})")->required();
+  simulate->add_option("--format", sim_format, "Output format")->check(CLI::IsMember({"text", "json"}));
+  simulate->add_option("--max-states", sim_options.explore.max_states,
+                       "Stop after this many distinct states (then: no deadlock found within the bound)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  simulate->add_flag("--no-fixes", no_fixes, "Do not search for fixes after a deadlock");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -129,6 +159,10 @@ int main(int argc, char** argv) {
     options.load.rank_of[o.substr(0, eq)] = r;
   }
   if (*analyze) return RunAnalyze(paths, format, output, options);
+  if (*simulate) {
+    sim_options.search_fixes = !no_fixes;
+    return RunSimulate(schedule, sim_format, sim_options);
+  }
   if (*stacks) {
     auto text = hangdx::pipeline::Stacks(stack_paths, options, stack_format);
     if (!text.ok()) {

@@ -1,0 +1,92 @@
+#include "hangdx/sim/simulate.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace hangdx::sim {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+std::string Example(const std::string& name) { return std::string(HANGDX_SOURCE_DIR) + "/examples/" + name; }
+
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(LoadSchedule, Errors) {
+  EXPECT_EQ(LoadSchedule("/nonexistent/schedule.json").status().code(), Status::Code::kNotFound);
+  auto junk = LoadSchedule(WriteTemp("junk.json", "not json at all"));
+  ASSERT_FALSE(junk.ok());
+  EXPECT_THAT(junk.status().message(), HasSubstr("not a usable hangdx schedule"));
+  // A skipped op would make the simulation lie: refused, with its JSON path.
+  auto bad = LoadSchedule(WriteTemp("bad.json", R"({"hangdx_schedule": 1, "ranks": [{"rank": 0, "threads": [
+      {"name": "main", "ops": [{"op": "wait", "stream": "s"}]}]}]})"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("has problems"));
+  EXPECT_THAT(bad.status().message(), HasSubstr("ranks[0].threads[0].ops[0]"));
+}
+
+TEST(Simulate, DeadlockTextAndJson) {
+  auto job = LoadSchedule(Example("p2p-send-send/deadlock.json"));
+  ASSERT_TRUE(job.ok()) << job.status().message();
+  auto rep = Simulate(*job, {});
+  ASSERT_TRUE(rep.ok());
+  EXPECT_EQ(ExitCode(*rep), 1);
+  std::string text = RenderText(*rep);
+  EXPECT_THAT(text, StartsWith("DEADLOCK (task queue mode off): an interleaving of "));
+  EXPECT_THAT(text, HasSubstr("\nWitness order (20 transitions from the start):\n"));
+  EXPECT_THAT(text, HasSubstr("\n  p2p_cycle: "));
+  EXPECT_THAT(text, HasSubstr("\nfix: on odd ranks, post each recv before its paired send (pair by parity): no "
+                              "deadlock"));
+  EXPECT_THAT(text, HasSubstr("\n  tried: task queue mode per_device (now off): still deadlocks\n"));
+  auto j = nlohmann::json::parse(RenderJson(*rep));
+  EXPECT_EQ(j["hangdx_simulate"], 1);
+  EXPECT_EQ(j["deadlock"], true);
+  EXPECT_EQ(j["witness"].size(), 20u);
+  EXPECT_EQ(j["witness"][0]["kind"], "issue");
+  EXPECT_EQ(j["findings"][0]["kind"], "p2p_cycle");
+  EXPECT_EQ(j["stuck"]["ranks"][0]["streams"][1]["tasks"][0]["op"], "send_activations [send to 1 (pp seq 0)]");
+  int passing = 0;
+  for (const auto& f : j["fixes"]) passing += f["passes"].get<bool>();
+  EXPECT_EQ(passing, 1);
+}
+
+TEST(Simulate, NoDeadlockAndBound) {
+  auto job = LoadSchedule(Example("task-queue/fixed.json"));
+  ASSERT_TRUE(job.ok());
+  auto rep = Simulate(*job, {});
+  ASSERT_TRUE(rep.ok());
+  EXPECT_EQ(ExitCode(*rep), 0);
+  EXPECT_THAT(RenderText(*rep), StartsWith("NO DEADLOCK (task queue mode per_stream): every interleaving of "));
+  SimulateOptions small;
+  small.explore.max_states = 5;
+  auto cut = Simulate(*job, small);
+  ASSERT_TRUE(cut.ok());
+  EXPECT_EQ(ExitCode(*cut), 0);
+  EXPECT_THAT(RenderText(*cut), StartsWith("NO DEADLOCK FOUND WITHIN THE BOUND (task queue mode per_stream): explored "
+                                           "5 states in "));
+  EXPECT_THAT(RenderText(*cut), HasSubstr("bound reached (max states 5): no deadlock found within the bound"));
+  EXPECT_EQ(nlohmann::json::parse(RenderJson(*cut))["bound_reached"], true);
+}
+
+TEST(Simulate, NoFixesWhenAsked) {
+  auto job = LoadSchedule(Example("task-queue/deadlock.json"));
+  ASSERT_TRUE(job.ok());
+  SimulateOptions o;
+  o.search_fixes = false;
+  auto rep = Simulate(*job, o);
+  ASSERT_TRUE(rep.ok());
+  EXPECT_EQ(ExitCode(*rep), 1);
+  EXPECT_TRUE(rep->fixes.empty());
+  EXPECT_THAT(RenderText(*rep), ::testing::Not(HasSubstr("Fix search")));
+}
+
+}  // namespace
+}  // namespace hangdx::sim
