@@ -536,8 +536,10 @@ class Analyzer {
             p2p_node_[{g.members[m], idx}] =
                 NewNode(WaitGraph::NodeKind::kAnd, {NodeType::kP2P, g.members[m], -1, gi, idx});
     }
+    // A wait on pg-local ranks (global ranks unknown) still blocks its rank;
+    // it gets no edges (PgLocalWaitFindings reports it).
     for (const auto& d : job_.dumps)
-      if (d.wait && !d.wait->waiting_for.empty() && !d.wait->pg_local)
+      if (d.wait && !d.wait->waiting_for.empty())
         snapshot_node_[d.rank] = NewNode(d.wait->any_of ? WaitGraph::NodeKind::kOr : WaitGraph::NodeKind::kAnd,
                                          {NodeType::kSnapshot, d.rank});
     // Edges. A pg's ops run in order on one stream (NCCL): a seq queued
@@ -564,6 +566,7 @@ class Analyzer {
     }
     for (const auto& [key, node] : p2p_node_) P2PEdges(key.first, key.second, node);
     for (const auto& [rank, node] : snapshot_node_) {
+      if (job_.Find(rank)->wait->pg_local) continue;
       for (Rank w : job_.Find(rank)->wait->waiting_for) {
         const RankDump* d = job_.Find(w);
         Edge(node, d ? BlockingNode(w) : SinkFor(w), w);

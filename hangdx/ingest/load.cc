@@ -13,6 +13,7 @@
 #include "hangdx/ingest/flight_recorder.h"
 #include "hangdx/ingest/log_completion.h"
 #include "hangdx/ingest/merge.h"
+#include "hangdx/ingest/pg_ranks.h"
 #include "hangdx/ingest/pickle.h"
 #include "hangdx/ingest/snapshot.h"
 #include "hangdx/ingest/text_logs.h"
@@ -357,6 +358,7 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
     job.dumps.push_back(std::move(d));
   }
   DeriveNcclLogCompletion(&job);  // needs every rank's log
+  MapPgLocalRanks(&job);          // likewise
   return job;
 }
 

@@ -192,6 +192,10 @@ struct PgConfig {
   std::string name, desc;
   SharedRanks ranks;         // global ranks, sorted
   bool ranks_known = false;  // false when the dump records no members (gloo)
+  // This dump's rank inside the pg (a communicator-local rank: NCCL Init
+  // lines, HCCL group info), -1 when unknown. With the dump's global rank it
+  // maps pg-local ranks to global ones (ingest::MapPgLocalRanks).
+  int64_t self_local = -1;
 };
 
 // Flight Recorder `pg_status[pg_id]`: last enqueued / started / completed

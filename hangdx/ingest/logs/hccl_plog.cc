@@ -235,6 +235,11 @@ void ParseHcclPlog(std::string_view data, int64_t rank_hint, DumpSet* out) {
       model::PgConfig cfg;
       cfg.name = pg;
       cfg.desc = "HCCL group" + (k.rank_size > 0 ? " (rankSize " + std::to_string(k.rank_size) + ")" : std::string());
+      // rankId[25 24]: the first number is this rank's rank in the group.
+      int64_t self = -1;
+      size_t used = 0;
+      if (ParseDecPrefix(k.rank_id, &self, &used) && self >= 0 && (k.rank_size <= 0 || self < k.rank_size))
+        cfg.self_local = self;
       d.pg_config[pg] = std::move(cfg);
     }
     model::LogEvent e;

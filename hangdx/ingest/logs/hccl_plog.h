@@ -31,7 +31,9 @@ bool LooksLikeHcclPlog(std::string_view data);
 //    (pg = the HCCL group, op from the tag, collective_seq = `index[N]` when
 //    printed, else -1; retired, not completed) and a LogEvent kTimeout whose
 //    message names the remote (peer) rank, which is group-local, plus
-//    stream/task/notify ids, rankSize and this rank's group rank.
+//    stream/task/notify ids, rankSize and this rank's group rank; the
+//    group's PgConfig gets self_local = the first number of `rankId[..]`
+//    (this rank's rank in the group) and desc "HCCL group (rankSize N)".
 //  * Entry- lines -> OpRecords per communicator with seq = call order.
 //  * Heartbeat `Cluster Exception Location` -> LogEvent kOther naming the rank.
 void ParseHcclPlog(std::string_view data, int64_t rank_hint, DumpSet* out);

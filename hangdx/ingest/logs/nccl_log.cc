@@ -285,6 +285,8 @@ void ParseNcclLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
                     ": no Init line or rank prefix says its rank; its lines are not used");
       continue;
     }
+    int64_t largest = 0;
+    for (const auto& [ptr, c] : p.comms) largest = std::max(largest, c.nranks);
     model::RankDump& d = out->For(rank, "nccl-log");
     model::Interner& pool = *d.interner;
     if (!p.version.empty()) d.comm_lib_version = p.version;
@@ -338,9 +340,12 @@ void ParseNcclLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
         // "NCCL communicator of N ranks": DeriveNcclLogCompletion reads N.
         cfg.desc = "NCCL communicator of " + std::to_string(nranks) + " ranks" +
                    (op.comm_id.empty() ? ", no Init line: matched across ranks by size and order" : "");
-        // Members are global ranks: known when this rank's comm rank is its
-        // global rank (or unknown and the comm may be the world).
-        if ((comm_rank < 0 || comm_rank == rank) && rank < nranks && nranks <= (int64_t{1} << 20)) {
+        // Members are global ranks: known when the comm is as large as the
+        // process's largest (the world) and this rank's comm rank is its
+        // global rank (or unknown). Other comms: from all members' Init
+        // lines (MapPgLocalRanks), else inferred from who records them.
+        if ((comm_rank < 0 || comm_rank == rank) && rank < nranks && nranks >= largest &&
+            nranks <= (int64_t{1} << 20)) {
           // One list per communicator size, shared: many comms of a
           // hostile log must not each allocate a million ranks.
           auto& members = world_lists[nranks];
@@ -358,6 +363,16 @@ void ParseNcclLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
     // Enqueue lines say nothing about completion: every op is scheduled
     // until the whole job's logs show otherwise (DeriveNcclLogCompletion).
     for (size_t i = first_op; i < d.ops.size(); ++i) d.ops[i].state = model::OpState::kScheduled;
+    // Which rank of each communicator this process is (from its Init line).
+    for (const auto& [ptr, c] : p.comms) {
+      if (c.comm_id.empty() || c.rank < 0 || c.nranks <= 0 || c.rank >= c.nranks) continue;
+      model::PgConfig& cfg = d.pg_config[c.comm_id];
+      if (cfg.name.empty()) {
+        cfg.name = c.comm_id;
+        cfg.desc = "NCCL communicator of " + std::to_string(c.nranks) + " ranks";
+      }
+      cfg.self_local = c.rank;
+    }
     for (auto& e : p.events) {
       e.file = out->file();
       d.events.push_back(std::move(e));

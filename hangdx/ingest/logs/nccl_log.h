@@ -32,7 +32,8 @@ bool LooksLikeNcclLog(std::string_view data);
 // collective_seq = opCount (hex); P2P (Send/Recv) sets p2p_seq instead.
 // Every op is kScheduled, not completed: an enqueue line says nothing about
 // completion (see ingest/log_completion.h for when an op is known finished).
-// pg_config desc: "NCCL communicator of <nranks> ranks...".
+// pg_config desc: "NCCL communicator of <nranks> ranks..."; every comm with a
+// commId gets a PgConfig with self_local = this process's comm rank.
 // WARN lines become LogEvents (CUDA failures kCrash, NCCL's own mismatch
 // detector kMismatch, others kOther); `Abort COMPLETE` is kExit.
 void ParseNcclLog(std::string_view data, int64_t rank_hint, DumpSet* out);
