@@ -12,6 +12,7 @@ Layout written per scenario (expected.json, hand-written, is left alone):
   <out>/<scenario>/json/fr_trace_rank_<r>.json
   <out>/<scenario>/stderr/rank_<r>.log
   <out>/<scenario>/stacks/faulthandler_rank_<r>.txt   (scenarios with stacks=True)
+  <out>/<scenario>/pyspy/pyspy_rank_<r>.{txt,json}    (scenarios with pyspy=True; needs py-spy and ptrace)
 """
 import argparse
 import os
@@ -34,7 +35,7 @@ def free_port():
 
 def run_one(sc, out_root, fr_buffer):
     out = os.path.join(out_root, sc.name)
-    for sub in ("pickle", "json", "stderr", "stacks"):
+    for sub in ("pickle", "json", "stderr", "stacks", "pyspy"):
         shutil.rmtree(os.path.join(out, sub), ignore_errors=True)
     os.makedirs(os.path.join(out, "stderr"), exist_ok=True)
     port = free_port()
@@ -54,7 +55,7 @@ def run_one(sc, out_root, fr_buffer):
         logs.append(lf)
         cmd = [sys.executable, os.path.join(HERE, "worker.py"), "--scenario", sc.name,
                "--rank", str(r), "--world", str(sc.world), "--port", str(port), "--out", out,
-               "--timeout", str(sc.timeout), "--deadline", str(sc.deadline)] + (["--stacks"] if sc.stacks else [])
+               "--timeout", str(sc.timeout), "--deadline", str(sc.deadline)] + (["--stacks"] if sc.stacks else []) + (["--pyspy"] if sc.pyspy else [])
         procs.append(subprocess.Popen(cmd, env=env, stdout=lf, stderr=subprocess.STDOUT,
                                       stdin=subprocess.DEVNULL))
     # startup (import torch on a busy 2-core box) + deadline + slack

@@ -37,6 +37,7 @@ class Scenario:
     env: Dict[str, str] = field(default_factory=dict)
     doc: str = ""
     stacks: bool = False       # also write faulthandler stacks at the deadline
+    pyspy: bool = False        # also write `py-spy dump` (text, JSON) at the deadline
 
 
 class Trainer:
@@ -269,6 +270,11 @@ SCENARIOS = {s.name: s for s in [
              doc="scenario b, dumps and faulthandler stacks taken while blocked"),
     Scenario("c_stacks", 3, sc_c, timeout=60.0, deadline=6.0, stacks=True,
              doc="scenario c, dumps and faulthandler stacks taken while blocked"),
+    # The same with real py-spy dumps (py-spy run on each blocked rank).
+    Scenario("b_pyspy", 3, sc_b, timeout=60.0, deadline=6.0, pyspy=True,
+             doc="scenario b, dumps and py-spy dumps (text, JSON) taken while blocked"),
+    Scenario("c_pyspy", 3, sc_c, timeout=60.0, deadline=6.0, pyspy=True,
+             doc="scenario c, dumps and py-spy dumps (text, JSON) taken while blocked"),
     Scenario("j2", 3, sc_j2, timeout=30.0, deadline=5.0,
              doc="rank 2 sleeps 1.2 s per step, 10 s in step 3; dump at +5 s, before the 30 s timeout"),
 ]}

@@ -62,6 +62,29 @@ def dump(out, rank, reason):
         return True
 
 
+def pyspy_dump(out, rank):
+    """`py-spy dump --pid <this process>` (text, then --json) into
+    <out>/pyspy/: a real py-spy run on the blocked rank, needs ptrace (root
+    or CAP_SYS_PTRACE).  py-spy's stdout is written unchanged; a refusal
+    (its stderr) goes to this rank's log."""
+    import shutil
+    import subprocess
+    exe = shutil.which("py-spy")
+    if not exe:
+        log("py-spy not installed: no py-spy dump")
+        return
+    os.makedirs(os.path.join(out, "pyspy"), exist_ok=True)
+    for ext, extra in (("txt", []), ("json", ["--json"])):
+        p = subprocess.run([exe, "dump", "--pid", str(os.getpid())] + extra, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=60)
+        if p.returncode != 0:
+            log("py-spy dump failed (rc %d): %s" % (p.returncode, p.stderr.decode(errors="replace").strip()))
+            return
+        with open(os.path.join(out, "pyspy", "pyspy_rank_%d.%s" % (rank, ext)), "wb") as f:
+            f.write(p.stdout)
+    log("wrote py-spy dumps (text and JSON)")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--scenario", required=True)
@@ -74,6 +97,8 @@ def main():
                     help="seconds after init at which every live rank dumps")
     ap.add_argument("--stacks", action="store_true",
                     help="also write faulthandler stacks of all threads at the deadline")
+    ap.add_argument("--pyspy", action="store_true",
+                    help="also write `py-spy dump` (text and --json) of this process at the deadline")
     a = ap.parse_args()
     os.environ["RANK"] = str(a.rank)
     sc = scenarios.SCENARIOS[a.scenario]
@@ -94,6 +119,8 @@ def main():
             os.makedirs(os.path.join(a.out, "stacks"), exist_ok=True)
             with open(os.path.join(a.out, "stacks", "faulthandler_rank_%d.txt" % a.rank), "w") as f:
                 faulthandler.dump_traceback(file=f, all_threads=True)
+        if a.pyspy:
+            pyspy_dump(a.out, a.rank)
         if dump(a.out, a.rank, "deadline reached: rank alive and not in a failed collective"):
             sys.stderr.flush()
             # Stay alive while the other ranks dump: an exit here would close

@@ -146,6 +146,27 @@ def test_some_scenarios_have_stacks():
     assert len(STACK_SCENARIOS) >= 2
 
 
+PYSPY_SCENARIOS = [n for n in SCENARIOS if os.path.isdir(os.path.join(TESTDATA, n, "pyspy"))]
+
+
+@pytest.mark.parametrize("ext", ["txt", "json"], ids=["py-spy text", "py-spy --json"])
+@pytest.mark.parametrize("name", PYSPY_SCENARIOS)
+def test_verdict_from_pyspy_alone_matches_dumps(name, ext):
+    """Real `py-spy dump` output (text, and --json) of ranks blocked in a real
+    gloo hang: the py-spy dumps alone give the dumps' kind and culprits."""
+    exp = load_expected(name)
+    files = sorted(glob.glob(os.path.join(TESTDATA, name, "pyspy", "pyspy_rank_*." + ext)))
+    assert len(files) == len(os.listdir(os.path.join(TESTDATA, name, "pickle")))
+    _, from_pyspy = first_finding(*files)
+    _, from_dumps = first_finding(os.path.join(TESTDATA, name, "pickle"))
+    verdicts = {part: (f["kind"], f["culprit_ranks"]) for part, f in (("pyspy", from_pyspy), ("pickle", from_dumps))}
+    assert verdicts["pyspy"] == verdicts["pickle"] == (exp["kind"], exp["culprit_ranks"]), verdicts
+
+
+def test_some_scenarios_have_pyspy():
+    assert {"b_pyspy", "c_pyspy"} <= set(PYSPY_SCENARIOS)
+
+
 @pytest.mark.parametrize("path", PICKLES, ids=[os.path.relpath(p, TESTDATA) for p in PICKLES])
 def test_pickle_opcodes(path):
     """Documents the real byte layout of torch's FR pickles (torch::jit::Pickler, protocol 2)."""
