@@ -235,8 +235,9 @@ void MergeRank(model::RankDump* have, model::RankDump d, std::vector<Diagnostic>
   bool take = false;
   if (have_fr && d_fr) {
     ++*duplicates;
-    take = d.ops.size() > have->ops.size() ||
-           (d.ops.size() == have->ops.size() && d.format == "fr-pickle" && have->format != "fr-pickle");
+    // Entries of the dump itself, not records merged into it from logs.
+    size_t own = std::count_if(have->ops.begin(), have->ops.end(), [](const auto& op) { return op.source < 0; });
+    take = d.ops.size() > own || (d.ops.size() == own && d.format == "fr-pickle" && have->format != "fr-pickle");
     Diagnostic diag;
     diag.severity = Sev::kWarning;
     diag.rank = d.rank;
@@ -248,11 +249,13 @@ void MergeRank(model::RankDump* have, model::RankDump d, std::vector<Diagnostic>
       // Keep the other dump's extras, drop its entries.
       model::RankDump old = std::move(*have);
       *have = std::move(d);
-      old.ops.clear();
+      // Its own entries go; records merged into it from logs stay (below).
+      std::erase_if(old.ops, [](const model::OpRecord& op) { return op.source < 0; });
       have->stacks.insert(have->stacks.end(), old.stacks.begin(), old.stacks.end());
       have->events.insert(have->events.end(), old.events.begin(), old.events.end());
       if (!have->wait) have->wait = std::move(old.wait);
       have->extra_files.insert(have->extra_files.end(), old.extra_files.begin(), old.extra_files.end());
+      MergeRankOps(have, old, diags);
     }
     return;
   }

@@ -151,30 +151,44 @@ TEST(SameOpKind, SpellingsOfOneCollective) {
   EXPECT_FALSE(SameOpKind("reduce", "all_reduce"));
 }
 
+// A Flight Recorder JSON dump of rank 0 holding completed all_reduces at `seqs`.
+std::string FrJson(std::vector<int64_t> seqs) {
+  std::string entries;
+  for (int64_t s : seqs)
+    entries += std::string(entries.empty() ? "" : ", ") + R"({"record_id": )" + std::to_string(s) +
+               R"(, "pg_id": 0, "process_group": ["0", "default_pg"], "collective_seq_id": )" + std::to_string(s) +
+               R"(, "p2p_seq_id": 0, "op_id": )" + std::to_string(s) +
+               R"(, "profiling_name": "nccl:all_reduce", "input_sizes": [[4]], "output_sizes": [[4]],)"
+               R"( "input_dtypes": ["Float"], "output_dtypes": ["Float"], "state": "completed"})";
+  return R"({"version": "2.4", "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1]"}},)"
+         R"( "entries": [)" + entries + "]}";
+}
+
+// rank 0's watchdog timeout at `seq`, as ProcessGroupNCCL prints it.
+std::string WatchdogLine(int64_t seq) {
+  return "[rank0]:[E1218 10:00:00.000000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective "
+         "operation timeout: WorkNCCL(SeqNum=" + std::to_string(seq) +
+         ", OpType=ALLREDUCE, NumelIn=4, NumelOut=4, Timeout(ms)=600000) ran for 600010 milliseconds before "
+         "timing out.\n";
+}
+
+// Loads the files {name: content} from a fresh folder.
+StatusOr<model::Job> LoadFiles(const std::vector<std::pair<std::string, std::string>>& files) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("hangdx_merge_test_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const auto& [name, text] : files) std::ofstream(dir / name) << text;
+  auto job = LoadJob({dir.string()}, {});
+  fs::remove_all(dir);
+  return job;
+}
+
 // End to end: a rank's Flight Recorder JSON dump and its stderr in one
 // folder; the watchdog's later timeout (seq 3), which the dump does not hold,
 // survives the merge, and the dump's seqs 1-2 stay.
 TEST(LoadJob, DumpAndLogOfOneRankMerge) {
-  namespace fs = std::filesystem;
-  fs::path dir = fs::temp_directory_path() / ("hangdx_merge_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  {
-    std::ofstream(dir / "fr_trace_rank_0.json")
-        << R"({"version": "2.4", "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1]"}},)"
-        << R"( "entries": [)"
-        << R"({"record_id": 0, "pg_id": 0, "process_group": ["0", "default_pg"], "collective_seq_id": 1,)"
-        << R"( "p2p_seq_id": 0, "op_id": 1, "profiling_name": "nccl:all_reduce", "input_sizes": [[4]],)"
-        << R"( "output_sizes": [[4]], "input_dtypes": ["Float"], "output_dtypes": ["Float"], "state": "completed"},)"
-        << R"({"record_id": 1, "pg_id": 0, "process_group": ["0", "default_pg"], "collective_seq_id": 2,)"
-        << R"( "p2p_seq_id": 0, "op_id": 2, "profiling_name": "nccl:all_reduce", "input_sizes": [[4]],)"
-        << R"( "output_sizes": [[4]], "input_dtypes": ["Float"], "output_dtypes": ["Float"], "state": "completed"}]})";
-    std::ofstream(dir / "rank_0.log")
-        << "[rank0]:[E1218 10:00:00.000000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective "
-           "operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=4, NumelOut=4, Timeout(ms)=600000) "
-           "ran for 600010 milliseconds before timing out.\n";
-  }
-  auto job = LoadJob({dir.string()}, {});
-  fs::remove_all(dir);
+  auto job = LoadFiles({{"fr_trace_rank_0.json", FrJson({1, 2})}, {"rank_0.log", WatchdogLine(3)}});
   ASSERT_TRUE(job.ok());
   ASSERT_EQ(job->dumps.size(), 1u);
   const RankDump& d = job->dumps[0];
@@ -183,8 +197,23 @@ TEST(LoadJob, DumpAndLogOfOneRankMerge) {
   EXPECT_EQ(d.ops[2].timeout_ms, 600000);
   EXPECT_FALSE(d.ops[2].completed);
   ASSERT_GE(d.ops[2].source, 0);
-  EXPECT_EQ(fs::path(d.extra_files[d.ops[2].source]).filename(), "rank_0.log");
+  EXPECT_EQ(std::filesystem::path(d.extra_files[d.ops[2].source]).filename(), "rank_0.log");
   for (const auto& diag : job->diagnostics) EXPECT_EQ(diag.message.find("differ"), std::string::npos) << diag.message;
+}
+
+// Files are merged in name order: the log joins the first dump, then a
+// second dump of the rank with more entries replaces it. The log's record
+// must survive the swap; the first dump's own entries do not.
+TEST(LoadJob, LogRecordsSurviveASecondDumpOfTheRank) {
+  auto job = LoadFiles({{"a_fr_0.json", FrJson({1, 2})}, {"b_0.log", WatchdogLine(5)}, {"c_fr_0.json", FrJson({2, 3, 4})}});
+  ASSERT_TRUE(job.ok());
+  ASSERT_EQ(job->dumps.size(), 1u);
+  const RankDump& d = job->dumps[0];
+  EXPECT_EQ(std::filesystem::path(d.file).filename(), "c_fr_0.json");
+  EXPECT_EQ(Seqs(d), (std::vector<int64_t>{2, 3, 4, 5}));
+  EXPECT_EQ(d.ops[3].timeout_ms, 600000);
+  EXPECT_EQ(std::filesystem::path(d.extra_files[d.ops[3].source]).filename(), "b_0.log");
+  EXPECT_EQ(job->inputs.duplicates, 1u);
 }
 
 }  // namespace
