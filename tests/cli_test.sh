@@ -205,4 +205,43 @@ printf '{"hangdx_schedule": 1, "ranks": [{"rank": 0, "threads": [{"name": "t", "
 check sim_bad_op 2 "$BIN" simulate "$tmp/bad.json"
 grep -q 'ranks\[0\].threads\[0\].ops\[0\]' "$tmp/err" || { echo "FAIL sim_bad_op message"; fail=1; }
 
+# Device-level snapshots (docs/snapshot-format.md): one per failure-modes.md
+# story, with the kind, culprits and cycle worked out by hand.
+dev_assert() {  # dev_assert NAME PYTHON (d: the JSON report, f: its first finding)
+  python3 -c "
+import json
+d=json.load(open('$tmp/out')); f=d['findings'][0]
+$2" || { echo "FAIL $1 content"; fail=1; }
+}
+check dev_p2p 1 "$BIN" analyze testdata/device/p2p_cycle.json --format json
+dev_assert dev_p2p "assert f['kind']=='p2p_cycle' and f['cycle']==[0, 1] and f['culprit_ranks']==[0, 1], f
+assert len(f['details'])==4 and 'needs rank 1 to start its recv from rank 0 on pp #0' in f['details'][0], f['details']"
+check dev_stream 1 "$BIN" analyze testdata/device/stream_cycle.json --format json
+dev_assert dev_stream "assert f['kind']=='stream_cycle' and f['culprit_ranks']==[0] and f['blocked_behind']==[1], f
+assert 'wait A on stream compute of rank 0 needs event A, recorded by record A on stream comm of rank 0 at position 2' in f['details'][0], f['details']
+assert len(f['details'])==6, f['details']"
+check dev_task_queue 1 "$BIN" analyze testdata/device/task_queue.json --format json
+dev_assert dev_task_queue "assert f['kind']=='task_queue_deadlock' and f['culprit_ranks']==[0] and f['blocked_behind']==[1], f
+assert f['details'][0].startswith('the per-device task queue of rank 0 is blocked dispatching notify_wait e1'), f['details']
+assert 'per_stream' in f['fix_hint'], f"
+# The same ops in per-stream queues do not deadlock.
+sed -e 's/"per_device"/"per_stream"/' -e 's/"name": "device", "entries": \["rec_e1"\], "dispatching": "wait_e1"/"name": "hccl", "entries": [], "dispatching": "wait_e1"}, {"name": "compute", "entries": ["rec_e1"]/' \
+  -e 's/{"name": "device", "entries": \[\]}/{"name": "hccl", "entries": []}/' testdata/device/task_queue.json > "$tmp/per_stream.json"
+check dev_task_queue_per_stream 0 "$BIN" analyze "$tmp/per_stream.json"
+check dev_order_inversion 1 "$BIN" analyze testdata/device/order_inversion.json --format json
+dev_assert dev_order_inversion "assert f['kind']=='order_inversion' and f['cycle']==[11, 14] and f['culprit_ranks']==[11, 14], f
+assert any('pool aicpu of rank 11 (capacity 1) is held by reduce_scatter pg1 seq 0' in x for x in f['details']), f['details']"
+check dev_resource 1 "$BIN" analyze testdata/device/resource_deadlock.json --format json
+dev_assert dev_resource "assert f['kind']=='resource_deadlock' and f['culprit_ranks']==[0, 1] and f['cycle']==[0, 1], f
+assert any('needs 1 of its 2 holders to finish and none can' in x for x in f['details']), f['details']"
+check dev_resource_dot 1 "$BIN" analyze testdata/device/resource_deadlock.json --format dot
+grep -q '0 -> 1\|"0" -> "1"\|r0 -> r1' "$tmp/out" || { echo "FAIL dev_resource_dot: no edge 0 -> 1"; fail=1; }
+# A schedule given to analyze says so and points to the simulator.
+check dev_schedule 0 "$BIN" analyze examples/task-queue/deadlock.json
+grep -q 'is a schedule (programs only, nothing issued).*hangdx simulate examples/task-queue/deadlock.json' "$tmp/out" \
+  || { echo "FAIL dev_schedule: $(head -1 "$tmp/out")"; fail=1; }
+printf '{"hangdx_snapshot": 1, "ranks": [{"rank": 0, "threads": [{"name": "t", "ops": [{"op": "jump"}]}]}]}' > "$tmp/badsnap.json"
+check dev_bad_op 0 "$BIN" analyze "$tmp/badsnap.json"
+grep -q 'ranks\[0\].threads\[0\].ops\[0\]: "op" must be one of' "$tmp/out" "$tmp/err" || { echo "FAIL dev_bad_op message"; fail=1; }
+
 exit $fail

@@ -6,6 +6,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "hangdx/analyze/device_graph.h"
 #include "hangdx/analyze/latent_order.h"
 #include "hangdx/analyze/match.h"
 #include "hangdx/analyze/wait_graph.h"
@@ -686,6 +687,13 @@ class Analyzer {
     if (!unexplained.empty()) CrashedFinding(unexplained, nullptr);
     AttachCascades();
     for (auto& f : LatentOrderInversions(job_)) out_.findings.push_back(std::move(f));
+    for (const auto& device : job_.device) {  // device-level snapshots: analyze/device_graph.h
+      DeviceAnalysis d = AnalyzeDevice(device);
+      for (auto& f : d.findings) out_.findings.push_back(std::move(f));
+      for (auto& e : d.edges) out_.edges.push_back(std::move(e));
+      for (auto& r : d.ranks)
+        if (!job_.Find(r.rank)) out_.ranks.push_back(std::move(r));
+    }
     std::stable_sort(out_.findings.begin(), out_.findings.end(), [](const Finding& a, const Finding& b) {
       if (a.severity != b.severity) return a.severity > b.severity;
       size_t wa = a.blocked_behind.size() + Count(a, "arrived") + a.cycle.size();
@@ -1526,7 +1534,10 @@ class Analyzer {
     for (const auto& f : out_.findings)
       if (f.severity == Severity::kError) out_.hang = true;
     if (out_.findings.empty()) {
-      if (job_.dumps.empty()) {
+      if (job_.dumps.empty() && !job_.device.empty()) {
+        out_.verdict = "No hang found: no op of the device-level snapshot is deadlocked or waits for an op that "
+                       "nobody issues.";
+      } else if (job_.dumps.empty()) {
         out_.verdict = "No usable input: no Flight Recorder dump or wait snapshot could be read.";
       } else {
         out_.verdict = "No hang found: every process group's recorded collectives match on all " +

@@ -114,6 +114,7 @@ class Analyzer {
     Deadlocks();
     MissingFindings();
     ScheduleNote();
+    RankSummaries();
     return std::move(out_);
   }
 
@@ -748,7 +749,7 @@ class Analyzer {
         return "thread " + a.thread + " of " + rank + " issues " + D(w) + " only once " + D(x) +
                (b.kind == OpKind::kHostSync ? " returns" : " (host-blocking) has finished");
       case Why::kThreadBlockedOn:
-        return "thread " + a.thread + " of " + rank + " is blocked on " + D(x) + " " + Position(x) +
+        return "thread " + a.thread + " of " + rank + " is blocked on " + D(x) + " (" + Place(x) + ")" +
                " and has not issued " + D(w);
       case Why::kQueueOrder:
         return QueueWords(where_[w].rank >= 0 ? where_[w].rank : 0, a.stream) + " dispatches in order: " + D(w) + " " +
@@ -910,13 +911,12 @@ class Analyzer {
     }
     for (model::Rank r : f.cycle)
       if (named.insert(r).second) f.culprit_ranks.push_back(r);
-    f.roles.push_back({"cycle", ranks});
+    f.roles.push_back({"in the cycle", ranks});
     std::vector<model::Rank> behind_ranks;
     for (OpId op : behind)
       if (!std::binary_search(ranks.begin(), ranks.end(), job_.ops[op].rank)) behind_ranks.push_back(job_.ops[op].rank);
     std::sort(behind_ranks.begin(), behind_ranks.end());
     behind_ranks.erase(std::unique(behind_ranks.begin(), behind_ranks.end()), behind_ranks.end());
-    if (!behind_ranks.empty()) f.roles.push_back({"blocked behind", behind_ranks});
     f.blocked_behind = behind_ranks;
     if (pgs.size() == 1) f.pg_name = *pgs.begin();
     std::set<int64_t> seqs;
@@ -930,8 +930,8 @@ class Analyzer {
     f.op = Join(names, 8);
     // Summary.
     std::string chain;
-    for (size_t i = 0; i < ops.size() && i < 6; ++i) chain += (i ? " -> " : "") + DR(ops[i]);
-    chain += ops.size() > 6 ? " -> ... (" + std::to_string(ops.size()) + " steps)" : " -> back to " + DR(ops[0]);
+    for (size_t i = 0; i < ops.size() && i < 4; ++i) chain += (i ? " -> " : "") + DR(ops[i]);
+    chain += ops.size() > 4 ? " -> ... (" + std::to_string(ops.size()) + " steps)" : " -> back";
     switch (f.kind) {
       case Kind::kTaskQueueDeadlock:
         f.summary = "the per-device task queue of rank " + std::to_string(queue_rank) +
@@ -973,7 +973,9 @@ class Analyzer {
         if (!dead_[x]) ++live;
         if (nodes_[x].op >= 0) alts.push_back(DR(nodes_[x].op));
       }
-      if (s.type == Special::Type::kPool)
+      if (s.type == Special::Type::kPool && alts.size() == 1)
+        f.details.push_back(s.label + " frees a unit only when " + alts[0] + " finishes, and it is deadlocked");
+      else if (s.type == Special::Type::kPool)
         f.details.push_back(s.label + " needs " + std::to_string(k_[k]) + " of its " + std::to_string(alts.size()) +
                             " holders to finish and " + (live == 0 ? "none" : "only " + std::to_string(live)) +
                             " can: " + Join(alts, 6) + " are all deadlocked");
@@ -1089,6 +1091,26 @@ class Analyzer {
       if (!s.tasks.empty() && Live(s.tasks[0]))
         parts.push_back("stream " + s.name + " is at " + D(s.tasks[0]) + (s.head_started ? " (started)" : ""));
     return RankWord(r) + " instead: " + (parts.empty() ? "nothing in flight" : Join(parts, 6));
+  }
+
+  void RankSummaries() {
+    std::set<model::Rank> dead, blocked, busy;
+    for (OpId op = 0; op < n_; ++op)
+      if (Live(op)) busy.insert(job_.ops[op].rank);
+    for (OpId op : out_.deadlocked) dead.insert(job_.ops[op].rank);
+    for (OpId op : out_.waiting_on_missing) blocked.insert(job_.ops[op].rank);
+    for (const auto& dr : job_.ranks) {
+      RankSummary s;
+      s.rank = dr.rank;
+      s.file = job_.origin;
+      s.state = dead.count(dr.rank)      ? "deadlocked"
+                : blocked.count(dr.rank) ? "blocked"
+                : busy.count(dr.rank)    ? "running"
+                                         : "idle";
+      std::string inst = Instead(dr.rank);
+      s.current = inst.substr(inst.find(": ") + 2);
+      out_.ranks.push_back(std::move(s));
+    }
   }
 
   void ScheduleNote() {

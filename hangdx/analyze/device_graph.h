@@ -51,6 +51,10 @@ struct DeviceAnalysis {
   std::vector<model::OpId> deadlocked;          // ops that can never finish, ascending
   std::vector<model::OpId> waiting_on_missing;  // ops that wait (directly) for a missing op, ascending
   std::vector<RankEdge> edges;                  // rank-level steps of the witness cycles (for DOT)
+  // Per device rank, sorted: state "deadlocked" (an op that can never
+  // finish), "blocked" (waits for a missing op), "running" or "idle"
+  // (nothing unfinished); `current` says where its streams and threads are.
+  std::vector<RankSummary> ranks;
   bool schedule = false;                        // nothing issued: a schedule, not a snapshot
 };
 

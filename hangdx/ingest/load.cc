@@ -14,6 +14,7 @@
 #include "hangdx/ingest/log_completion.h"
 #include "hangdx/ingest/merge.h"
 #include "hangdx/ingest/pg_ranks.h"
+#include "hangdx/ingest/device_json.h"
 #include "hangdx/ingest/pickle.h"
 #include "hangdx/ingest/snapshot.h"
 #include "hangdx/ingest/text_logs.h"
@@ -97,6 +98,7 @@ std::vector<int64_t> InferRanks(const std::vector<std::string>& files) {
 
 Format SniffFormat(std::string_view data) {
   if (LooksLikePickle(data)) return Format::kFlightRecorderPickle;
+  if (LooksLikeDeviceJson(data)) return Format::kDeviceJson;
   size_t i = 0;
   while (i < data.size() && std::isspace(static_cast<unsigned char>(data[i]))) ++i;
   if (i >= data.size() || (data[i] != '{' && data[i] != '[')) return Format::kUnknown;
@@ -122,6 +124,7 @@ struct FileResult {
   enum class Outcome { kUsed, kSkipped, kUnreadable } outcome = Outcome::kUsed;
   int64_t unreadable_rank = -1;  // the rank a dump that could not be used belongs to
   std::vector<model::RankDump> dumps;
+  std::vector<model::DeviceJob> device;  // device snapshots and schedules
   std::vector<Diagnostic> diags;
 };
 
@@ -158,6 +161,14 @@ void LoadOne(const std::string& path, int64_t rank_hint, const LoadOptions& opt,
     else add(Sev::kInfo, std::string(binary ? "binary data, " : "") +
                          "not a format hangdx reads (Flight Recorder pickle or JSON, wait snapshot, NCCL/PyTorch "
                          "log, stack dump, HCCL plog, NCCL RAS); skipped");
+    return;
+  }
+  if (f == Format::kDeviceJson) {
+    res->device.emplace_back();
+    if (!ParseDeviceJson(data, path, &res->device.back(), &res->diags)) {
+      res->device.pop_back();
+      res->outcome = FileResult::Outcome::kUnreadable;
+    }
     return;
   }
   if (f == Format::kWaitSnapshot) {
@@ -339,6 +350,7 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
           job.unreadable[r.unreadable_rank] = r.path;
         break;
     }
+    for (auto& dj : r.device) job.device.push_back(std::move(dj));
     for (auto& d : r.dumps) {
       if (d.rank < 0) {
         Diagnostic diag;

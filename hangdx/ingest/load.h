@@ -43,7 +43,7 @@ int64_t RankFromFileName(const std::string& path);
 std::vector<int64_t> InferRanks(const std::vector<std::string>& files);
 
 // The input formats hangdx recognizes, by content.
-enum class Format { kUnknown, kFlightRecorderPickle, kFlightRecorderJson, kWaitSnapshot };
+enum class Format { kUnknown, kFlightRecorderPickle, kFlightRecorderJson, kWaitSnapshot, kDeviceJson };
 
 // Sniffs `data` (the file's first bytes suffice for pickle; JSON is parsed).
 Format SniffFormat(std::string_view data);

@@ -44,9 +44,9 @@
 #include <string>
 #include <vector>
 
-#include "hangdx/model/job.h"
-
 namespace hangdx::model {
+
+using Rank = int64_t;  // global rank, as in job.h (which includes this header for Job::device)
 
 // One operator a host thread issues.
 struct DevOp {

@@ -20,6 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "hangdx/model/device.h"
+
 namespace hangdx::model {
 
 using Rank = int64_t;   // global rank
@@ -273,6 +275,8 @@ struct Job {
   struct InputStats {
     size_t files = 0, used = 0, skipped = 0, unreadable = 0, duplicates = 0;
   } inputs;
+  // Device-level snapshots and schedules (docs/snapshot-format.md), one per file.
+  std::vector<DeviceJob> device;
 
   const RankDump* Find(Rank r) const;
 };
