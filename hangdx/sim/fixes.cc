@@ -1,6 +1,7 @@
 #include "hangdx/sim/fixes.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <set>
 #include <utility>
@@ -11,6 +12,7 @@ namespace {
 using model::DevOp;
 using model::OpId;
 using OpKind = DevOp::Kind;
+using Clock = std::chrono::steady_clock;
 
 bool IsPgOp(const DevOp& op) {
   return op.kind == OpKind::kCollective || op.kind == OpKind::kSend || op.kind == OpKind::kRecv;
@@ -151,10 +153,17 @@ bool ParityOrder(model::DeviceJob* job) {
   return changed;
 }
 
-FixTrial Try(const FixCandidate& c, const ExploreOptions& options, bool* ok) {
+// Simulates one candidate within what is left of the search's time budget
+// (`deadline`); *ok is false when the simulator refuses it or no time is left.
+FixTrial Try(const FixCandidate& c, ExploreOptions options, Clock::time_point deadline, bool* ok) {
   FixTrial t;
   t.kind = c.kind;
   t.change = c.change;
+  options.max_seconds = std::chrono::duration<double>(deadline - Clock::now()).count();
+  if (options.max_seconds <= 0) {
+    *ok = false;
+    return t;
+  }
   auto r = Explore(c.job, options);
   *ok = r.ok();
   if (!r.ok()) return t;
@@ -233,11 +242,14 @@ std::vector<FixTrial> SearchFixes(const model::DeviceJob& job, const ExploreResu
                                   const ExploreOptions& options) {
   std::vector<FixTrial> out;
   std::vector<FixCandidate> candidates = FixCandidates(job, deadlock.stuck);
+  // All candidates together get the time one exploration may take.
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(std::min(options.max_seconds, 1e7)));
   // Queue modes first, then the capacity series, then the rest.
   size_t i = 0;
   bool ok = false;
   for (; i < candidates.size() && candidates[i].kind == "queue_mode"; ++i) {
-    FixTrial t = Try(candidates[i], options, &ok);
+    FixTrial t = Try(candidates[i], options, deadline, &ok);
     if (ok) out.push_back(t);
   }
   for (const std::string& pool : FullPools(deadlock.stuck)) {
@@ -272,7 +284,7 @@ std::vector<FixTrial> SearchFixes(const model::DeviceJob& job, const ExploreResu
           if (p.name == pool) p.capacity = std::max(p.capacity, cap);
         }
       }
-      last = Try(c, options, &ok);
+      last = Try(c, options, deadline, &ok);
       if (!ok) break;
       if (last.passes) {
         passed = true;
@@ -288,7 +300,7 @@ std::vector<FixTrial> SearchFixes(const model::DeviceJob& job, const ExploreResu
     }
   }
   for (; i < candidates.size(); ++i) {
-    FixTrial t = Try(candidates[i], options, &ok);
+    FixTrial t = Try(candidates[i], options, deadline, &ok);
     if (ok) out.push_back(t);
   }
   return out;

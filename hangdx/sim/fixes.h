@@ -56,9 +56,11 @@ struct FixTrial {
 std::vector<FixCandidate> FixCandidates(const model::DeviceJob& job, const model::DeviceJob& stuck);
 
 // Simulates every candidate with `options` and the capacity series of each
-// full pool (stopping at the first capacity that passes). Returns every
-// trial, passing or not, in the order of the header comment. Candidates the
-// simulator refuses are left out.
+// full pool (stopping at the first capacity that passes). All trials
+// together get options.max_seconds; those left when it runs out are not
+// tried. Returns every trial, passing or not, in the order of the header
+// comment. Candidates the simulator refuses or that found no time are left
+// out.
 std::vector<FixTrial> SearchFixes(const model::DeviceJob& job, const ExploreResult& deadlock,
                                   const ExploreOptions& options);
 

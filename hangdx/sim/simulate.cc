@@ -47,12 +47,21 @@ std::string Origin(const model::DeviceJob& job) { return job.origin.empty() ? "t
 
 }  // namespace
 
-StatusOr<model::DeviceJob> LoadSchedule(const std::string& path) {
+StatusOr<model::DeviceJob> LoadSchedule(const std::string& path, std::vector<std::string>* notes) {
   auto data = ReadFile(path, uint64_t{256} << 20);
   if (!data.ok()) return data.status();
   model::DeviceJob job;
-  std::vector<model::Diagnostic> diags;
-  bool usable = ingest::ParseDeviceJson(*data, path, &job, &diags);
+  std::vector<model::Diagnostic> all, diags;
+  bool usable = ingest::ParseDeviceJson(*data, path, &job, &all);
+  for (auto& d : all) {
+    // A pg member without a program is part of the model (its peers wait for
+    // it for ever), not a change of the program: a note, not a refusal.
+    if (d.message.find("is a member but not in \"ranks\"") != std::string::npos) {
+      if (notes) notes->push_back(d.message);
+    } else {
+      diags.push_back(std::move(d));
+    }
+  }
   if (!usable || !diags.empty()) {
     std::string msg = usable ? path + ": the schedule has problems; fix them first (nothing simulated):"
                              : path + ": not a usable hangdx schedule";

@@ -38,8 +38,10 @@ struct SimulateReport {
 // Errors: the file cannot be read (NotFound, Io), or it is not a schedule,
 // or the reader had to skip or reinterpret any part of it (InvalidArgument,
 // the message lists the problems with their JSON paths): a simulation of a
-// program other than the one written would mislead.
-StatusOr<model::DeviceJob> LoadSchedule(const std::string& path);
+// program other than the one written would mislead. The one reader warning
+// that changes nothing, a pg member with no program (its peers wait for it
+// for ever, as the simulator models it), goes to `notes` when given.
+StatusOr<model::DeviceJob> LoadSchedule(const std::string& path, std::vector<std::string>* notes = nullptr);
 
 // Explores `job`; on a deadlock analyzes the stuck state and, with
 // options.search_fixes, simulates the candidate fixes. Errors: the

@@ -33,6 +33,21 @@ TEST(LoadSchedule, Errors) {
   EXPECT_THAT(bad.status().message(), HasSubstr("ranks[0].threads[0].ops[0]"));
 }
 
+// A pg member with no program is a note: its peers wait for it for ever.
+TEST(LoadSchedule, MemberWithoutProgramIsANote) {
+  std::vector<std::string> notes;
+  auto job = LoadSchedule(WriteTemp("member.json", R"({"hangdx_schedule": 1, "pgs": {"tp": [0, 1]}, "ranks": [
+      {"rank": 0, "threads": [{"name": "main", "ops": [{"op": "collective", "pg": "tp", "stream": "s"}]}]}]})"),
+                          &notes);
+  ASSERT_TRUE(job.ok()) << job.status().message();
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_THAT(notes[0], HasSubstr("rank 1 is a member but not in \"ranks\""));
+  auto rep = Simulate(*job, {});
+  ASSERT_TRUE(rep.ok());
+  EXPECT_EQ(ExitCode(*rep), 1);
+  EXPECT_THAT(RenderText(*rep), HasSubstr("waits for rank 1: it has not issued its tp seq 0 collective"));
+}
+
 TEST(Simulate, DeadlockTextAndJson) {
   auto job = LoadSchedule(Example("p2p-send-send/deadlock.json"));
   ASSERT_TRUE(job.ok()) << job.status().message();

@@ -168,6 +168,7 @@ class Program {
  public:
   Status Compile(const model::DeviceJob& job);
   State Initial() const { return initial_; }
+  int64_t Words() const { return words_; }
 
   // Fills `out` with the transitions to explore from `s`: with `por`, one
   // safe transition when there is one, else every enabled transition.
@@ -1261,7 +1262,14 @@ StatusOr<ExploreResult> Explore(const model::DeviceJob& job, const ExploreOption
       more = backtrack();
       continue;
     }
-    if (ample.size() > 1) stack.push_back(Frame{work, ample, 1, path.size()});
+    if (ample.size() > 1) {
+      // Each frame holds a copy of the state: bound their memory (1 GiB).
+      if (static_cast<int64_t>(stack.size() + 1) * prog.Words() > (int64_t{1} << 28)) {
+        cut("memory: the search stack would exceed 1 GiB");
+        break;
+      }
+      stack.push_back(Frame{work, ample, 1, path.size()});
+    }
     if (!step(ample[0])) more = backtrack();
   }
   res.states = static_cast<int64_t>(visited.size());

@@ -70,7 +70,7 @@ struct Step {
 struct ExploreResult {
   bool deadlock = false;
   bool bound_reached = false;       // a bound cut the search (no deadlock found within it)
-  std::string bound;                // which: "max states 1000000", "max depth 50", "max seconds 300"
+  std::string bound;                // which: "max states 1000000", "max depth 50", "max seconds 300", "memory: ..."
   int64_t states = 0;               // distinct states visited
   int64_t transitions = 0;          // transitions executed (including ones into visited states)
   double seconds = 0;               // wall clock of the search
