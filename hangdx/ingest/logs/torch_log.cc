@@ -193,6 +193,7 @@ void ParseTorchLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
     Fingerprint f;
   };
   std::map<std::pair<int64_t, int64_t>, FpClaim> fingerprints;
+  std::set<std::tuple<int64_t, int64_t, int64_t>> inferred_from;  // (a, b, seq) whose ranks below b were claimed
   auto claim = [&](int64_t rank, const Fingerprint& f, FpSource source) {
     if (rank < 0 || !f.ok || fingerprints.size() >= (1u << 20)) return;
     auto [it, fresh] = fingerprints.try_emplace({rank, f.seq}, FpClaim{source, f});
@@ -335,8 +336,11 @@ void ParseTorchLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
         // ranks below b agree with a (ProcessGroupWrapper.cpp verify()).
         claim(a, pa, kOwn);
         claim(b, pb, kNamed);
-        for (int64_t r = 0; r < b && r < (1 << 16); ++r)
-          if (r != a) claim(r, pa, kInferred);
+        // Once per (reporter, first differing rank, seq): a log repeating
+        // the line (or a hostile one) must not redo 65,536 claims a line.
+        if (pa.ok && inferred_from.emplace(a, b, pa.seq).second && fingerprints.size() < (1u << 20))
+          for (int64_t r = 0; r < b && r < (1 << 16); ++r)
+            if (r != a) claim(r, pa, kInferred);
         event(a, Kind::kMismatch, msg, l.number, "0", pa.ok ? pa.seq + 1 : pb.ok ? pb.seq + 1 : -1,
               TorchOpName(pa.op_type));
       } else {
