@@ -127,6 +127,17 @@ python3 -c "
 import json; d=json.load(open('$tmp/out')); assert d['findings'][0]['culprit_ranks']==[1]" || { echo "FAIL world_size"; fail=1; }
 check bad_rank_flag 2 "$BIN" analyze examples/mismatch --rank foo
 
+# HCCL plog chain: rank 0 waits for a notify from rank 1, rank 1 for one from
+# rank 2, whose AICPU task failed: one chain, ending at the failed task.
+check hccl_chain 1 "$BIN" analyze testdata/hccl/notify-chain --format json
+python3 -c "
+import json; d=json.load(open('$tmp/out')); f=d['findings'][0]
+assert f['kind']=='crashed_rank' and f['culprit_ranks']==[2], f
+roles={r['role']: r['ranks'] for r in f['roles']}
+assert roles['chain']==[0,1,2], roles
+assert f['details'][-1].startswith('cause: AICPU task 19016 (kernel failed, error 21008) on stream 2 of rank 2'), f['details']
+assert len([x for x in d['findings'] if x['severity']=='error'])==1, d['findings']" || { echo "FAIL hccl_chain"; fail=1; }
+
 # Latent order inversion from NCCL INFO logs: two communicators over GPUs 0,1;
 # rank 0 issues comm A's opCount 1 before comm B's, rank 1 the reverse.
 check latent_nccl_logs 0 "$BIN" analyze testdata/latent/nccl_two_comms --format json

@@ -689,7 +689,19 @@ class Analyzer {
     for (auto& f : LatentOrderInversions(job_)) out_.findings.push_back(std::move(f));
     for (const auto& device : job_.device) {  // device-level snapshots: analyze/device_graph.h
       DeviceAnalysis d = AnalyzeDevice(device);
-      for (auto& f : d.findings) out_.findings.push_back(std::move(f));
+      // A device-level chain to a cause (HCCL plogs) says what the
+      // rank-level finding about the same culprits says, and more: it
+      // replaces it, in its place.
+      for (auto& f : d.findings) {
+        auto same = std::find_if(out_.findings.begin(), out_.findings.end(), [&](const Finding& g) {
+          return f.hang && g.hang && !f.culprit_ranks.empty() && g.culprit_ranks == f.culprit_ranks &&
+                 !g.ranks_are_pg_local &&
+                 (g.kind == Kind::kMissingRank || g.kind == Kind::kCrashedRank || g.kind == Kind::kUndecided) &&
+                 (f.kind == Kind::kMissingRank || f.kind == Kind::kCrashedRank);
+        });
+        if (same != out_.findings.end()) *same = std::move(f);
+        else out_.findings.push_back(std::move(f));
+      }
       for (auto& e : d.edges) out_.edges.push_back(std::move(e));
       for (auto& r : d.ranks)
         if (!job_.Find(r.rank)) out_.ranks.push_back(std::move(r));

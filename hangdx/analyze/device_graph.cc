@@ -46,7 +46,9 @@ enum class Why : uint8_t {
 // Nodes that stand for no single op.
 struct Special {
   enum class Type : uint8_t { kHub, kPool, kOr, kMissing } type;
-  enum class Missing : uint8_t { kNone, kCollective, kP2p, kEvent, kNoData } missing = Missing::kNone;
+  // kFailed: an op the device reported failed (a cause); kProducer: an event
+  // whose producer the evidence names but that no op records.
+  enum class Missing : uint8_t { kNone, kCollective, kP2p, kEvent, kNoData, kFailed, kProducer } missing = Missing::kNone;
   std::string label;            // pool: "pool aicpu of rank 1 (capacity 2)"; missing: what is missing
   model::Rank rank = -1;        // pool: its rank; missing: the rank that should issue it
   std::vector<OpId> ops;        // pool: holders; or: alternatives; hub: the ops that wait for it
@@ -420,6 +422,16 @@ class Analyzer {
     const DevOp& o = job_.ops[op];
     if (!o.pool.empty() && SNode(op) >= 0 && where_[op].rank >= 0)
       Edge(SNode(op), PoolNode(where_[op].rank, o.pool, op), Why::kPoolNeed);
+    if (o.failed) {  // never finishes: whatever waits for it waits for this cause
+      Special s;
+      s.missing = Special::Missing::kFailed;
+      s.rank = o.rank;
+      s.label = D(op) + " on stream " + o.stream + " of rank " + std::to_string(o.rank) +
+                " never finishes: the device reports it failed" + (o.source.empty() ? "" : " (" + o.source + ")");
+      s.ops = {op};
+      Edge(f, Missing("failed:" + std::to_string(op), std::move(s)), Why::kMissing);
+      return;
+    }
     switch (o.kind) {
       case OpKind::kWait:
       case OpKind::kHostSync:
@@ -446,6 +458,12 @@ class Analyzer {
       s.missing = Special::Missing::kEvent;
       s.rank = o.rank;
       s.label = "event " + o.event + ", which no op records";
+      if (auto who = job_.event_producer.find(o.event); who != job_.event_producer.end()) {
+        auto r = job_.event_producer_rank.find(o.event);
+        s.missing = Special::Missing::kProducer;
+        s.rank = r == job_.event_producer_rank.end() ? -1 : r->second;
+        s.label = who->second + " never records " + o.event;
+      }
       Edge(f, Missing("event:" + o.event, std::move(s)), Why::kMissing);
       return;
     }
@@ -995,6 +1013,65 @@ class Analyzer {
     return f;
   }
 
+  // The chain of ops that wait, transitively, for missing node `target`:
+  // from the op farthest upstream (longest shortest path; the lowest op id
+  // on a tie) down to `target`, one line per step (Say) and a last line for
+  // the cause. *ops gets the ops of the chain in order.
+  std::vector<std::string> ChainTo(int target, std::vector<OpId>* ops) {
+    std::vector<std::vector<std::pair<int, Why>>> rev(nodes_.size());
+    for (size_t v = 0; v < nodes_.size(); ++v)
+      for (const auto& [w, why] : adj_[v]) rev[w].push_back({static_cast<int>(v), why});
+    std::vector<int> next(nodes_.size(), -2), dist(nodes_.size(), -1);
+    std::deque<int> q{target};
+    dist[target] = 0;
+    next[target] = -1;
+    int far = -1;
+    while (!q.empty()) {
+      int u = q.front();
+      q.pop_front();
+      for (const auto& [v, why] : rev[u]) {
+        if (dist[v] >= 0) continue;
+        dist[v] = dist[u] + 1;
+        next[v] = u;
+        q.push_back(v);
+        if (nodes_[v].op >= 0 &&
+            (far < 0 || dist[v] > dist[far] || (dist[v] == dist[far] && nodes_[v].op < nodes_[far].op)))
+          far = v;
+      }
+    }
+    std::vector<int> path;
+    for (int v = far; v >= 0; v = next[v]) path.push_back(v);
+    // Steps: a run of nodes of one op is one step; special nodes sit between.
+    struct StepOut { OpId op; Why why; int via; };
+    std::vector<StepOut> steps;
+    auto owner = [&](int v) { return nodes_[v].op; };
+    for (size_t i = 0; i + 1 < path.size(); ++i) {
+      int v = path[i], w = path[i + 1];
+      if (owner(v) < 0 || owner(w) == owner(v)) continue;
+      Why why = WhyOf(v, w);
+      if (owner(w) >= 0) {
+        steps.push_back({owner(v), why, -1});
+        continue;
+      }
+      // Through a special node: to the next op on the path, if any.
+      int via = w;
+      size_t j = i + 1;
+      while (j < path.size() && owner(path[j]) < 0) ++j;
+      if (j < path.size()) steps.push_back({owner(v), why == Why::kCollectiveNeed ? Why::kCollectiveMember : why, via});
+      else steps.push_back({owner(v), Why::kMissing, via});
+    }
+    std::vector<std::string> lines;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      ops->push_back(steps[i].op);
+      if (steps[i].why == Why::kMissing) continue;
+      OpId x = i + 1 < steps.size() ? steps[i + 1].op : steps[i].op;
+      lines.push_back(Say(steps[i].op, x, steps[i].why, steps[i].via));
+    }
+    const Special& s = specials_[nodes_[target].special];
+    lines.push_back("cause: " + s.label);
+    return lines;
+  }
+
   // Findings for ops that wait for something nobody will ever issue.
   void MissingFindings() {
     std::map<int, std::vector<OpId>> waiters;  // missing node -> ops waiting for it
@@ -1036,6 +1113,42 @@ class Analyzer {
       f.pg_name = s.pg;
       if (s.missing == Special::Missing::kCollective) f.seq = s.seq;
       switch (s.missing) {
+        case Special::Missing::kFailed:
+        case Special::Missing::kProducer: {
+          // The whole chain, from the op farthest upstream down to the cause.
+          std::vector<OpId> chain;
+          std::vector<std::string> steps = ChainTo(static_cast<int>(node), &chain);
+          f.kind = s.missing == Special::Missing::kFailed ? Kind::kCrashedRank
+                   : s.rank >= 0                          ? Kind::kMissingRank
+                                                          : Kind::kUndecided;
+          std::vector<model::Rank> in_chain;
+          for (OpId op : chain) in_chain.push_back(job_.ops[op].rank);
+          std::string path;
+          for (model::Rank r : in_chain)
+            if (path.empty() || path.substr(path.rfind(' ') + 1) != std::to_string(r))
+              path += (path.empty() ? "rank " : " -> rank ") + std::to_string(r);
+          if (s.rank >= 0 && (in_chain.empty() || in_chain.back() != s.rank))
+            path += (path.empty() ? "rank " : " -> rank ") + std::to_string(s.rank);
+          f.summary = (chain.empty() ? DR(live[0]) : DR(chain.front())) + " waits, through " + path + ", for a cause: " +
+                      s.label;
+          if (s.rank >= 0) f.culprit_ranks = {s.rank};
+          std::vector<model::Rank> chain_ranks(in_chain);
+          if (s.rank >= 0) chain_ranks.push_back(s.rank);
+          std::sort(chain_ranks.begin(), chain_ranks.end());
+          chain_ranks.erase(std::unique(chain_ranks.begin(), chain_ranks.end()), chain_ranks.end());
+          f.roles.push_back({"chain", chain_ranks});
+          if (s.rank >= 0) f.roles.push_back({s.missing == Special::Missing::kFailed ? "failed" : "never sent", {s.rank}});
+          for (auto& step : steps) f.details.push_back(std::move(step));
+          f.fix_hint = s.missing == Special::Missing::kFailed
+                           ? "look at the failed task on " + RankWord(s.rank) +
+                                 " first (its device log: error code, the operator); the ranks waiting in the chain "
+                                 "are only its victims"
+                           : "find what " + (s.rank >= 0 ? RankWord(s.rank) : std::string("that rank")) +
+                                 " is doing instead (still computing, in another collective, dead): get its log";
+          AddEvidence(chain.empty() ? live : chain, &f);
+          out_.findings.push_back(std::move(f));
+          continue;
+        }
         case Special::Missing::kEvent:
           f.kind = Kind::kUndecided;
           f.summary = DR(live[0]) + " waits for " + s.label + (live.size() > 1 ? " (and " + std::to_string(live.size() - 1) +

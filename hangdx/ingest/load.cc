@@ -14,8 +14,9 @@
 #include "hangdx/ingest/log_completion.h"
 #include "hangdx/ingest/merge.h"
 #include "hangdx/ingest/pg_ranks.h"
-#include "hangdx/ingest/device_json.h"
+#include "hangdx/ingest/plog_chain.h"
 #include "hangdx/ingest/pickle.h"
+#include "hangdx/ingest/device_json.h"
 #include "hangdx/ingest/snapshot.h"
 #include "hangdx/ingest/text_logs.h"
 
@@ -238,6 +239,7 @@ void MergeRank(model::RankDump* have, model::RankDump d, std::vector<Diagnostic>
     if (from.wait && !into->wait) into->wait = std::move(from.wait);
     for (auto& s : from.stacks) into->stacks.push_back(std::move(s));
     for (auto& e : from.events) into->events.push_back(std::move(e));
+    for (auto& t : from.device_tasks) into->device_tasks.push_back(std::move(t));
     into->extra_files.push_back(from.file);
     for (auto& f : from.extra_files) into->extra_files.push_back(std::move(f));
   };
@@ -264,6 +266,7 @@ void MergeRank(model::RankDump* have, model::RankDump d, std::vector<Diagnostic>
       std::erase_if(old.ops, [](const model::OpRecord& op) { return op.source < 0; });
       have->stacks.insert(have->stacks.end(), old.stacks.begin(), old.stacks.end());
       have->events.insert(have->events.end(), old.events.begin(), old.events.end());
+      have->device_tasks.insert(have->device_tasks.end(), old.device_tasks.begin(), old.device_tasks.end());
       if (!have->wait) have->wait = std::move(old.wait);
       have->extra_files.insert(have->extra_files.end(), old.extra_files.begin(), old.extra_files.end());
       MergeRankOps(have, old, diags);
@@ -374,6 +377,7 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
   }
   DeriveNcclLogCompletion(&job);  // needs every rank's log
   MapPgLocalRanks(&job);          // likewise
+  BuildPlogDeviceJob(&job);       // needs the mapping: HCCL notify-wait chains across ranks
   return job;
 }
 

@@ -45,6 +45,10 @@ std::map<std::string, std::map<int64_t, model::Rank>> PgLocalRankMap(const model
 
 void MapPgLocalRanks(model::Job* job) {
   auto map = PgLocalRankMap(*job, &job->diagnostics);
+  // The world group needs no evidence: a rank inside it is the global rank.
+  for (const auto& d : job->dumps)
+    if (d.wait && d.wait->pg_local && IsHcclWorldGroup(d.wait->pg))
+      for (model::Rank local : d.wait->waiting_for) map[d.wait->pg].try_emplace(local, local);
   if (map.empty()) return;
   auto file_of = [&](model::Rank r) {
     const model::RankDump* d = job->Find(r);
@@ -61,7 +65,8 @@ void MapPgLocalRanks(model::Job* job) {
       if (it == pg->second.end()) break;
       global.push_back(it->second);
       how += (how.empty() ? "" : "; ") + std::string("rank ") + std::to_string(local) + " of pg " + d.wait->pg +
-             " is global rank " + std::to_string(it->second) + " (" + file_of(it->second) + ")";
+             " is global rank " + std::to_string(it->second) + " (" +
+             (IsHcclWorldGroup(d.wait->pg) ? std::string("the world group") : file_of(it->second)) + ")";
     }
     if (global.size() != d.wait->waiting_for.size()) continue;
     d.wait->waiting_for = std::move(global);

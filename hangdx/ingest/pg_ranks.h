@@ -17,6 +17,10 @@
 
 namespace hangdx::ingest {
 
+// True for HCCL's world communicator ("hccl_world_group", the default
+// group of torch_npu), in which a rank inside the group is the global rank.
+inline bool IsHcclWorldGroup(std::string_view pg) { return pg == "hccl_world_group"; }
+
 // pg name -> (local rank -> global rank), from every dump's
 // PgConfig::self_local. A local rank claimed by two global ranks is dropped
 // (and a kWarning diagnostic added to `diags` when it is non-null).
@@ -26,7 +30,7 @@ std::map<std::string, std::map<int64_t, model::Rank>> PgLocalRankMap(const model
 // Uses PgLocalRankMap to
 //  * turn a live wait on pg-local ranks (WaitSnapshot::pg_local, from HCCL
 //    plogs) into a wait on global ranks when every awaited local rank is
-//    mapped (pg_local becomes false; a kInfo diagnostic says which file
+//    mapped (in hccl_world_group every rank is: local == global) (pg_local becomes false; a kInfo diagnostic says which file
 //    gave the mapping); unmapped waits stay pg-local;
 //  * give a pg whose size N is known (NCCL log communicators) and whose N
 //    local ranks are all mapped its true member list on every dump that

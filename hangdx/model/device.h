@@ -69,6 +69,8 @@ struct DevOp {
   Rank peer = -1;               // kSend, kRecv
   std::string pool;             // needs and holds one unit of this pool while running; "" none
   bool host_blocking = false;   // its issuer waits for it to finish
+  bool failed = false;          // the device reported it failed (a device log): it never
+                                // finishes, and whatever waits for it waits for a cause
   int64_t seq = -1;             // per-pg seq (collectives) or per-pair count (P2P), from 0;
                                 // filled by DeviceJob::Number()
   std::string source;           // evidence: "file:line", or "schedule ranks[0].threads[1].ops[3]"
@@ -125,6 +127,11 @@ struct DeviceJob {
   std::vector<std::string> recorded_events;      // sorted
   std::vector<bool> finished;                    // per op; size == ops.size()
   std::string origin;                            // file or "schedule" it came from
+  // Events that no op in the job records but whose producer the evidence
+  // names (an HCCL notify that a remote rank should record): event -> who
+  // ("rank 2 (no log from it in these files)"), and the global rank when known.
+  std::map<std::string, std::string> event_producer;
+  std::map<std::string, Rank> event_producer_rank;
 
   DeviceRank* FindRank(Rank r);
   const DeviceRank* FindRank(Rank r) const;

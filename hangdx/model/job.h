@@ -241,6 +241,22 @@ struct LogEvent {
   std::string op;
 };
 
+// A device task that a device log reports stuck or failed: an HCCL plog's
+// notify-wait timeout (EI0002, "Task run failed ... taskType[Notify Wait]"),
+// or a runtime task failure (AICPU exception, fftsplus/SDMA error). The raw
+// material of the device-level chain that ingest::BuildPlogDeviceJob builds.
+struct DeviceTaskReport {
+  std::string stream, task, task_type;  // ids and type as printed: "109", "38", "Notify Wait"
+  std::string group;                    // HCCL group (communicator), "" unknown
+  int64_t remote_local = -1;            // a notify wait: the rank inside `group` that should record it
+  std::string notify;                   // notify id as printed, "" unknown
+  std::string op;                       // the collective, "all_reduce"; "" unknown
+  bool failed = false;                  // the device reports the task failed: it never finishes
+  std::string what;                     // short description: "AICPU kernel failed (errorCode 2a)"
+  std::string file;
+  int64_t line = -1;                    // 1-based line in `file`
+};
+
 // Everything one rank's artifact says. `ops` are in recording order. Copies
 // share the interner, so an OpRecord stays valid in every copy.
 struct RankDump {
@@ -257,6 +273,7 @@ struct RankDump {
   std::optional<WaitSnapshot> wait;
   std::vector<StackSample> stacks;           // from stack dumps and tracebacks
   std::vector<LogEvent> events;              // from text logs
+  std::vector<DeviceTaskReport> device_tasks;  // stuck or failed device tasks (HCCL plogs)
   std::vector<std::string> extra_files;      // other artifacts merged into this rank
 };
 

@@ -3,6 +3,7 @@
 
 #include <re2/re2.h>
 
+#include <algorithm>
 #include <map>
 
 #include "hangdx/ingest/logs/nccl_log.h"
@@ -45,6 +46,25 @@ struct Task {
   std::string text;
 };
 
+// A device task the runtime reports failed: "an exception occurred during
+// AICPU execution, stream_id:2, task_id:19016, errcode:21008", "Aicpu kernel
+// execute failed, device_id=0, stream_id=2, task_id=19016, errorCode=2a.",
+// "fftsplus task execute failed, dev_id=0, stream_id=50, task_id=21, ...".
+struct Failure {
+  std::string stream, task, type, what;
+  int64_t line = 0;
+};
+
+// The value after `key` up to the next ',', ' ' or '.' ("stream_id:2," and
+// "stream_id=2," give "2").
+std::string_view RuntimeField(std::string_view t, std::string_view key) {
+  size_t p = t.find(key);
+  if (p == std::string_view::npos) return {};
+  size_t i = p + key.size(), j = i;
+  while (j < t.size() && t[j] != ',' && t[j] != ' ' && t[j] != '.' && t[j] != '[' && j - i < 32) ++j;
+  return t.substr(i, j - i);
+}
+
 }  // namespace
 
 std::string_view HcclField(std::string_view msg, std::string_view key) {
@@ -71,7 +91,9 @@ std::string_view HcclField(std::string_view msg, std::string_view key) {
 
 bool LooksLikeHcclPlog(std::string_view data) {
   for (std::string_view k : {"] HCCL(", "]HCCL(", "EI0002", "Notify register", "Task run failed", "Entry-Hccl",
-                             "HeartbeatAbnormal", "PTA call acl api failed", "hccl fftsplus task timeout"})
+                             "HeartbeatAbnormal", "PTA call acl api failed", "hccl fftsplus task timeout",
+                             "OPS call acl api failed", "during AICPU execution", "Aicpu kernel execute failed",
+                             "fftsplus task execute failed"})
     if (Contains(data, k)) return true;
   return false;
 }
@@ -86,6 +108,7 @@ void ParseHcclPlog(std::string_view data, int64_t rank_hint, DumpSet* out) {
     int64_t count = -1, line = 0;
   };
   std::vector<Entry> entries;
+  std::vector<Failure> failures;
   int64_t prefix_rank = -1;
 
   LineReader reader(data);
@@ -145,6 +168,29 @@ void ParseHcclPlog(std::string_view data, int64_t rank_hint, DumpSet* out) {
       if (Contains(t, "[Timeout]") || notify) k.kind = "timeout";
       continue;
     }
+    bool aicpu = Contains(t, "during AICPU execution") || Contains(t, "Aicpu kernel execute failed");
+    if (aicpu || Contains(t, "fftsplus task execute failed")) {
+      std::string_view stream = RuntimeField(t, "stream_id:"), task = RuntimeField(t, "task_id:");
+      if (stream.empty()) stream = RuntimeField(t, "stream_id=");
+      if (task.empty()) task = RuntimeField(t, "task_id=");
+      std::string_view code = RuntimeField(t, "errorCode=");
+      if (code.empty()) code = RuntimeField(t, "errcode:");
+      if (code.empty()) code = RuntimeField(t, "err_type=");
+      auto it = std::find_if(failures.begin(), failures.end(),
+                             [&](const Failure& f) { return f.stream == stream && f.task == task; });
+      if (it == failures.end() && failures.size() < 1000) {
+        failures.push_back({std::string(stream), std::string(task), aicpu ? "AICPU" : "fftsplus",
+                            std::string(aicpu ? "kernel failed" : "task execute failed") +
+                                (code.empty() ? "" : ", error " + std::string(code)),
+                            l.number});
+      }
+      model::LogEvent e;
+      e.kind = Kind::kCrash;
+      e.message = std::string(Trim(t.substr(0, 1024)));
+      e.line = l.number;
+      if (events.size() < 200) events.push_back(std::move(e));
+      continue;
+    }
     size_t entry = t.find("Entry-Hccl");
     if (entry != std::string_view::npos) {
       std::string_view rest = t.substr(entry + 10);
@@ -180,7 +226,7 @@ void ParseHcclPlog(std::string_view data, int64_t rank_hint, DumpSet* out) {
   }
 
   int64_t rank = file_rank >= 0 ? file_rank : prefix_rank >= 0 ? prefix_rank : rank_hint;
-  if (rank < 0 && tasks.empty() && entries.empty() && events.empty()) return;
+  if (rank < 0 && tasks.empty() && entries.empty() && events.empty() && failures.empty()) return;
   model::RankDump& d = out->For(rank, "hccl-plog");
   model::Interner& pool = *d.interner;
   std::map<std::string, int64_t> seq_of;  // Entry- call order per communicator
@@ -264,6 +310,18 @@ void ParseHcclPlog(std::string_view data, int64_t rank_hint, DumpSet* out) {
     // a wait on that rank, known only by its rank inside the group.
     int64_t remote = -1;
     auto res = std::from_chars(k.remote.data(), k.remote.data() + k.remote.size(), remote);
+    model::DeviceTaskReport report;
+    report.stream = k.stream;
+    report.task = k.task;
+    report.task_type = k.task_type.empty() ? "task" : k.task_type;
+    report.group = pg;
+    report.notify = k.notify;
+    report.op = op;
+    report.remote_local = res.ec == std::errc() && remote >= 0 && remote < (int64_t{1} << 24) ? remote : -1;
+    report.what = "HCCL " + op + " " + report.task_type;
+    report.file = out->file();
+    report.line = k.line;
+    if (d.device_tasks.size() < 1000) d.device_tasks.push_back(std::move(report));
     if (!d.wait && res.ec == std::errc() && remote >= 0 && remote < (int64_t{1} << 24)) {
       model::WaitSnapshot w;
       w.current_op = op;
@@ -273,6 +331,17 @@ void ParseHcclPlog(std::string_view data, int64_t rank_hint, DumpSet* out) {
       w.pg_local = true;
       d.wait = std::move(w);
     }
+  }
+  for (const auto& f : failures) {
+    model::DeviceTaskReport report;
+    report.stream = f.stream;
+    report.task = f.task;
+    report.task_type = f.type;
+    report.failed = true;
+    report.what = f.what;
+    report.file = out->file();
+    report.line = f.line;
+    if (d.device_tasks.size() < 1000) d.device_tasks.push_back(std::move(report));
   }
   for (auto& e : events) d.events.push_back(std::move(e));
   for (auto& e : d.events) e.file = out->file();
