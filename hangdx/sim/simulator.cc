@@ -118,6 +118,7 @@ struct COp {
   int32_t pg = -1;
   int32_t peer = -1;          // rank index; -1 any source; -2 not a rank of the job
   bool blocking = false;
+  bool failed = false;        // the device reported it failed: once started it never finishes
   int32_t table = -1;         // the table it takes its seq from (collective, send, named recv)
   int32_t partner_table = -1; // send: recvs (pg, a, b); named recv: sends (pg, a, b)
   std::vector<AnySender> senders;  // any-source recv
@@ -342,6 +343,7 @@ Status Program::Compile(const model::DeviceJob& job) {
     COp& c = ops_[i];
     c.kind = op.kind;
     c.blocking = op.host_blocking;
+    c.failed = op.failed;
     const int32_t r = c.rank;
     const std::string who = OpWhere(op, static_cast<OpId>(i));
     if (op.kind == OpKind::kHostSync) {
@@ -623,6 +625,7 @@ bool Program::AnySenderReady(const State& s, OpId o, const AnySender& a) const {
 
 bool Program::FinishCond(const State& s, OpId o) const {
   const COp& c = ops_[o];
+  if (c.failed) return false;
   switch (c.kind) {
     case OpKind::kCompute:
     case OpKind::kRecord:
@@ -648,6 +651,7 @@ bool Program::FinishCond(const State& s, OpId o) const {
 
 bool Program::SyncCond(const State& s, OpId o) const {
   const COp& c = ops_[o];
+  if (c.failed) return false;
   if (c.event >= 0) return s[event_word_ + c.event] != 0;
   OpId target = Aux(s, o);
   return target < 0 || OpStatus(s, target) == kFinished;
@@ -823,7 +827,7 @@ void Program::Apply(State* s, const Trans& t) const {
       OpId o = StreamHead(*s, t.idx);
       const COp& c = ops_[o];
       if (c.pool >= 0) s->Set(pools_[c.pool].word, (*s)[pools_[c.pool].word] + 1);
-      if (c.kind == OpKind::kCompute || c.kind == OpKind::kRecord) {
+      if ((c.kind == OpKind::kCompute || c.kind == OpKind::kRecord) && !c.failed) {
         FinishOp(s, o);
         return;
       }
@@ -902,7 +906,7 @@ std::string Program::Describe(const State& before, const State& after, const Tra
       const StreamInfo& si = streams_[t.idx];
       OpId o = StreamHead(before, t.idx);
       const COp& c = ops_[o];
-      bool runs = c.kind == OpKind::kCompute || c.kind == OpKind::kRecord;
+      bool runs = (c.kind == OpKind::kCompute || c.kind == OpKind::kRecord) && !c.failed;
       std::string s = RankName(si.rank) + " stream " + si.name + (runs ? " runs " : " starts ") + Label(after, o);
       if (c.pool >= 0) {
         const PoolInfo& p = pools_[c.pool];

@@ -295,6 +295,18 @@ TEST(Explore, BadInput) {
   }
 }
 
+// An op the device reported failed starts but never finishes.
+TEST(Explore, FailedOpNeverFinishes) {
+  JobBuilder b;
+  b.Compute(0, "main", "s", "bad_kernel").failed = true;
+  b.Record(0, "main", "s", "e");
+  b.Wait(0, "main", "t", "e");
+  ExploreResult r = Sim(b.Build());
+  EXPECT_TRUE(r.deadlock);
+  EXPECT_THAT(Witness(r), HasSubstr("rank 0 stream s starts bad_kernel"));
+  EXPECT_THAT(Joined(r.blocked), HasSubstr("record e is on rank 0 stream s at position 1 behind bad_kernel"));
+}
+
 // A pg member with no schedule never arrives: the collective waits for it.
 TEST(Explore, MissingMemberNeverArrives) {
   JobBuilder b;
