@@ -13,6 +13,7 @@
 
 #include <string>
 
+#include "hangdx/analyze/device_graph.h"
 #include "hangdx/sim/job_builder.h"
 #include "hangdx/sim/simulator.h"
 
@@ -71,6 +72,89 @@ BENCHMARK(BM_Simulate)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1)
     ->UseRealTime();
+
+}  // namespace
+}  // namespace hangdx::bench
+
+namespace hangdx::bench {
+namespace {
+
+// The device-level wait-for graph (analyze/device_graph.h) on a snapshot of
+// `ranks` ranks: per rank a started all_reduce on its tensor-parallel pg
+// (blocks of 8) on stream comm, then a record; a compute stream waiting for
+// that record; rank 12345 never issues its all_reduce (missing), and ranks
+// 50,000-50,999 are a send/send ring on stream p2p (one true cycle).
+// About 3 ops per rank.
+model::DeviceJob StuckSnapshot(int64_t ranks) {
+  model::DeviceJob job;
+  auto add = [&](model::DevOp op) {
+    job.ops.push_back(std::move(op));
+    return static_cast<model::OpId>(job.ops.size() - 1);
+  };
+  for (int64_t r = 0; r < ranks; ++r) {
+    std::string tp = "tp" + std::to_string(r / 8);
+    auto& members = job.pgs[tp];
+    if (r != 12345) members.push_back(r);
+    model::DeviceRank dr;
+    dr.rank = r;
+    model::Stream comm{"comm", {}, true}, compute{"compute", {}, false};
+    model::DevOp ar;
+    ar.kind = model::DevOp::Kind::kCollective;
+    ar.name = "all_reduce";
+    ar.rank = r;
+    ar.stream = "comm";
+    ar.pg = tp;
+    ar.seq = 0;
+    if (r != 12345) comm.tasks.push_back(add(ar));
+    model::DevOp rec;
+    rec.kind = model::DevOp::Kind::kRecord;
+    rec.rank = r;
+    rec.stream = "comm";
+    rec.event = "reduced" + std::to_string(r);
+    comm.tasks.push_back(add(rec));
+    model::DevOp wait = rec;
+    wait.kind = model::DevOp::Kind::kWait;
+    wait.stream = "compute";
+    compute.tasks.push_back(add(wait));
+    compute.head_started = true;
+    dr.streams = {comm, compute};
+    if (r >= 50000 && r < 51000) {
+      model::DevOp send;
+      send.kind = model::DevOp::Kind::kSend;
+      send.rank = r;
+      send.stream = "p2p";
+      send.pg = "pp";
+      send.peer = r + 1 < 51000 ? r + 1 : 50000;
+      send.seq = 0;
+      model::DevOp recv = send;
+      recv.kind = model::DevOp::Kind::kRecv;
+      recv.peer = r > 50000 ? r - 1 : 50999;
+      model::Stream p2p{"p2p", {add(send), add(recv)}, true};
+      dr.streams.push_back(p2p);
+    }
+    job.ranks.push_back(std::move(dr));
+  }
+  for (int64_t r = 50000; r < 51000 && r < ranks; ++r) job.pgs["pp"].push_back(r);
+  job.pgs["tp" + std::to_string(12345 / 8)].push_back(12345);
+  std::sort(job.pgs["tp" + std::to_string(12345 / 8)].begin(), job.pgs["tp" + std::to_string(12345 / 8)].end());
+  job.finished.assign(job.ops.size(), false);
+  return job;
+}
+
+void BM_DeviceGraph(benchmark::State& state) {
+  model::DeviceJob job = StuckSnapshot(state.range(0));
+  size_t findings = 0, dead = 0;
+  for (auto _ : state) {
+    analyze::DeviceAnalysis a = analyze::AnalyzeDevice(job);
+    findings = a.findings.size();
+    dead = a.deadlocked.size();
+    benchmark::DoNotOptimize(a.findings.data());
+  }
+  state.counters["ops"] = static_cast<double>(job.ops.size());
+  state.counters["findings"] = static_cast<double>(findings);
+  state.counters["deadlocked_ops"] = static_cast<double>(dead);
+}
+BENCHMARK(BM_DeviceGraph)->Arg(100000)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 
 }  // namespace
 }  // namespace hangdx::bench
