@@ -551,6 +551,9 @@ Status Program::Compile(const model::DeviceJob& job) {
         if (d >= static_cast<OpId>(n) || placed[d] != 3 || !job.ops[d].host_blocking)
           return InvalidArgument(RankName(static_cast<int32_t>(r)) + " queue " + q.name +
                                  ": the dispatcher waits for an op that is not a host-blocking op on a stream");
+        if (ops_[d].queue < 0)  // found by device_json_fuzzer: queue mode off, yet a dispatcher
+          return InvalidArgument(RankName(static_cast<int32_t>(r)) + " queue " + q.name +
+                                 " has a blocked dispatcher but the task queue mode is off");
         s.Set(queues_[ops_[d].queue].word + 2, d);
       }
     }

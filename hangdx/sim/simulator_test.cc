@@ -258,6 +258,27 @@ TEST(Explore, BadInput) {
     EXPECT_THAT(r.status().message(), HasSubstr(msg));
   };
   {
+    // device_json_fuzzer: queue mode off, yet a queue whose dispatcher is
+    // blocked on a host-blocking op on a stream (indexed queue -1).
+    model::DeviceJob j;
+    model::DevOp w;
+    w.kind = model::DevOp::Kind::kWait;
+    w.rank = 0;
+    w.thread = "comm";
+    w.stream = "hccl";
+    w.event = "e1";
+    w.host_blocking = true;
+    j.ops.push_back(w);
+    j.finished.assign(1, false);
+    model::DeviceRank r;
+    r.rank = 0;
+    r.threads.push_back({"comm", {}, 0});
+    r.streams.push_back({"hccl", {0}, true});
+    r.queues.push_back({"device", {}, 0});
+    j.ranks.push_back(r);
+    expect_error(j, "has a blocked dispatcher but the task queue mode is off");
+  }
+  {
     JobBuilder b;
     b.Collective(0, "main", "comm", "nope");
     expect_error(b.Build(), "pg 'nope' is not declared");
