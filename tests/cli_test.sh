@@ -120,6 +120,12 @@ python3 -c "
 import json; t=json.load(open('$tmp/out'))
 assert t['from_flight_recorder']==[0,1,2] and t['tree']['ranks']==[0,1,2]" || { echo "FAIL stacks_json"; fail=1; }
 check stacks_bad_format 2 "$BIN" stacks testdata/torch/c/pickle --format dot
+# A truncated dump is named, not silently left out of the tree.
+mkdir -p "$tmp/stk" && cp testdata/torch/c/pickle/fr_trace_rank_0 testdata/torch/c/pickle/fr_trace_rank_1 "$tmp/stk/"
+head -c 700 testdata/torch/c/pickle/fr_trace_rank_2 > "$tmp/stk/fr_trace_rank_2"
+check stacks_truncated 0 "$BIN" stacks "$tmp/stk"
+grep -q '^Could not read the file of rank 2 (missing above)$' "$tmp/out" && grep -q "fr_trace_rank_2 @ byte 700: unreadable pickle" "$tmp/out" \
+  || { echo "FAIL stacks_truncated names the bad file"; fail=1; }
 
 # Rank override and world size.
 check world_size 1 "$BIN" analyze testdata/torch/f1/json --world-size 4 --format json

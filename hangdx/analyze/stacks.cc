@@ -44,6 +44,9 @@ struct Trie {
 
 StackTree MergeStacks(const model::Job& job) {
   StackTree tree;
+  for (const auto& g : job.diagnostics)
+    if (g.severity != model::Diagnostic::Severity::kInfo) tree.problems.push_back(g);
+  tree.unreadable = job.unreadable;
   Trie trie;
   for (const auto& d : job.dumps) {
     bool any = false;

@@ -27,6 +27,11 @@ struct StackTree {
   // entry (the call site of that op) rather than from a stack dump.
   std::vector<model::Rank> from_flight_recorder;
   std::vector<model::Rank> without_stack;  // ranks with data but no stack at all
+  // What went wrong reading the inputs (the Job's diagnostics, warnings and
+  // errors only) and the ranks whose file could not be used (rank -> "file:
+  // why"): a rank missing from the tree may be missing for these reasons.
+  std::vector<model::Diagnostic> problems;
+  std::map<model::Rank, std::string> unreadable;
 };
 
 // Builds the tree from every rank's stack samples (py-spy, gdb, faulthandler,

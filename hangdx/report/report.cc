@@ -28,6 +28,19 @@ std::string C(std::string_view s) {
   return o;
 }
 
+// "  warning: FILE @ byte N: message\n", control characters escaped.
+std::string DiagLine(const model::Diagnostic& diag) {
+  return "  " + std::string(DiagSeverity(diag.severity)) + ": " + C(diag.file) +
+         (diag.offset >= 0 ? " @ byte " + std::to_string(diag.offset) : "") + ": " + C(diag.message) + "\n";
+}
+
+// One diagnostic in the JSON documents.
+nlohmann::ordered_json DiagJson(const model::Diagnostic& g) {
+  using J = nlohmann::ordered_json;
+  return {{"severity", DiagSeverity(g.severity)}, {"file", g.file}, {"rank", g.rank >= 0 ? J(g.rank) : J(nullptr)},
+          {"offset", g.offset >= 0 ? J(g.offset) : J(nullptr)}, {"message", g.message}};
+}
+
 std::string PgText(const Finding& f) {
   if (f.pg_name.empty()) return "";
   std::string s = "pg " + C(f.pg_name);
@@ -134,8 +147,7 @@ std::string RenderText(const Diagnosis& d, size_t max_findings) {
           o += "  ... (all of them in --format json)\n";
           break;
         }
-        o += "  " + std::string(DiagSeverity(diag.severity)) + ": " + C(diag.file) +
-             (diag.offset >= 0 ? " @ byte " + std::to_string(diag.offset) : "") + ": " + C(diag.message) + "\n";
+        o += DiagLine(diag);
       }
     }
   }
@@ -181,6 +193,23 @@ std::string RenderStacksText(const analyze::StackTree& t) {
     o += "From the frames of their last Flight Recorder entry (no stack dump): ranks " +
          FormatRanks(t.from_flight_recorder) + "\n";
   if (!t.without_stack.empty()) o += "No stack for ranks " + FormatRanks(t.without_stack) + "\n";
+  if (!t.unreadable.empty()) {
+    std::vector<model::Rank> bad;
+    for (const auto& [r, why] : t.unreadable) bad.push_back(r);
+    o += std::string("Could not read the file of ") + (bad.size() == 1 ? "rank " : "ranks ") + FormatRanks(bad) +
+         " (missing above)\n";
+  }
+  if (!t.problems.empty()) {
+    o += "\nInput problems (" + std::to_string(t.problems.size()) + "):\n";
+    for (size_t k = 0; k < t.problems.size(); ++k) {
+      if (k == 12) {
+        o += "  ... (all of them in --format json)\n";
+        break;
+      }
+      const auto& diag = t.problems[k];
+      o += DiagLine(diag);
+    }
+  }
   return o;
 }
 
@@ -191,6 +220,12 @@ nlohmann::ordered_json StacksToJson(const analyze::StackTree& t) {
   j["tree"] = StackNodeJson(t.root);
   j["from_flight_recorder"] = t.from_flight_recorder;
   j["without_stack"] = t.without_stack;
+  nlohmann::ordered_json unreadable = nlohmann::ordered_json::array();
+  for (const auto& [r, file] : t.unreadable) unreadable.push_back({{"rank", r}, {"file", file}});
+  j["unreadable_dumps"] = unreadable;
+  nlohmann::ordered_json diags = nlohmann::ordered_json::array();
+  for (const auto& g : t.problems) diags.push_back(DiagJson(g));
+  j["diagnostics"] = diags;
   return j;
 }
 
@@ -252,10 +287,7 @@ nlohmann::ordered_json ToJson(const Diagnosis& d) {
     edges.push_back({{"from", e.from}, {"to", e.to}, {"label", e.label}, {"in_cycle", e.in_cycle}});
   j["wait_for_graph"] = {{"edges", edges}};
   J diags = J::array();
-  for (const auto& g : d.diagnostics)
-    diags.push_back({{"severity", DiagSeverity(g.severity)}, {"file", g.file},
-                     {"rank", g.rank >= 0 ? J(g.rank) : J(nullptr)},
-                     {"offset", g.offset >= 0 ? J(g.offset) : J(nullptr)}, {"message", g.message}});
+  for (const auto& g : d.diagnostics) diags.push_back(DiagJson(g));
   j["diagnostics"] = diags;
   j["files"] = d.files.size();
   return j;
