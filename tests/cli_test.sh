@@ -261,4 +261,20 @@ printf '{"hangdx_snapshot": 1, "ranks": [{"rank": 0, "threads": [{"name": "t", "
 check dev_bad_op 0 "$BIN" analyze "$tmp/badsnap.json"
 grep -q 'ranks\[0\].threads\[0\].ops\[0\]: "op" must be one of' "$tmp/out" "$tmp/err" || { echo "FAIL dev_bad_op message"; fail=1; }
 
+# A crashed process's log ends in NUL padding; a UTF-16 log (with or without
+# a BOM): each is read like the plain file, so the verdict stays that of
+# testdata/cases/nccl147-ddp-fp16-first-broadcast (size_mismatch, rank 0).
+for enc in nul utf16; do
+  rm -rf "$tmp/pad" && cp -r testdata/cases/nccl147-ddp-fp16-first-broadcast "$tmp/pad"
+  if [ $enc = nul ]; then printf '\0\0\0\0' >> "$tmp/pad/rank0.log"
+  else python3 -c "
+import sys; p='$tmp/pad/'; d=open(p+'rank0.log').read(); open(p+'rank0.log','wb').write(b'\xff\xfe'+d.encode('utf-16-le'))
+d=open(p+'rank1.log').read(); open(p+'rank1.log','wb').write(d.encode('utf-16-be'))"; fi
+  check padded_log_$enc 1 "$BIN" analyze "$tmp/pad" --format json
+  python3 -c "
+import json; d=json.load(open('$tmp/out')); f=d['findings'][0]
+assert f['kind']=='size_mismatch' and f['culprit_ranks']==[0], f
+assert not any('binary data' in x['message'] for x in d['diagnostics']), d['diagnostics']" || { echo "FAIL padded_log_$enc"; fail=1; }
+done
+
 exit $fail

@@ -12,6 +12,7 @@
 #include "hangdx/base/mapped_file.h"
 #include "hangdx/ingest/flight_recorder.h"
 #include "hangdx/ingest/log_completion.h"
+#include "hangdx/ingest/logs/line_util.h"
 #include "hangdx/ingest/merge.h"
 #include "hangdx/ingest/pg_ranks.h"
 #include "hangdx/ingest/plog_chain.h"
@@ -150,16 +151,31 @@ void LoadOne(const std::string& path, int64_t rank_hint, const LoadOptions& opt,
   std::string_view data = file->data();
   res->bytes = data.size();
   Format f = SniffFormat(data);
-  // Binary that is not a pickle (NUL bytes in its head) is no text log
-  // either: skip it without reading the rest (a 2 GB sparse file stays unread).
-  bool binary = data.substr(0, 4096).find('\0') != std::string_view::npos;
-  if (f == Format::kUnknown && !data.empty() && !binary &&
-      ParseTextArtifact(data, path, rank_hint, &res->dumps, &res->diags))
-    return;
+  // Binary that is not a pickle (NUL or control bytes in its head) is no
+  // text log either: skip it without reading the rest (a 2 GB sparse file
+  // stays unread). NUL padding (a crashed process's log) is dropped, UTF-16
+  // is read as its ASCII subset.
+  logs::TextEncoding enc = logs::TextEncoding::kText;
+  std::string decoded;
+  if (f == Format::kUnknown && !data.empty()) {
+    enc = logs::DecodeText(data, &decoded);
+    bool binary = enc == logs::TextEncoding::kBinary;
+    std::string_view text = enc == logs::TextEncoding::kText ? data : std::string_view(decoded);
+    if (!binary && ParseTextArtifact(text, path, rank_hint, &res->dumps, &res->diags)) {
+      if (enc == logs::TextEncoding::kUtf16)
+        add(Sev::kInfo, "UTF-16 text: read its ASCII characters (offsets count those characters)");
+      else if (enc == logs::TextEncoding::kNulPadded)
+        add(Sev::kInfo, "holds NUL bytes (padding of a crashed process's log?): read without them");
+      return;
+    }
+  }
   if (f == Format::kUnknown) {
     res->outcome = FileResult::Outcome::kSkipped;
+    const char* what = enc == logs::TextEncoding::kBinary ? "binary data, "
+                       : enc == logs::TextEncoding::kUtf16 ? "UTF-16 text (read as its ASCII characters), "
+                                                           : "";
     if (data.empty()) add(Sev::kWarning, "empty file; skipped", 0);
-    else add(Sev::kInfo, std::string(binary ? "binary data, " : "") +
+    else add(Sev::kInfo, std::string(what) +
                          "not a format hangdx reads (Flight Recorder pickle or JSON, wait snapshot, NCCL/PyTorch "
                          "log, stack dump, HCCL plog, NCCL RAS); skipped");
     return;

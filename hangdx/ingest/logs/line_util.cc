@@ -214,6 +214,50 @@ bool LooksBinary(std::string_view data) {
   return !head.empty() && odd * 10 > head.size();
 }
 
+TextEncoding DecodeText(std::string_view data, std::string* text) {
+  text->clear();
+  std::string_view head = data.substr(0, 4096);
+  auto utf16 = [&](bool little, size_t from) {
+    text->reserve((data.size() - from) / 2);
+    for (size_t i = from; i + 1 < data.size(); i += 2) {
+      unsigned lo = static_cast<unsigned char>(data[i + (little ? 0 : 1)]);
+      unsigned hi = static_cast<unsigned char>(data[i + (little ? 1 : 0)]);
+      unsigned unit = hi << 8 | lo;
+      if (unit == 0) continue;
+      text->push_back(unit < 0x80 ? static_cast<char>(unit) : '?');
+    }
+    return TextEncoding::kUtf16;
+  };
+  if (head.size() >= 2 && head[0] == '\xff' && head[1] == '\xfe') return utf16(true, 2);
+  if (head.size() >= 2 && head[0] == '\xfe' && head[1] == '\xff') return utf16(false, 2);
+  if (head.find('\0') == std::string_view::npos) {
+    if (LooksBinary(data)) return TextEncoding::kBinary;
+    // NULs past the head: padding at the end of a long log.
+    if (std::memchr(data.data(), 0, data.size()) == nullptr) return TextEncoding::kText;
+  } else {
+    // Every other byte NUL: UTF-16 without a BOM (ASCII text, little or big endian).
+    size_t pairs = head.size() / 2, le = 0, be = 0;
+    for (size_t i = 0; i + 1 < head.size(); i += 2) {
+      le += head[i] != '\0' && head[i + 1] == '\0';
+      be += head[i] == '\0' && head[i + 1] != '\0';
+    }
+    if (pairs >= 2 && le * 10 >= pairs * 8) return utf16(true, 0);
+    if (pairs >= 2 && be * 10 >= pairs * 8) return utf16(false, 0);
+    // NUL runs in text: the head without them must be text, and not empty
+    // (a sparse or zeroed file is skipped unread).
+    std::string rest;
+    for (char c : head)
+      if (c != '\0') rest.push_back(c);
+    size_t high = 0;
+    for (unsigned char c : rest) high += c >= 0x80;
+    if (rest.empty() || LooksBinary(rest) || high * 10 > rest.size() * 3) return TextEncoding::kBinary;
+  }
+  text->reserve(data.size());
+  for (char c : data)
+    if (c != '\0') text->push_back(c);
+  return TextEncoding::kNulPadded;
+}
+
 model::RankDump& DumpSet::For(model::Rank rank, std::string_view format) {
   auto [it, fresh] = dumps_.try_emplace(rank);
   if (fresh) {

@@ -88,6 +88,22 @@ std::string_view Between(std::string_view s, std::string_view open, std::string_
 // binary file that no text format can be.
 bool LooksBinary(std::string_view data);
 
+// How a file's bytes hold text. Logs of crashed processes often end in (or
+// hold runs of) NUL bytes the file system padded them with; Windows tools
+// write UTF-16.
+enum class TextEncoding {
+  kText,       // plain bytes, no NUL: read as is
+  kNulPadded,  // text with NUL runs: read with the NULs dropped
+  kUtf16,      // UTF-16 (BOM FF FE / FE FF, or every other byte NUL): its ASCII subset is read
+  kBinary,     // NULs or control bytes in the head that no text has
+};
+
+// Classifies `data` from its head (4 KiB; a binary file is not read
+// further). For kNulPadded and kUtf16, *text receives the readable text:
+// NUL bytes dropped (line numbers stay), UTF-16 code units below 0x80 as
+// bytes and the others as '?', NUL units dropped, the BOM skipped.
+TextEncoding DecodeText(std::string_view data, std::string* text);
+
 // The RankDumps one text artifact yields, keyed by rank (rank -1 holds what
 // belongs to no known rank), and the file's diagnostics (at most
 // kMaxDiagnostics per file; the rest are counted in one summary line).

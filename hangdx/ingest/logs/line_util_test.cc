@@ -69,5 +69,40 @@ TEST(LineUtil, LongLinesAreCut) {
   EXPECT_EQ(r.truncated_lines(), 1);
 }
 
+TEST(DecodeText, NulPaddingIsNotBinary) {
+  std::string text;
+  EXPECT_EQ(DecodeText("a NCCL INFO line\n", &text), TextEncoding::kText);
+  // A crashed process's log: trailing NULs, and a run inside.
+  std::string padded("line 1\n\0\0line 2\n\0\0\0\0", 19);
+  EXPECT_EQ(DecodeText(padded, &text), TextEncoding::kNulPadded);
+  EXPECT_EQ(text, "line 1\nline 2\n");
+  // NULs only past the head.
+  std::string long_log(5000, 'x');
+  long_log += std::string(3, '\0');
+  EXPECT_EQ(DecodeText(long_log, &text), TextEncoding::kNulPadded);
+  EXPECT_EQ(text, std::string(5000, 'x'));
+  // All NULs, or NULs among control bytes: binary.
+  EXPECT_EQ(DecodeText(std::string(64, '\0'), &text), TextEncoding::kBinary);
+  EXPECT_EQ(DecodeText(std::string("\x7f" "ELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x03\0\x3e\0\x01\0\0\0", 24), &text),
+            TextEncoding::kBinary);
+  std::string random;
+  for (int i = 0; i < 256; ++i) random.push_back(static_cast<char>((i * 167 + 13) & 0xff));
+  EXPECT_EQ(DecodeText(random, &text), TextEncoding::kBinary);
+}
+
+TEST(DecodeText, Utf16) {
+  std::string text;
+  // BOM FF FE (little endian), a non-ASCII unit as '?'.
+  EXPECT_EQ(DecodeText(std::string("\xff\xfe" "a\0b\0\xe9\0\n\0", 10), &text), TextEncoding::kUtf16);
+  EXPECT_EQ(text, "ab?\n");
+  EXPECT_EQ(DecodeText(std::string("\xfe\xff\0a\0b\0\n", 8), &text), TextEncoding::kUtf16);
+  EXPECT_EQ(text, "ab\n");
+  // No BOM: every other byte NUL.
+  EXPECT_EQ(DecodeText(std::string("N\0C\0C\0L\0\n\0", 10), &text), TextEncoding::kUtf16);
+  EXPECT_EQ(text, "NCCL\n");
+  EXPECT_EQ(DecodeText(std::string("\0N\0C\0C\0L\0\n", 10), &text), TextEncoding::kUtf16);
+  EXPECT_EQ(text, "NCCL\n");
+}
+
 }  // namespace
 }  // namespace hangdx::ingest::logs
