@@ -144,6 +144,12 @@ assert roles['chain']==[0,1,2], roles
 assert f['details'][-1].startswith('cause: AICPU task 19016 (kernel failed, error 21008) on stream 2 of rank 2'), f['details']
 assert len([x for x in d['findings'] if x['severity']=='error'])==1, d['findings']" || { echo "FAIL hccl_chain"; fail=1; }
 
+# A device snapshot read only in part: the verdict says so.
+python3 -c "import json;d=json.load(open('testdata/device/p2p_cycle.json'));d['ranks'][0]['streams'][0]['tasks']=['0/main/0','0/main/0'];json.dump(d,open('$tmp/partial.json','w'))"
+check device_partial 0 "$BIN" analyze "$tmp/partial.json"
+head -1 "$tmp/out" | grep -q '^No hang found in what could be read, but 1 part of the device snapshot had to be skipped' \
+  || { echo "FAIL device_partial verdict"; fail=1; }
+
 # Latent order inversion from NCCL INFO logs: two communicators over GPUs 0,1;
 # rank 0 issues comm A's opCount 1 before comm B's, rank 1 the reverse.
 check latent_nccl_logs 0 "$BIN" analyze testdata/latent/nccl_two_comms --format json
@@ -153,6 +159,25 @@ f=[f for f in d['findings'] if f['kind']=='order_inversion']
 assert len(f)==1 and f[0]['severity']=='warning' and f[0]['culprit_ranks']==[1], f
 assert f[0]['pg']['name']=='0x3f1c9a7d2b6e4a10' and f[0]['seq']==1, f[0]
 assert not [x for x in d['findings'] if x['severity']=='error'], d['findings']" || { echo "FAIL latent_nccl_logs"; fail=1; }
+
+# The same logs with rank 0's Init line of comm 0x3f1c... cut: its ops are
+# taken as that communicator's (the only 2-rank one rank 1 logs and rank 0
+# does not), so the verdict is unchanged. With a second candidate on rank 1
+# the communicator stays unknown: a warning says so, and no false HANG.
+rm -rf "$tmp/noinit" && cp -r testdata/latent/nccl_two_comms "$tmp/noinit" && sed -i 1d "$tmp/noinit/rank0.log"
+check nccl_no_init_line 0 "$BIN" analyze "$tmp/noinit" --format json
+python3 -c "
+import json; d=json.load(open('$tmp/out'))
+assert not [x for x in d['findings'] if x['severity']=='error'], d['findings']
+f=[f for f in d['findings'] if f['kind']=='order_inversion']
+assert len(f)==1 and f[0]['culprit_ranks']==[1] and f[0]['pg']['name']=='0x3f1c9a7d2b6e4a10', f
+assert any('no Init line; taken as communicator 0x3f1c9a7d2b6e4a10' in x['message'] for x in d['diagnostics'])" \
+  || { echo "FAIL nccl_no_init_line"; fail=1; }
+sed -i '2a node01:4102:4102 [1] NCCL INFO comm 0x5611b0003000 rank 1 nranks 2 cudaDev 1 nvmlDev 1 busId 2000 commId 0x77aa000000000001 - Init COMPLETE\nnode01:4102:4102 [1] NCCL INFO AllReduce: opCount 0 sendbuff 0x7f0000000000 recvbuff 0x7f0000000000 count 8 datatype 7 op 0 root 0 comm 0x5611b0003000 [nranks=2] stream 0x5611b00f1000' "$tmp/noinit/rank1.log"
+check nccl_no_init_line_ambiguous 0 "$BIN" analyze "$tmp/noinit"
+grep -q 'no Init line (pg nccl-comm:n2#0).*which communicator they belong to is unknown' "$tmp/out" \
+  || { echo "FAIL nccl_no_init_line_ambiguous: no warning"; fail=1; }
+! grep -q 'rank -1' "$tmp/out" || { echo "FAIL nccl_no_init_line_ambiguous: rank -1"; fail=1; }
 
 # Determinism: 1 and 2 parser threads give identical output.
 "$BIN" analyze testdata/torch --format json -j 1 > "$tmp/t1"

@@ -993,7 +993,10 @@ class Analyzer {
     std::map<std::string, std::vector<int>> by_desc;
     for (const auto& [gi, i] : first_stalled) {
       const std::string& desc = groups_[gi].desc;
-      if (!desc.empty() && desc != "undefined" && desc != "default_pg") by_desc[desc].push_back(i);
+      // Descriptions a log parser made up ("NCCL communicator of 8 ranks",
+      // "HCCL group ...") name no user group: equal ones mean nothing.
+      bool parser_made = desc.rfind("NCCL communicator", 0) == 0 || desc.rfind("HCCL group", 0) == 0;
+      if (!desc.empty() && desc != "undefined" && desc != "default_pg" && !parser_made) by_desc[desc].push_back(i);
     }
     std::set<int> explained;
     for (const auto& [desc, list] : by_desc) {
@@ -1376,8 +1379,12 @@ class Analyzer {
     std::string chain;
     for (size_t i = 0; i < cyc.size(); ++i) {
       std::vector<Rank> w = Waiters(cyc[i]);
-      chain += (i ? "; " : "") + Who(w) + " in " + ops[i] + " " + Verb(w, "waits", "wait") + " for rank " +
-               std::to_string(OrderVia(cyc, i));
+      Rank via = OrderVia(cyc, i);
+      // No rank on the edge: the op is queued behind an earlier unfinished
+      // op of its own pg (one stream), not waiting for a peer.
+      chain += (i ? "; " : "") + Who(w) + " in " + ops[i] + " " +
+               (via >= 0 ? std::string(Verb(w, "waits", "wait")) + " for rank " + std::to_string(via)
+                         : std::string(Verb(w, "is", "are")) + " queued behind " + ops[(i + 1) % ops.size()]);
     }
     f.op = ops.empty() ? "" : ops.front();
     for (size_t i = 1; i < ops.size(); ++i) f.op += " / " + ops[i];

@@ -391,7 +391,8 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
     job.unreadable.erase(r);  // another artifact of the rank was readable
     job.dumps.push_back(std::move(d));
   }
-  DeriveNcclLogCompletion(&job);  // needs every rank's log
+  MatchAnonymousNcclComms(&job);  // needs every rank's log
+  DeriveNcclLogCompletion(&job);  // likewise
   MapPgLocalRanks(&job);          // likewise
   BuildPlogDeviceJob(&job);       // needs the mapping: HCCL notify-wait chains across ranks
   return job;

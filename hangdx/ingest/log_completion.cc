@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 
 namespace hangdx::ingest {
@@ -15,6 +16,70 @@ int64_t NcclLogCommSize(std::string_view desc) {
   for (; i < desc.size() && desc[i] >= '0' && desc[i] <= '9' && i < 12; ++i) n = n * 10 + (desc[i] - '0');
   if (i == 0 || desc.substr(i, 6) != " ranks") return -1;
   return n;
+}
+
+void MatchAnonymousNcclComms(model::Job* job) {
+  constexpr std::string_view kAnon = "nccl-comm:";
+  auto anonymous = [&](std::string_view name) { return name.substr(0, kAnon.size()) == kAnon; };
+  std::map<std::string, std::set<model::Rank>, std::less<>> who;  // pg -> ranks with ops in it
+  std::map<std::string, int64_t, std::less<>> size;               // NCCL-log comm -> N
+  for (const auto& d : job->dumps) {
+    for (const auto& op : d.ops) who[std::string(op.pg_name)].insert(d.rank);
+    for (const auto& [name, cfg] : d.pg_config) {
+      int64_t n = NcclLogCommSize(cfg.desc);
+      if (n > 0) size[name] = n;
+    }
+  }
+  bool any_anon = false;
+  for (const auto& [name, n] : size) any_anon = any_anon || anonymous(name);
+  if (!any_anon) return;
+  for (auto& d : job->dumps) {
+    std::map<int64_t, std::vector<std::string>> anon, named;  // by N
+    for (const auto& [name, n] : size) {
+      auto w = who.find(name);
+      if (w == who.end()) continue;
+      if (anonymous(name) && w->second.size() == 1 && w->second.count(d.rank)) anon[n].push_back(name);
+      if (!anonymous(name) && !w->second.count(d.rank) && !d.pg_config.count(name)) named[n].push_back(name);
+    }
+    for (const auto& [n, names] : anon) {
+      auto c = named.find(n);
+      if (names.size() == 1 && c != named.end() && c->second.size() == 1) {
+        const std::string& from = names.front();
+        const std::string& to = c->second.front();
+        std::string_view to_sv = d.interner->Str(to);
+        for (auto& op : d.ops)
+          if (op.pg_name == from) op.pg_name = to_sv;
+        auto node = d.pg_config.extract(from);
+        node.key() = to;
+        node.mapped().name = to;
+        node.mapped().desc = "NCCL communicator of " + std::to_string(n) + " ranks";
+        d.pg_config.insert(std::move(node));
+        job->diagnostics.push_back(model::MakeDiagnostic(
+            model::Diagnostic::Severity::kInfo, d.file,
+            "rank " + std::to_string(d.rank) + " logs ops of an NCCL communicator of " + std::to_string(n) +
+                " ranks with no Init line; taken as communicator " + to +
+                ", the only one of that size that the other ranks log and this rank does not",
+            d.rank));
+        continue;
+      }
+      for (const auto& name : names) {
+        // Its members are unknown too: the world list the parser gave it
+        // would make the other ranks look absent from it.
+        auto cfg = d.pg_config.find(name);
+        if (cfg != d.pg_config.end()) {
+          cfg->second.ranks = model::SharedRanks();
+          cfg->second.ranks_known = false;
+        }
+        job->diagnostics.push_back(model::MakeDiagnostic(
+            model::Diagnostic::Severity::kWarning, d.file,
+            "rank " + std::to_string(d.rank) + " logs ops of an NCCL communicator of " + std::to_string(n) +
+                " ranks with no Init line (pg " + name +
+                "), and no other rank logs it under that name: which communicator they belong to is unknown, "
+                "so findings about it may be wrong (collect the log from its start)",
+            d.rank));
+      }
+    }
+  }
 }
 
 void DeriveNcclLogCompletion(model::Job* job) {

@@ -27,6 +27,16 @@ namespace hangdx::ingest {
 // has not moved past), one op late. Never fails; idempotent.
 void DeriveNcclLogCompletion(model::Job* job);
 
+// A rank whose log lacks the Init line of a communicator names that
+// communicator's ops "nccl-comm:n<N>#<k>" (NcclLogParser), which no other
+// rank with Init lines uses. When such a pg is recorded by this rank alone,
+// and exactly one N-rank communicator that other ranks log is absent from
+// this rank, and this rank has exactly one such anonymous pg of size N, the
+// ops are moved to that communicator (an info diagnostic says so);
+// otherwise a warning says that the communicator of those ops is unknown.
+// Call before DeriveNcclLogCompletion.
+void MatchAnonymousNcclComms(model::Job* job);
+
 // N from a description "NCCL communicator of N ranks..."; -1 otherwise.
 int64_t NcclLogCommSize(std::string_view desc);
 
