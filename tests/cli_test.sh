@@ -150,6 +150,12 @@ check device_partial 0 "$BIN" analyze "$tmp/partial.json"
 head -1 "$tmp/out" | grep -q '^No hang found in what could be read, but 1 part of the device snapshot had to be skipped' \
   || { echo "FAIL device_partial verdict"; fail=1; }
 
+# A device snapshot read only in part: the verdict says so.
+python3 -c "import json;d=json.load(open('testdata/device/p2p_cycle.json'));d['ranks'][0]['streams'][0]['tasks']=['0/main/0','0/main/0'];json.dump(d,open('$tmp/partial.json','w'))"
+check device_partial 0 "$BIN" analyze "$tmp/partial.json"
+head -1 "$tmp/out" | grep -q '^No hang found in what could be read, but 1 part of the device snapshot had to be skipped' \
+  || { echo "FAIL device_partial verdict"; fail=1; }
+
 # Latent order inversion from NCCL INFO logs: two communicators over GPUs 0,1;
 # rank 0 issues comm A's opCount 1 before comm B's, rank 1 the reverse.
 check latent_nccl_logs 0 "$BIN" analyze testdata/latent/nccl_two_comms --format json

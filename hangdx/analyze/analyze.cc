@@ -1556,6 +1556,17 @@ class Analyzer {
       if (job_.dumps.empty() && !job_.device.empty()) {
         out_.verdict = "No hang found: no op of the device-level snapshot is deadlocked or waits for an op that "
                        "nobody issues.";
+        // A snapshot read only in part may have lost the very ops that
+        // deadlock: say so in the verdict, not only at the end.
+        size_t skipped = 0;
+        for (const auto& g : job_.diagnostics)
+          for (const auto& dev : job_.device)
+            if (g.severity != model::Diagnostic::Severity::kInfo && g.file == dev.origin) ++skipped;
+        if (skipped)
+          out_.verdict = "No hang found in what could be read, but " + std::to_string(skipped) + " part" +
+                         (skipped == 1 ? "" : "s") +
+                         " of the device snapshot had to be skipped (see the end): fix " +
+                         (skipped == 1 ? "it" : "them") + " and rerun before trusting this.";
       } else if (job_.dumps.empty()) {
         out_.verdict = "No usable input: no Flight Recorder dump or wait snapshot could be read.";
       } else {
