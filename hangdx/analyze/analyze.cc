@@ -1060,6 +1060,15 @@ class Analyzer {
     out_.findings.push_back(std::move(f));
   }
 
+  // True when a log of one of `ranks` reports a timeout or a crash.
+  bool AnyTimeoutEvent(const std::vector<Rank>& ranks) const {
+    for (Rank r : ranks)
+      if (const RankDump* d = job_.Find(r))
+        for (const auto& e : d->events)
+          if (e.kind == model::LogEvent::Kind::kTimeout || e.kind == model::LogEvent::Kind::kCrash) return true;
+    return false;
+  }
+
   void StallFinding(const Instance& in) {
     const Group& g = groups_[in.group];
     Finding f;
@@ -1077,6 +1086,9 @@ class Analyzer {
       AddOpEvidence(&f, in.arrived[a], op, "in " + std::string(op.op) + " seq " + std::to_string(in.seq) +
                                                (op.completed ? ", completed" : ", not completed"));
     }
+    // An NCCL log's COLL line is printed at enqueue (ingest/log_completion.h):
+    // with no timeout either, "has not finished" is not established.
+    if (!timed_out && g.desc.rfind("NCCL communicator of", 0) == 0 && !AnyTimeoutEvent(in.arrived)) return;
     if (by_state.size() > 1) f.culprit_ranks = by_state.begin()->second;
     f.roles.push_back({"arrived", in.arrived});
     if (by_state.size() > 1) f.roles.push_back({"least advanced", by_state.begin()->second});
