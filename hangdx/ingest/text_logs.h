@@ -2,7 +2,7 @@
 // Entry point for text artifacts: NCCL debug logs, PyTorch c10d messages
 // (watchdog timeouts, DETAIL mismatches), py-spy / gdb / faulthandler stack
 // dumps, Ascend HCCL plogs, NCCL RAS status. Each format is sniffed from
-// content. See ../shared/specs/log-formats.md for the formats.
+// content. See docs/log-formats.md for the formats.
 #pragma once
 
 #include <string>

@@ -49,7 +49,10 @@ def render(paths: Union[PathLike, Iterable[PathLike]], format: str = "text", *,
 
 
 def analyze(paths: Union[PathLike, Iterable[PathLike]], **kwargs) -> dict:
-    """Analyzes Flight Recorder dumps (pickle or JSON) and wait snapshots.
+    """Analyzes what the ranks of a job left behind: Flight Recorder dumps
+    (pickle or JSON), NCCL INFO logs, PyTorch c10d / DETAIL messages, py-spy,
+    gdb and faulthandler stacks, HCCL plogs, NCCL RAS output, wait snapshots
+    and device-level snapshots (docs/snapshot-format.md).
 
     ``paths``: one path or several; a folder is searched recursively and each
     file's format is sniffed from its content. Keyword arguments as for

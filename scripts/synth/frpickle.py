@@ -1,7 +1,7 @@
 """A tiny pickle encoder that writes what torch's C++ pickler writes.
 
 torch::jit::Pickler (protocol 2, tag_aggregates=false) as used by
-FlightRecorder::dump() -> pickle_str(); see docs/../shared/specs/flight-recorder.md
+FlightRecorder::dump() -> pickle_str(); see docs/flight-recorder.md
 section 1.5. Differences from Python's pickle.dumps(protocol=2):
 
 * dicts:  EMPTY_DICT MARK k v ... SETITEMS   (MARK/SETITEMS even when empty)

@@ -105,7 +105,9 @@ int main(int argc, char** argv) {
   std::string format = "text", output;
   std::vector<std::string> rank_overrides;
   hangdx::pipeline::PipelineOptions options;
-  analyze->add_option("PATH", paths, "Flight Recorder dumps (pickle or JSON), wait snapshots, or folders of them")
+  analyze->add_option("PATH", paths,
+                      "Flight Recorder dumps (pickle or JSON), NCCL/PyTorch/HCCL logs, stack dumps, NCCL RAS "
+                      "output, wait or device snapshots, or folders of them (formats sniffed from content)")
       ->required();
   analyze->add_option("--format", format, "Output format")->check(CLI::IsMember({"text", "json", "dot"}));
   analyze->add_option("-o,--output", output, "Write the report to FILE instead of stdout");

@@ -10,7 +10,7 @@
 //   for (Line l; r.Next(&l);)
 //     if (l.text.find(" NCCL INFO ") != std::string_view::npos) ...
 //
-// Rules from shared/specs/log-formats.md section 0. Not thread-safe; cheap.
+// Rules from docs/log-formats.md section 0. Not thread-safe; cheap.
 #pragma once
 
 #include <cstdint>

@@ -8,7 +8,7 @@
 // `AllReduce: opCount 1a sendbuff ... count N datatype D op O root R comm 0x..
 // [nranks=N] stream 0x..` is src/enqueue.cc (ncclEnqueueCheck); the
 // `comm 0x.. rank R nranks N ... commId 0x.. - Init COMPLETE` lines are
-// src/init.cc. See shared/specs/log-formats.md section 1.
+// src/init.cc. See docs/log-formats.md section 1.
 #pragma once
 
 #include <string_view>

@@ -6,7 +6,7 @@
 // that have not launched the newest operation.
 //
 // Upstream: NVIDIA/nccl src/ras/client_support.cc (report templates),
-// src/ras/client.cc. See shared/specs/log-formats.md section 2.1.
+// src/ras/client.cc. See docs/log-formats.md section 2.1.
 #pragma once
 
 #include <string_view>

@@ -6,7 +6,7 @@
 //
 // Upstream: py-spy src/dump.rs and src/stack_trace.rs (benfred/py-spy); gdb's
 // backtrace command; CPython Python/traceback.c (faulthandler
-// dump_traceback). See shared/specs/log-formats.md section 4.
+// dump_traceback). See docs/log-formats.md section 4.
 #pragma once
 
 #include <string_view>

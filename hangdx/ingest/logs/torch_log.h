@@ -8,7 +8,7 @@
 // (WorkNCCL::checkTimeout, watchdogHandler, logPrefix), ProcessGroupWrapper.cpp
 // (CollectiveFingerPrint), c10/util/Logging.cpp (the `[rank3]:[E1218 ...
 // file:line]` prefix), torch/distributed/elastic/multiprocessing/api.py.
-// See shared/specs/log-formats.md section 3.
+// See docs/log-formats.md section 3.
 #pragma once
 
 #include <string_view>
