@@ -181,6 +181,18 @@ grep -q 'no Init line (pg nccl-comm:n2#0).*which communicator they belong to is 
   || { echo "FAIL nccl_no_init_line_ambiguous: no warning"; fail=1; }
 ! grep -q 'rank -1' "$tmp/out" || { echo "FAIL nccl_no_init_line_ambiguous: rank -1"; fail=1; }
 
+# gloo timeouts in every log given, no log of the rank they wait for: not
+# "no hang". With the world size known, the missing rank is named.
+check timeouts_unexplained 1 "$BIN" analyze testdata/torch/c/stderr/rank_0.log testdata/torch/c/stderr/rank_1.log --format json
+python3 -c "
+import json; f=json.load(open('$tmp/out'))['findings'][0]
+assert f['kind']=='undecided' and f['severity']=='error' and f['op']=='all_reduce', f
+assert {'timed out': [0, 1]}.items() <= {r['role']: r['ranks'] for r in f['roles']}.items(), f['roles']" \
+  || { echo "FAIL timeouts_unexplained"; fail=1; }
+check timeouts_unexplained_world 1 "$BIN" analyze testdata/torch/c/stderr/rank_0.log testdata/torch/c/stderr/rank_1.log --world-size 3
+head -1 "$tmp/out" | grep -q '^HANG: ranks 0-1 report a timed-out all_reduce.*no log from rank 2' \
+  || { echo "FAIL timeouts_unexplained_world: $(head -1 "$tmp/out")"; fail=1; }
+
 # Determinism: 1 and 2 parser threads give identical output.
 "$BIN" analyze testdata/torch --format json -j 1 > "$tmp/t1"
 "$BIN" analyze testdata/torch --format json -j 2 > "$tmp/t2"

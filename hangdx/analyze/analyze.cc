@@ -685,6 +685,7 @@ class Analyzer {
     for (const auto& d : job_.dumps)
       if (Crashed(d.rank) && !named.count(d.rank)) unexplained.push_back(d.rank);
     if (!unexplained.empty()) CrashedFinding(unexplained, nullptr);
+    UnexplainedTimeoutFinding();
     AttachCascades();
     for (auto& f : LatentOrderInversions(job_)) out_.findings.push_back(std::move(f));
     for (const auto& device : job_.device) {  // device-level snapshots: analyze/device_graph.h
@@ -973,6 +974,64 @@ class Analyzer {
     for (Rank r : cascade) f.details.push_back(WhereInstead(r) + " (blocked: see the other findings)");
     if (in.failed && OpAt(in, 0).backend == "gloo")
       f.details.push_back("gloo has ended the op (timed out or failed) on the ranks that called it");
+    out_.findings.push_back(std::move(f));
+  }
+
+  // The torch.distributed collective a rank's traceback is in (the
+  // innermost distributed_c10d.py frame), "" if none.
+  static std::string CollectiveInTraceback(const RankDump& d) {
+    for (const auto& s : d.stacks)
+      for (const auto& fr : s.frames)
+        if (fr.filename.find("distributed_c10d.py") != std::string::npos && fr.name != "wrapper") return fr.name;
+    return "";
+  }
+
+  // Ranks whose logs report a collective timeout while no error finding
+  // explains it: the data given cannot say who is missing, but it is a hang
+  // (or a failure), not a healthy job.
+  void UnexplainedTimeoutFinding() {
+    for (const auto& f : out_.findings)
+      if (f.severity == Severity::kError) return;
+    std::vector<Rank> timed_out;
+    std::vector<Evidence> lines;
+    std::string op;
+    for (const auto& d : job_.dumps)
+      for (const auto& e : d.events) {
+        // A watchdog timeout, or an exception that says a wait timed out
+        // (gloo: "Timed out waiting 4000ms for send operation").
+        bool timeout = e.kind == model::LogEvent::Kind::kTimeout ||
+                       (e.kind == model::LogEvent::Kind::kExit &&
+                        (e.message.find("Timed out") != std::string::npos ||
+                         e.message.find("timed out") != std::string::npos));
+        if (!timeout) continue;
+        if (timed_out.empty() || timed_out.back() != d.rank) {
+          timed_out.push_back(d.rank);
+          if (lines.size() < kEvidencePerSide)
+            lines.push_back({e.file, d.rank, -1, "line " + std::to_string(e.line) + ": " + e.message.substr(0, 300)});
+        }
+        if (op.empty()) op = e.op.empty() ? CollectiveInTraceback(d) : e.op;
+      }
+    if (timed_out.empty()) return;
+    Finding f;
+    f.kind = Kind::kUndecided;
+    f.severity = Severity::kError;
+    f.hang = true;
+    f.op = op;
+    const std::vector<Rank>& missing = out_.ranks_without_dump;
+    f.culprit_ranks = missing;
+    f.roles.push_back({"timed out", timed_out});
+    if (!missing.empty()) f.roles.push_back({"no log", missing});
+    f.summary = Who(timed_out) + " " + Verb(timed_out, "reports", "report") + " a timed-out " +
+                (op.empty() ? std::string("collective") : op) + ", but the data given does not show whom " +
+                Verb(timed_out, "it waits", "they wait") + " for: " +
+                (!missing.empty() ? "no log from " + Who(missing)
+                                  : std::string("the timeouts name no peer and no rank is missing among those seen "
+                                                "(world size unknown: pass --world-size)"));
+    f.evidence = std::move(lines);
+    f.details.push_back("a collective times out when some member does not join it; the members that did are these");
+    f.fix_hint = missing.empty() ? "collect the logs (or Flight Recorder dumps) of every rank of the job"
+                                 : "collect the log (or Flight Recorder dump) of the missing ranks: one of them "
+                                   "never joined the collective";
     out_.findings.push_back(std::move(f));
   }
 
