@@ -193,6 +193,19 @@ check timeouts_unexplained_world 1 "$BIN" analyze testdata/torch/c/stderr/rank_0
 head -1 "$tmp/out" | grep -q '^HANG: ranks 0-1 report a timed-out all_reduce.*no log from rank 2' \
   || { echo "FAIL timeouts_unexplained_world: $(head -1 "$tmp/out")"; fail=1; }
 
+# One rank's timeout line alone: the other ranks have no line at all, which
+# is not "its log shows no wait". The whole combined log keeps rank 0 absent.
+sed -n 2p testdata/cases/ace348-rank0-absent-from-timeouts/job.log > "$tmp/one.log"
+check one_rank_log 1 "$BIN" analyze "$tmp/one.log" --format json
+python3 -c "
+import json; f=json.load(open('$tmp/out'))['findings'][0]
+assert f['kind']=='missing_rank' and f['culprit_ranks']==[0, 1, 2], f
+assert 'ranks 0-2, of which there is no line in the logs given' in f['summary'] and 'never arrived' not in f['summary'], f['summary']
+assert {r['role']: r['ranks'] for r in f['roles']}.get('no line in the logs given')==[0, 1, 2], f['roles']" \
+  || { echo "FAIL one_rank_log"; fail=1; }
+check combined_log 1 "$BIN" analyze testdata/cases/ace348-rank0-absent-from-timeouts/job.log
+head -1 "$tmp/out" | grep -q 'for rank 0, which never arrived' || { echo "FAIL combined_log: $(head -1 "$tmp/out")"; fail=1; }
+
 # Determinism: 1 and 2 parser threads give identical output.
 "$BIN" analyze testdata/torch --format json -j 1 > "$tmp/t1"
 "$BIN" analyze testdata/torch --format json -j 2 > "$tmp/t2"

@@ -906,11 +906,24 @@ class Analyzer {
       idle = dead;
       dead.clear();
     }
+    // Of those, the ranks that have no line in the logs at all: their not
+    // waiting is not shown, only that nothing of them was given; unless a
+    // log given holds several ranks' lines (a job's combined stderr), where
+    // a rank's silence is its own.
+    std::map<std::string, Rank> rank_of_file;
+    bool combined = false;
+    for (const auto& d : job_.dumps) {
+      auto [it, fresh] = rank_of_file.emplace(d.file, d.rank);
+      combined = combined || (!fresh && it->second != d.rank);
+    }
+    std::vector<Rank> unlogged, logged;
+    for (Rank r : idle) (!dump_based_ && !combined && !job_.Find(r) ? unlogged : logged).push_back(r);
     Finding f;
     FillPg(&f, in);
     f.op = OpAt(in, 0).op;
     f.roles.push_back({"arrived", in.arrived});
-    if (!idle.empty()) f.roles.push_back({"never arrived", idle});
+    if (!logged.empty()) f.roles.push_back({"never arrived", logged});
+    if (!unlogged.empty()) f.roles.push_back({"no line in the logs given", unlogged});
     if (!dead.empty()) f.roles.push_back({"no dump", dead});
     if (!cascade.empty()) f.roles.push_back({"blocked elsewhere", cascade});
     f.culprit_ranks = idle;
@@ -931,10 +944,12 @@ class Analyzer {
     } else if (!idle.empty()) {
       f.kind = Kind::kMissingRank;
       f.culprit_ranks = idle;
+      std::string no_line = Who(unlogged) + ", of which there is no line in the logs given";
       f.summary = Who(in.arrived) + " " + Verb(in.arrived, "waits", "wait") + " in " + f.op + " (" + where + ") for " +
-                  Who(idle) +
-                  (dump_based_ ? ", which never arrived and is not blocked in any recorded collective"
-                               : ", which never arrived (its log shows no wait in it)");
+                  (dump_based_ ? Who(idle) + ", which never arrived and is not blocked in any recorded collective"
+                   : logged.empty() ? no_line
+                                    : Who(logged) + ", which never arrived (its log shows no wait in it)" +
+                                          (unlogged.empty() ? "" : ", and " + no_line));
       if (!dead.empty()) {
         f.summary += "; no dump from " + Who(dead);
         f.culprit_ranks.insert(f.culprit_ranks.end(), dead.begin(), dead.end());
