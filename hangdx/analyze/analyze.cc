@@ -1654,7 +1654,7 @@ class Analyzer {
                          " of the device snapshot had to be skipped (see the end): fix " +
                          (skipped == 1 ? "it" : "them") + " and rerun before trusting this.";
       } else if (job_.dumps.empty()) {
-        out_.verdict = "No usable input: no Flight Recorder dump or wait snapshot could be read.";
+        out_.verdict = "No usable input: no dump, log, stack dump or snapshot that names a rank could be read.";
       } else {
         out_.verdict = "No hang found: every process group's recorded collectives match on all " +
                        std::to_string(job_.dumps.size()) + " ranks seen.";
