@@ -155,13 +155,14 @@ bool ParityOrder(model::DeviceJob* job) {
 
 // Simulates one candidate within what is left of the search's time budget
 // (`deadline`); *ok is false when the simulator refuses it or no time is left.
-FixTrial Try(const FixCandidate& c, ExploreOptions options, Clock::time_point deadline, bool* ok) {
+FixTrial Try(const FixCandidate& c, ExploreOptions options, Clock::time_point deadline, bool* ok, int* untried) {
   FixTrial t;
   t.kind = c.kind;
   t.change = c.change;
   options.max_seconds = std::chrono::duration<double>(deadline - Clock::now()).count();
   if (options.max_seconds <= 0) {
     *ok = false;
+    if (untried) ++*untried;
     return t;
   }
   auto r = Explore(c.job, options);
@@ -190,6 +191,10 @@ std::vector<FixCandidate> FixCandidates(const model::DeviceJob& job, const model
       out.push_back(std::move(c));
     }
   }
+  std::set<OpId> holding_ops;  // ops holding a unit of some pool now
+  for (const auto& r : job.ranks) {
+    for (const auto& p : r.pools) holding_ops.insert(p.holders.begin(), p.holders.end());
+  }
   for (const std::string& pool : FullPools(stuck)) {
     FixCandidate c{"no_hold",
                    "collectives and P2P ops do not hold a unit of " + pool +
@@ -200,11 +205,7 @@ std::vector<FixCandidate> FixCandidates(const model::DeviceJob& job, const model
       DevOp& op = c.job.ops[i];
       if (!IsPgOp(op) || op.pool != pool) continue;
       // An op already holding a unit keeps it: only what has not started changes.
-      bool holding = false;
-      for (const auto& r : c.job.ranks) {
-        for (const auto& p : r.pools) holding |= std::count(p.holders.begin(), p.holders.end(), OpId(i)) > 0;
-      }
-      if (holding) continue;
+      if (holding_ops.count(static_cast<OpId>(i))) continue;
       op.pool.clear();
       changed = true;
     }
@@ -239,7 +240,7 @@ std::vector<FixCandidate> FixCandidates(const model::DeviceJob& job, const model
 }
 
 std::vector<FixTrial> SearchFixes(const model::DeviceJob& job, const ExploreResult& deadlock,
-                                  const ExploreOptions& options) {
+                                  const ExploreOptions& options, int* untried) {
   std::vector<FixTrial> out;
   std::vector<FixCandidate> candidates = FixCandidates(job, deadlock.stuck);
   // All candidates together get the time one exploration may take.
@@ -249,7 +250,7 @@ std::vector<FixTrial> SearchFixes(const model::DeviceJob& job, const ExploreResu
   size_t i = 0;
   bool ok = false;
   for (; i < candidates.size() && candidates[i].kind == "queue_mode"; ++i) {
-    FixTrial t = Try(candidates[i], options, deadline, &ok);
+    FixTrial t = Try(candidates[i], options, deadline, &ok, untried);
     if (ok) out.push_back(t);
   }
   for (const std::string& pool : FullPools(deadlock.stuck)) {
@@ -284,7 +285,7 @@ std::vector<FixTrial> SearchFixes(const model::DeviceJob& job, const ExploreResu
           if (p.name == pool) p.capacity = std::max(p.capacity, cap);
         }
       }
-      last = Try(c, options, deadline, &ok);
+      last = Try(c, options, deadline, &ok, untried);
       if (!ok) break;
       if (last.passes) {
         passed = true;
@@ -300,7 +301,7 @@ std::vector<FixTrial> SearchFixes(const model::DeviceJob& job, const ExploreResu
     }
   }
   for (; i < candidates.size(); ++i) {
-    FixTrial t = Try(candidates[i], options, deadline, &ok);
+    FixTrial t = Try(candidates[i], options, deadline, &ok, untried);
     if (ok) out.push_back(t);
   }
   return out;

@@ -60,8 +60,8 @@ std::vector<FixCandidate> FixCandidates(const model::DeviceJob& job, const model
 // together get options.max_seconds; those left when it runs out are not
 // tried. Returns every trial, passing or not, in the order of the header
 // comment. Candidates the simulator refuses or that found no time are left
-// out.
+// out; `untried`, when given, is increased by the number that found no time.
 std::vector<FixTrial> SearchFixes(const model::DeviceJob& job, const ExploreResult& deadlock,
-                                  const ExploreOptions& options);
+                                  const ExploreOptions& options, int* untried = nullptr);
 
 }  // namespace hangdx::sim

@@ -29,6 +29,12 @@ std::string Seconds(double s) {
   return buf;
 }
 
+std::string Bound(double s) {  // 300 -> "300"
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+
 std::string Count(int64_t n) {  // 1234567 -> "1,234,567"
   std::string d = std::to_string(n), out;
   for (size_t i = 0; i < d.size(); ++i) {
@@ -78,11 +84,12 @@ StatusOr<SimulateReport> Simulate(const model::DeviceJob& job, const SimulateOpt
   if (!r.ok()) return r.status();
   rep.job = job;
   rep.reduction = options.explore.partial_order_reduction;
+  rep.max_seconds = options.explore.max_seconds;
   rep.result = std::move(*r);
   if (rep.result.deadlock) {
     rep.findings = analyze::AnalyzeDevice(rep.result.stuck).findings;
     if (options.search_fixes) {
-      rep.fixes = SearchFixes(job, rep.result, options.explore);
+      rep.fixes = SearchFixes(job, rep.result, options.explore, &rep.fixes_untried);
       rep.fixes_searched = true;
     }
   }
@@ -130,7 +137,18 @@ std::string RenderText(const SimulateReport& rep) {
       for (const auto& t : rep.fixes) {
         if (!t.passes) out += "  tried: " + t.change + ": still deadlocks\n";
       }
-      if (!found) out += "  no fix found among the candidates; see the stuck state above\n";
+      if (rep.fixes_untried > 0) {
+        out += "  not tried: " + std::to_string(rep.fixes_untried) + " candidate" +
+               (rep.fixes_untried > 1 ? "s" : "") + " (the fix search's time bound, max seconds " + Bound(rep.max_seconds) +
+               ", ran out)\n";
+      }
+      if (rep.fixes.empty() && rep.fixes_untried == 0) {
+        out += "  nothing tried: no candidate change applies (queue modes need a schedule with nothing issued yet; "
+               "capacity and no_hold a full pool; order ops of several pgs not yet issued; parity a send and recv "
+               "pair not yet issued); see the stuck state above\n";
+      } else if (!found && !rep.fixes.empty()) {
+        out += "  no fix found among the candidates; see the stuck state above\n";
+      }
     }
   } else if (r.bound_reached) {
     out += "NO DEADLOCK FOUND WITHIN THE BOUND (" + mode + "): " + Explored(r, por) + ", bound reached (" + r.bound +
@@ -220,6 +238,7 @@ std::string RenderJson(const SimulateReport& rep) {
   }
   j["findings"] = findings;
   j["fixes_searched"] = rep.fixes_searched;
+  j["fixes_untried"] = rep.fixes_untried;
   Json fixes = Json::array();
   for (const auto& t : rep.fixes) {
     fixes.push_back({{"kind", t.kind},

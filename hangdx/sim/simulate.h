@@ -32,6 +32,8 @@ struct SimulateReport {
   std::vector<analyze::Finding> findings;   // the device wait-for graph of the stuck state (deadlock only)
   std::vector<FixTrial> fixes;              // every candidate tried, passing or not
   bool fixes_searched = false;
+  int fixes_untried = 0;                    // candidates left untried: the time bound ran out
+  double max_seconds = 300;                 // options.explore.max_seconds
 };
 
 // Reads the schedule (or snapshot) file at `path` (docs/snapshot-format.md).

@@ -103,5 +103,46 @@ TEST(Simulate, NoFixesWhenAsked) {
   EXPECT_THAT(RenderText(*rep), ::testing::Not(HasSubstr("Fix search")));
 }
 
+// A snapshot simulates from its state. In p2p_cycle both sends have started
+// and both recvs sit behind them: stuck at once (1 state, no transition).
+// Nothing is pending, so no candidate changes anything: the report says
+// nothing was tried, not that the tried candidates failed.
+TEST(Simulate, SnapshotFromItsStateNothingTried) {
+  auto job = LoadSchedule(std::string(HANGDX_SOURCE_DIR) + "/testdata/device/p2p_cycle.json");
+  ASSERT_TRUE(job.ok()) << job.status().message();
+  auto rep = Simulate(*job, {});
+  ASSERT_TRUE(rep.ok());
+  EXPECT_TRUE(rep->result.deadlock);
+  EXPECT_EQ(rep->result.states, 1);
+  EXPECT_TRUE(rep->result.witness.empty());
+  EXPECT_TRUE(rep->fixes_searched);
+  EXPECT_TRUE(rep->fixes.empty());
+  EXPECT_EQ(rep->fixes_untried, 0);
+  std::string text = RenderText(*rep);
+  EXPECT_THAT(text, HasSubstr("  nothing tried: no candidate change applies"));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("no fix found among the candidates")));
+  EXPECT_EQ(ExitCode(*rep), 1);
+}
+
+// A fix search with no time left tries nothing and says why.
+TEST(Simulate, FixSearchOutOfTime) {
+  auto job = LoadSchedule(Example("p2p-send-send/deadlock.json"));
+  ASSERT_TRUE(job.ok()) << job.status().message();
+  ExploreResult found;
+  {
+    auto r = Explore(*job);
+    ASSERT_TRUE(r.ok());
+    ASSERT_TRUE(r->deadlock);
+    found = *r;
+  }
+  ExploreOptions none;
+  none.max_seconds = 0;
+  int untried = 0;
+  std::vector<FixTrial> trials = SearchFixes(*job, found, none, &untried);
+  EXPECT_TRUE(trials.empty());
+  // Queue modes per_device and per_stream, then parity: 3 candidates.
+  EXPECT_EQ(untried, 3);
+}
+
 }  // namespace
 }  // namespace hangdx::sim

@@ -1,6 +1,7 @@
 #include "hangdx/sim/simulator.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -45,9 +46,23 @@ class State {
     h1_ ^= H(kSeed1, i, old) ^ H(kSeed1, i, v);
     h2_ ^= H(kSeed2, i, old) ^ H(kSeed2, i, v);
     w_[i] = v;
+    if (trail_) trail_->push_back({static_cast<int32_t>(i), old});
   }
   uint64_t h1() const { return h1_; }
   uint64_t h2() const { return h2_; }
+  // With a trail, every Set records (word, old value) so that Undo can take
+  // the state back: the search keeps one state and undoes instead of copying.
+  using Trail = std::vector<std::pair<int32_t, int32_t>>;
+  void SetTrail(Trail* t) { trail_ = t; }
+  void Undo(size_t len) {
+    Trail* t = trail_;
+    trail_ = nullptr;
+    while (t->size() > len) {
+      Set(static_cast<size_t>(t->back().first), t->back().second);
+      t->pop_back();
+    }
+    trail_ = t;
+  }
 
  private:
   static constexpr uint64_t kSeed1 = 0x243f6a8885a308d3ULL, kSeed2 = 0x13198a2e03707344ULL;
@@ -56,6 +71,7 @@ class State {
   }
   std::vector<int32_t> w_;
   uint64_t h1_ = 0, h2_ = 0;
+  Trail* trail_ = nullptr;
 };
 
 // Visited states by their 128-bit hash: open addressing, linear probing.
@@ -133,6 +149,8 @@ struct ThreadInfo {
   // Conflict keys this thread's program uses: key -> last position that
   // writes it, last that reads it (-1 none). See IssueSafe.
   std::unordered_map<int32_t, std::pair<int32_t, int32_t>> last_use;
+  std::vector<std::array<int32_t, 3>> uses;  // last_use as a list: key, last write, last read
+  bool shares_rank = false;  // its rank has other threads (only then can its issues conflict)
 };
 
 struct StreamInfo {
@@ -162,6 +180,9 @@ struct Trans {
   int32_t idx = -1;   // thread, queue or stream
   int32_t arg = -1;   // kFinish of an any-source recv: index into its senders
 };
+
+// Members or holders named in one line of Blocked; the rest are counted.
+constexpr int32_t kMaxNamed = 8;
 
 // The static part: the program compiled to indices, the state layout, and
 // the names for reports.
@@ -205,6 +226,9 @@ class Program {
   bool AnySenderReady(const State& s, OpId o, const AnySender& a) const;
   bool SyncCond(const State& s, OpId o) const;
   bool IssueSafe(const State& s, int32_t thread) const;
+  void CountUses(const State& s) const;
+  void ClearUses() const;
+  void CountStart(State* s, OpId o) const;
   OpId LastDestined(const State& s, int32_t stream) const;
   DevOp Labeled(const State& s, OpId o) const;  // the DevOp with its current seq
   std::string Label(const State& s, OpId o) const;
@@ -227,6 +251,18 @@ class Program {
   std::vector<Table> tables_;
   std::vector<std::string> pg_names_;
   std::vector<std::vector<int32_t>> pg_member_tables_;  // per pg: per member, its collective table (-1 none)
+  // A collective finishes when every member's op of its seq has started.
+  // Per pg: whether every member has a collective table (else none ever
+  // finishes), how many distinct members there are, and the first of the
+  // per-seq words counting the members whose op of that seq has started
+  // (-1: no collectives). The counts are a function of the op words, so
+  // they do not change what a state is; they make the check O(1).
+  std::vector<bool> pg_ready_;
+  std::vector<int32_t> pg_need_, pg_count_word_;
+  std::vector<std::vector<int32_t>> rank_queues_;  // per rank index: its queues
+  // Scratch of IssueSafe (CountUses): per conflict key, how many threads
+  // will still use it, and write it; the keys touched.
+  mutable std::vector<int32_t> key_users_, key_writers_, key_touched_;
   std::map<std::pair<int32_t, int32_t>, std::vector<OpId>> anysource_;  // (rank, pg) -> any-source recvs
   int32_t words_ = 0;
   State initial_{0};
@@ -257,10 +293,17 @@ Status Program::Compile(const model::DeviceJob& job) {
   }
   rank_threads_.resize(rank_of_.size());
   std::map<std::string, int32_t> pg_index;
+  std::vector<std::vector<Rank>> pg_sorted;  // per pg: its distinct members, sorted
   for (const auto& [name, members] : job.pgs) {
     pg_index[name] = static_cast<int32_t>(pg_names_.size());
     pg_names_.push_back(name);
+    pg_sorted.push_back(members);
+    std::sort(pg_sorted.back().begin(), pg_sorted.back().end());
+    pg_sorted.back().erase(std::unique(pg_sorted.back().begin(), pg_sorted.back().end()), pg_sorted.back().end());
   }
+  auto is_member = [&](int32_t pg, Rank r) {
+    return std::binary_search(pg_sorted[pg].begin(), pg_sorted[pg].end(), r);
+  };
   std::map<std::string, int32_t> event_index;
   auto event_of = [&](const std::string& e) {
     auto [it, fresh] = event_index.emplace(e, static_cast<int32_t>(events_.size()));
@@ -371,12 +414,11 @@ Status Program::Compile(const model::DeviceJob& job) {
       auto it = pg_index.find(op.pg);
       if (it == pg_index.end()) return InvalidArgument(who + ": pg '" + op.pg + "' is not declared");
       c.pg = it->second;
-      const auto& members = job.pgs.at(op.pg);
-      if (std::find(members.begin(), members.end(), op.rank) == members.end())
+      if (!is_member(c.pg, op.rank))
         return InvalidArgument(who + ": rank " + std::to_string(op.rank) + " is not a member of pg " + op.pg);
       if (op.kind != OpKind::kCollective) {
         if (op.kind == OpKind::kSend && op.peer < 0) return InvalidArgument(who + ": send needs a peer");
-        if (op.peer >= 0 && std::find(members.begin(), members.end(), op.peer) == members.end())
+        if (op.peer >= 0 && !is_member(c.pg, op.peer))
           return InvalidArgument(who + ": peer " + std::to_string(op.peer) + " is not a member of pg " + op.pg);
         if (op.peer == op.rank) return InvalidArgument(who + ": peer is the op's own rank");
         if (op.peer >= 0) {
@@ -459,13 +501,22 @@ Status Program::Compile(const model::DeviceJob& job) {
     }
   }
   pg_member_tables_.resize(pg_names_.size());
+  pg_ready_.assign(pg_names_.size(), true);
+  pg_need_.assign(pg_names_.size(), 0);
+  pg_count_word_.assign(pg_names_.size(), -1);
+  std::vector<int32_t> pg_seqs(pg_names_.size(), 0);  // the most collectives of one member
   for (size_t p = 0; p < pg_names_.size(); ++p) {
     for (Rank m : job.pgs.at(pg_names_[p])) {
       auto it = rank_index.find(m);
-      pg_member_tables_[p].push_back(it == rank_index.end() ? -1 : find(coll_table, std::make_pair(it->second,
-                                                                                                  static_cast<int32_t>(p))));
+      int32_t t = it == rank_index.end() ? -1 : find(coll_table, std::make_pair(it->second, static_cast<int32_t>(p)));
+      pg_member_tables_[p].push_back(t);
+      if (t < 0) pg_ready_[p] = false;
+      else pg_seqs[p] = std::max(pg_seqs[p], tables_[t].cap);
     }
+    pg_need_[p] = static_cast<int32_t>(pg_sorted[p].size());
   }
+  rank_queues_.resize(rank_of_.size());
+  for (size_t q = 0; q < queues_.size(); ++q) rank_queues_[queues_[q].rank].push_back(static_cast<int32_t>(q));
 
   // Layout.
   int64_t w = 3 * static_cast<int64_t>(n);
@@ -476,13 +527,21 @@ Status Program::Compile(const model::DeviceJob& job) {
   event_word_ = static_cast<int32_t>(w);
   w += static_cast<int64_t>(events_.size());
   for (auto& t : tables_) { t.word = static_cast<int32_t>(w); w += 1 + t.cap; }
+  for (size_t p = 0; p < pg_names_.size(); ++p) {
+    if (pg_seqs[p] == 0) continue;
+    pg_count_word_[p] = static_cast<int32_t>(w);
+    w += pg_seqs[p];
+  }
   if (w > (int64_t{1} << 28)) return InvalidArgument("the job is too large to simulate");
   words_ = static_cast<int32_t>(w);
 
   // Conflict keys of each thread's program (see IssueSafe).
   const int32_t qkey = static_cast<int32_t>(streams_.size());
   const int32_t tkey = qkey + static_cast<int32_t>(queues_.size());
+  key_users_.assign(static_cast<size_t>(tkey) + tables_.size(), 0);
+  key_writers_.assign(key_users_.size(), 0);
   for (auto& t : threads_) {
+    t.shares_rank = rank_threads_[t.rank].size() > 1;
     for (int32_t p = 0; p < static_cast<int32_t>(t.program.size()); ++p) {
       const COp& c = ops_[t.program[p]];
       auto write = [&](int32_t k) { auto [it, f] = t.last_use.try_emplace(k, -1, -1); it->second.first = p; };
@@ -494,6 +553,7 @@ Status Program::Compile(const model::DeviceJob& job) {
       if (c.queue >= 0) write(qkey + c.queue);
       if (c.table >= 0) write(tkey + c.table);
     }
+    for (const auto& [k, last] : t.last_use) t.uses.push_back({k, last.first, last.second});
   }
 
   // The initial state.
@@ -581,6 +641,9 @@ Status Program::Compile(const model::DeviceJob& job) {
   for (OpId id : order) {
     if (ops_[id].table >= 0) TakeSeq(&s, ops_[id].table, id);
   }
+  for (size_t i = 0; i < n; ++i) {
+    if (ops_[i].rank >= 0 && s[OpWord(static_cast<OpId>(i))] >= kStarted) CountStart(&s, static_cast<OpId>(i));
+  }
   // A host_sync already waiting on a stream waits for what is destined to it now.
   for (const auto& t : threads_) {
     OpId b = s[t.word + 1];
@@ -600,6 +663,13 @@ int32_t Program::TakeSeq(State* s, int32_t table, OpId o) const {
   return seq;
 }
 
+void Program::CountStart(State* s, OpId o) const {
+  const COp& c = ops_[o];
+  if (c.kind != OpKind::kCollective || pg_count_word_[c.pg] < 0 || Seq(*s, o) < 0) return;
+  int32_t w = pg_count_word_[c.pg] + Seq(*s, o);
+  s->Set(w, (*s)[w] + 1);
+}
+
 void Program::AppendStream(State* s, int32_t st, OpId o) const {
   const StreamInfo& si = streams_[st];
   int32_t tail = (*s)[si.word + 1];
@@ -610,8 +680,8 @@ void Program::AppendStream(State* s, int32_t st, OpId o) const {
 
 OpId Program::LastDestined(const State& s, int32_t stream) const {
   // Queue entries are dispatched after everything already on the stream.
-  for (const auto& q : queues_) {
-    if (q.rank != streams_[stream].rank) continue;
+  for (int32_t qi : rank_queues_[streams_[stream].rank]) {
+    const QueueInfo& q = queues_[qi];
     for (int32_t i = s[q.word + 1] - 1; i >= s[q.word]; --i) {
       OpId o = s[q.word + 3 + i];
       if (ops_[o].stream == stream) return o;
@@ -637,10 +707,7 @@ bool Program::FinishCond(const State& s, OpId o) const {
       return s[event_word_ + c.event] != 0;
     case OpKind::kCollective: {
       int32_t seq = Seq(s, o);
-      for (int32_t t : pg_member_tables_[c.pg]) {
-        if (t < 0 || !Started(s, TableOp(s, t, seq))) return false;
-      }
-      return true;
+      return pg_ready_[c.pg] && seq >= 0 && s[pg_count_word_[c.pg] + seq] >= pg_need_[c.pg];
     }
     case OpKind::kSend:
     case OpKind::kRecv:
@@ -667,34 +734,49 @@ bool Program::SyncCond(const State& s, OpId o) const {
 // any-source recv of its rank and pg is still unmatched. Dispatchers never
 // conflict with issues (they pop the head, issues push the tail, and each
 // stream is fed by one dispatcher), and starts and finishes read only heads.
+//
+// CountUses fills the scratch counts first: per conflict key, the threads
+// (of ranks with more than one thread) that will still write or read it, so
+// that each check is O(keys of one op), not O(threads of the rank).
+void Program::CountUses(const State& s) const {
+  for (const ThreadInfo& u : threads_) {
+    if (!u.shares_rank) continue;
+    const int32_t pc = s[u.word];
+    if (pc >= static_cast<int32_t>(u.program.size())) continue;
+    for (const auto& [k, lw, lr] : u.uses) {
+      if (lw < pc && lr < pc) continue;
+      if (key_users_[k]++ == 0) key_touched_.push_back(k);
+      if (lw >= pc) key_writers_[k]++;
+    }
+  }
+}
+
+void Program::ClearUses() const {
+  for (int32_t k : key_touched_) key_users_[k] = key_writers_[k] = 0;
+  key_touched_.clear();
+}
+
+// Needs CountUses(s) when the thread's rank has other threads.
 bool Program::IssueSafe(const State& s, int32_t thread) const {
   const ThreadInfo& t = threads_[thread];
-  OpId o = t.program[s[t.word]];
+  const int32_t pc = s[t.word];
+  OpId o = t.program[pc];
   const COp& c = ops_[o];
   const int32_t qkey = static_cast<int32_t>(streams_.size());
   const int32_t tkey = qkey + static_cast<int32_t>(queues_.size());
-  int32_t writes[3], nwrites = 0, read = -1;
   if (c.kind == OpKind::kHostSync) {
-    if (c.stream < 0) return true;
-    read = c.stream;
-  } else {
-    writes[nwrites++] = c.stream;
-    if (c.queue >= 0) writes[nwrites++] = qkey + c.queue;
-    if (c.table >= 0) writes[nwrites++] = tkey + c.table;
+    if (c.stream < 0 || !t.shares_rank) return true;
+    // Other threads that will still write the stream (this one counts itself
+    // when it writes the stream later).
+    auto it = t.last_use.find(c.stream);
+    int32_t self = it != t.last_use.end() && it->second.first >= pc ? 1 : 0;
+    return key_writers_[c.stream] - self == 0;
   }
-  for (int32_t u : rank_threads_[t.rank]) {
-    if (u == thread) continue;
-    const ThreadInfo& ut = threads_[u];
-    const int32_t pc = s[ut.word];
-    if (pc >= static_cast<int32_t>(ut.program.size())) continue;
-    for (int32_t i = 0; i < nwrites; ++i) {
-      auto it = ut.last_use.find(writes[i]);
-      if (it != ut.last_use.end() && (it->second.first >= pc || it->second.second >= pc)) return false;
-    }
-    if (read >= 0) {
-      auto it = ut.last_use.find(read);
-      if (it != ut.last_use.end() && it->second.first >= pc) return false;
-    }
+  if (t.shares_rank) {
+    // This thread uses each key of its next op: any other user conflicts.
+    if (key_users_[c.stream] > 1) return false;
+    if (c.queue >= 0 && key_users_[qkey + c.queue] > 1) return false;
+    if (c.table >= 0 && key_users_[tkey + c.table] > 1) return false;
   }
   if (c.kind == OpKind::kRecv && c.peer != -1) {
     auto it = anysource_.find({c.rank, c.pg});
@@ -758,13 +840,20 @@ void Program::Ample(const State& s, bool por, std::vector<Trans>* out) const {
     out->push_back({Step::Kind::kIssue, t, -1});
   }
   if (!por) return;
+  bool counted = false;
   for (size_t i = first_issue; i < out->size(); ++i) {
-    if ((*out)[i].kind == Step::Kind::kIssue && IssueSafe(s, (*out)[i].idx)) {
+    if ((*out)[i].kind != Step::Kind::kIssue) continue;
+    if (!counted && threads_[(*out)[i].idx].shares_rank) {
+      CountUses(s);
+      counted = true;
+    }
+    if (IssueSafe(s, (*out)[i].idx)) {
       Trans t = (*out)[i];
       *out = {t};
-      return;
+      break;
     }
   }
+  if (counted) ClearUses();
 }
 
 void Program::FinishOp(State* s, OpId o) const {
@@ -836,6 +925,7 @@ void Program::Apply(State* s, const Trans& t) const {
       }
       s->Set(OpWord(o), kStarted);
       s->Set(streams_[t.idx].word + 2, 1);
+      CountStart(s, o);
       return;
     }
     case Step::Kind::kFinish: {
@@ -1015,12 +1105,16 @@ std::string Program::Where(const State& s, OpId o) const {
 
 std::vector<std::string> Program::Blocked(const State& s) const {
   std::vector<std::string> out;
+  // Per event, the first unfinished op that records it (one pass, not one per waiter).
+  std::vector<OpId> records(events_.size(), -1);
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    if (ops_[i].kind == OpKind::kRecord && ops_[i].event >= 0 && ops_[i].rank >= 0 &&
+        records[ops_[i].event] < 0 && OpStatus(s, static_cast<OpId>(i)) != kFinished)
+      records[ops_[i].event] = static_cast<OpId>(i);
+  }
   auto recorder = [&](int32_t event) -> std::string {
-    for (size_t i = 0; i < ops_.size(); ++i) {
-      if (ops_[i].kind == OpKind::kRecord && ops_[i].event == event && ops_[i].rank >= 0 &&
-          OpStatus(s, static_cast<OpId>(i)) != kFinished)
-        return "; " + Label(s, static_cast<OpId>(i)) + " is " + Where(s, static_cast<OpId>(i));
-    }
+    OpId r = records[event];
+    if (r >= 0) return "; " + Label(s, r) + " is " + Where(s, r);
     return "; nothing left records it";
   };
   for (const auto& t : threads_) {
@@ -1062,11 +1156,14 @@ std::vector<std::string> Program::Blocked(const State& s) const {
         const PoolInfo& p = pools_[c.pool];
         line += " cannot start: needs a unit of " + p.name + ", all " + std::to_string(p.capacity) + " held";
         std::string holders;
+        int32_t named = 0, more = 0;
         for (int32_t o = 0; o < static_cast<int32_t>(streams_.size()); ++o) {
           OpId hh = StreamHead(s, o);
-          if (hh >= 0 && s[streams_[o].word + 2] && ops_[hh].pool == c.pool)
-            holders += (holders.empty() ? "" : ", ") + Label(s, hh) + " on stream " + streams_[o].name;
+          if (hh < 0 || !s[streams_[o].word + 2] || ops_[hh].pool != c.pool) continue;
+          if (named++ < kMaxNamed) holders += (holders.empty() ? "" : ", ") + Label(s, hh) + " on stream " + streams_[o].name;
+          else ++more;
         }
+        if (more > 0) holders += " and " + std::to_string(more) + " more";
         if (!holders.empty()) line += " by " + holders;
       } else {
         line += " not started";
@@ -1076,14 +1173,20 @@ std::vector<std::string> Program::Blocked(const State& s) const {
     } else if (c.kind == OpKind::kCollective) {
       int32_t seq = Seq(s, h);
       const auto& members = job_->pgs.at(pg_names_[c.pg]);
+      int32_t named = 0, more = 0;
       for (size_t m = 0; m < members.size(); ++m) {
         int32_t t = pg_member_tables_[c.pg][m];
         OpId peer = t < 0 ? -1 : TableOp(s, t, seq);
         if (Started(s, peer)) continue;
+        if (named++ >= kMaxNamed) {  // a line per stream naming every member would be O(ranks^2)
+          ++more;
+          continue;
+        }
         line += "; waits for rank " + std::to_string(members[m]) + ": ";
         line += peer < 0 ? "it has not issued its " + pg_names_[c.pg] + " seq " + std::to_string(seq) + " collective"
                          : Label(s, peer) + " is " + Where(s, peer);
       }
+      if (more > 0) line += "; and for " + std::to_string(more) + " more member" + (more > 1 ? "s" : "");
     } else if ((c.kind == OpKind::kSend || c.kind == OpKind::kRecv) && c.peer != -1) {
       OpId peer = c.partner_table < 0 ? -1 : TableOp(s, c.partner_table, Seq(s, h));
       std::string what = c.kind == OpKind::kSend ? "recv" : "send";
@@ -1162,10 +1265,10 @@ model::DeviceJob Program::ToDeviceJob(const State& s) const {
 
 // One DFS frame: a state with more than one transition to explore.
 struct Frame {
-  State state;
   std::vector<Trans> todo;
   size_t next = 1;       // todo[0] is taken when the frame is pushed
   size_t path_len = 0;   // path length at this state
+  size_t trail_len = 0;  // undo trail length at this state
 };
 
 }  // namespace
@@ -1201,15 +1304,33 @@ std::string OpLabel(const model::DevOp& op) {
 
 StatusOr<ExploreResult> Explore(const model::DeviceJob& job, const ExploreOptions& options) {
   auto t0 = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  ExploreResult res;
+  auto time_cut = [&] {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "max seconds %g", options.max_seconds);
+    res.bound_reached = true;
+    res.bound = buf;
+  };
   Program prog;
   if (Status st = prog.Compile(job); !st.ok()) return st;
-  ExploreResult res;
+  if (elapsed() > options.max_seconds) {
+    time_cut();
+    res.seconds = elapsed();
+    return res;
+  }
   const bool por = options.partial_order_reduction;
   VisitedSet visited;
+  // One working state: a transition records the words it changes on the
+  // trail, and backtracking undoes them, so a branching state costs what its
+  // transitions changed, not a copy of every word.
   State work = prog.Initial();
+  State::Trail trail;
+  work.SetTrail(&trail);
   visited.Insert(work.h1(), work.h2());
   std::vector<Frame> stack;
   std::vector<Trans> path, ample;
+  size_t todo_bytes = 0;  // the frames' branch lists
   int64_t since_clock = 0;
   auto cut = [&](std::string why) {
     res.bound_reached = true;
@@ -1217,10 +1338,15 @@ StatusOr<ExploreResult> Explore(const model::DeviceJob& job, const ExploreOption
   };
   // Moves `work` along `t`; returns true when that reaches a new state.
   auto step = [&](const Trans& t) {
+    if (stack.empty()) trail.clear();  // nothing to go back to
     prog.Apply(&work, t);
     path.push_back(t);
     ++res.transitions;
     return visited.Insert(work.h1(), work.h2());
+  };
+  auto pop = [&] {
+    todo_bytes -= stack.back().todo.capacity() * sizeof(Trans);
+    stack.pop_back();
   };
   // Backtracks to the deepest frame with a transition left and takes it;
   // false when the search is over.
@@ -1228,16 +1354,21 @@ StatusOr<ExploreResult> Explore(const model::DeviceJob& job, const ExploreOption
     while (!stack.empty()) {
       Frame& f = stack.back();
       if (f.next >= f.todo.size()) {
-        stack.pop_back();
+        pop();
         continue;
       }
       Trans t = f.todo[f.next++];
-      work = f.state;
+      work.Undo(f.trail_len);
       path.resize(f.path_len);
-      if (f.next >= f.todo.size()) stack.pop_back();  // last branch: the frame is done
+      if (f.next >= f.todo.size()) pop();  // last branch: the frame is done
       if (step(t)) return true;
     }
     return false;
+  };
+  // What the search holds besides the visited set: the trail, the frames, the path.
+  auto memory = [&] {
+    return trail.capacity() * sizeof(trail[0]) + todo_bytes + stack.capacity() * sizeof(Frame) +
+           path.capacity() * sizeof(Trans);
   };
   bool more = true;
   while (more) {
@@ -1245,13 +1376,11 @@ StatusOr<ExploreResult> Explore(const model::DeviceJob& job, const ExploreOption
       cut("max states " + std::to_string(options.max_states));
       break;
     }
-    if (++since_clock >= 4096) {
+    // A step costs up to O(threads + streams + queues): look at the clock often.
+    if (++since_clock >= 64) {
       since_clock = 0;
-      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (secs > options.max_seconds) {
-        char buf[64];
-        std::snprintf(buf, sizeof buf, "max seconds %g", options.max_seconds);
-        cut(buf);
+      if (elapsed() > options.max_seconds) {
+        time_cut();
         break;
       }
     }
@@ -1270,27 +1399,31 @@ StatusOr<ExploreResult> Explore(const model::DeviceJob& job, const ExploreOption
       continue;
     }
     if (ample.size() > 1) {
-      // Each frame holds a copy of the state: bound their memory (1 GiB).
-      if (static_cast<int64_t>(stack.size() + 1) * prog.Words() > (int64_t{1} << 28)) {
+      // Bound the search's memory besides the visited set (1 GiB).
+      if (memory() + ample.size() * sizeof(Trans) > (size_t{1} << 30)) {
         cut("memory: the search stack would exceed 1 GiB");
         break;
       }
-      stack.push_back(Frame{work, ample, 1, path.size()});
+      stack.push_back(Frame{ample, 1, path.size(), trail.size()});
+      todo_bytes += stack.back().todo.capacity() * sizeof(Trans);
     }
     if (!step(ample[0])) more = backtrack();
   }
   res.states = static_cast<int64_t>(visited.size());
   if (res.deadlock) {
-    State s = prog.Initial();
+    // Replay the path with the state before and after each step, each moved
+    // by the transition (a copy per step would cost O(words) each).
+    State before = prog.Initial(), after = prog.Initial();
+    res.witness.reserve(path.size());
     for (const Trans& t : path) {
-      State before = s;
-      prog.Apply(&s, t);
-      res.witness.push_back(prog.MakeStep(before, s, t));
+      prog.Apply(&after, t);
+      res.witness.push_back(prog.MakeStep(before, after, t));
+      prog.Apply(&before, t);
     }
-    res.stuck = prog.ToDeviceJob(s);
-    res.blocked = prog.Blocked(s);
+    res.stuck = prog.ToDeviceJob(after);
+    res.blocked = prog.Blocked(after);
   }
-  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  res.seconds = elapsed();
   return res;
 }
 

@@ -414,3 +414,81 @@ TEST(Explore, ReductionAgreesWithFullSearchOnRandomPrograms) {
 
 }  // namespace
 }  // namespace hangdx::sim
+
+namespace hangdx::sim {
+namespace {
+
+// 2,000 ranks, one collective each: the step cost was cubic in the ranks
+// (every stream head re-checked every member), minutes for 10,000. Per
+// rank: issue, start, finish (the last start finishes every one), so 6,000
+// transitions and 6,001 states, no branching.
+TEST(ExploreScale, TwoThousandRanksOneCollective) {
+  JobBuilder b;
+  std::vector<model::Rank> all;
+  for (model::Rank r = 0; r < 2000; ++r) all.push_back(r);
+  b.Pg("w", all);
+  for (model::Rank r : all) b.Collective(r, "main", "comm", "w", "all_reduce");
+  ExploreResult r = Sim(b.Build());
+  EXPECT_FALSE(r.deadlock);
+  EXPECT_FALSE(r.bound_reached) << r.bound;
+  EXPECT_EQ(r.states, 6001);
+  EXPECT_EQ(r.transitions, 6000);
+}
+
+// A pg of 20 members of which only ranks 0-9 have a program: each started
+// head waits for ranks 10-19; the blocked line names 8 and counts the rest.
+// Witness: issue and start on each of the 10 ranks.
+TEST(ExploreScale, BlockedLineNamesEightMembers) {
+  JobBuilder b;
+  std::vector<model::Rank> all;
+  for (model::Rank r = 0; r < 20; ++r) all.push_back(r);
+  b.Pg("w", all);
+  for (model::Rank r = 0; r < 10; ++r) b.Collective(r, "main", "comm", "w", "all_reduce");
+  ExploreResult r = Sim(b.Build());
+  ASSERT_TRUE(r.deadlock);
+  EXPECT_EQ(r.witness.size(), 20u);
+  ASSERT_EQ(r.blocked.size(), 10u) << Joined(r.blocked);
+  EXPECT_THAT(r.blocked[0], HasSubstr("; waits for rank 10: it has not issued its w seq 0 collective"));
+  EXPECT_THAT(r.blocked[0], HasSubstr("; waits for rank 17: "));
+  EXPECT_THAT(r.blocked[0], ::testing::Not(HasSubstr("rank 18:")));
+  EXPECT_THAT(r.blocked[0], ::testing::EndsWith("; and for 2 more members"));
+}
+
+// A time bound already spent when compiling is reported as the bound, with
+// no verdict.
+TEST(ExploreScale, TimeBoundCoversEveryPhase) {
+  JobBuilder b;
+  b.Pg("w", {0, 1});
+  for (model::Rank r : {0, 1}) b.Collective(r, "main", "comm", "w", "all_reduce");
+  ExploreOptions o;
+  o.max_seconds = 0;
+  auto r = Explore(b.Build(), o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->deadlock);
+  EXPECT_TRUE(r->bound_reached);
+  EXPECT_EQ(r->bound, "max seconds 0");
+}
+
+// Many threads of one rank on one stream: their issues conflict (each
+// order is a different stream), so the search branches; the conflict check
+// counts users per key once per state. 3 threads, one compute each (a
+// compute runs when it starts). A state is the finished set F and the ops
+// on the stream in order. Full search: every F of size k with every ordered
+// pick of the other 3-k: k=0: 1+3+6+6, k=1: 3*(1+2+2), k=2: 3*2, k=3: 1 = 38.
+// Reduced: the start of a head is safe and taken at once, so the stream
+// holds at most the op just issued: 8 sets F with an empty stream, plus
+// (F, [x]) for x not in F: 3 + 3*2 + 3*1 = 12; 20 in all.
+TEST(ExploreScale, ThreadsSharingAStreamBranch) {
+  JobBuilder b;
+  for (const char* t : {"a", "b", "c"}) b.Compute(0, t, "s");
+  model::DeviceJob job = b.Build();
+  ExploreResult with = Sim(job, true), without = Sim(job, false);
+  EXPECT_FALSE(with.deadlock);
+  EXPECT_FALSE(without.deadlock);
+  EXPECT_FALSE(with.bound_reached);
+  EXPECT_EQ(without.states, 38);
+  EXPECT_EQ(with.states, 20);
+}
+
+}  // namespace
+}  // namespace hangdx::sim
