@@ -107,6 +107,12 @@ check control_chars 1 "$BIN" analyze "$tmp/ctl"
 if grep -q $'\x1b' "$tmp/out"; then echo "FAIL escape sequence reached the report"; fail=1; fi
 [ "$(grep -c '^HANG' "$tmp/out")" = 1 ] || { echo "FAIL verdict line split"; fail=1; }
 
+# Bytes that are not UTF-8 in a dump do not reach the report as such.
+mkdir -p "$tmp/u8" && cp testdata/torch/a/json/* "$tmp/u8/"
+python3 -c "p='$tmp/u8/fr_trace_rank_0.json'; b=bytearray(open(p,'rb').read()); b[541]=0x8d; open(p,'wb').write(b)"
+check invalid_utf8 1 "$BIN" analyze "$tmp/u8"
+python3 -c "open('$tmp/out','rb').read().decode('utf-8')" || { echo "FAIL invalid_utf8: report is not UTF-8"; fail=1; }
+
 # A hostile rank number: refused, no blow-up.
 echo '{"1000000000000000":{"current_op":"ar","waiting_for_ranks":[999999999999999],"op_seq":1}}' > "$tmp/huge.json"
 check huge_rank 2 timeout 20 "$BIN" analyze "$tmp/huge.json" --format json

@@ -19,7 +19,9 @@ StatusOr<std::string> Stacks(const std::vector<std::string>& paths, const Pipeli
   StatusOr<model::Job> job = ingest::LoadJob(paths, options.load);
   if (!job.ok()) return job.status();
   analyze::StackTree tree = analyze::MergeStacks(*job);
-  if (format == "json") return report::StacksToJson(tree).dump(2) + "\n";
+  // Frames come from the inputs: invalid UTF-8 becomes U+FFFD, never an exception.
+  if (format == "json")
+    return report::StacksToJson(tree).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   return report::RenderStacksText(tree);
 }
 

@@ -20,11 +20,28 @@ const char* DiagSeverity(model::Diagnostic::Severity s) {
 }
 
 // Text from the inputs may hold control characters (a profiling name with
-// "\x1b[2J" or "\n"): printed as '?' so the report keeps its lines.
+// "\x1b[2J" or "\n") or bytes that are not UTF-8 (a corrupt dump): each is
+// printed as '?', so the report keeps its lines and stays valid UTF-8.
 std::string C(std::string_view s) {
   std::string o(s);
-  for (char& c : o)
-    if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f) c = '?';
+  for (size_t i = 0; i < o.size();) {
+    unsigned char c = static_cast<unsigned char>(o[i]);
+    if (c < 0x80) {
+      if ((c < 0x20 && c != '\t') || c == 0x7f) o[i] = '?';
+      ++i;
+      continue;
+    }
+    // A well-formed multi-byte sequence (no overlong 2-byte forms) is kept.
+    size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    bool ok = n > 0 && i + n <= o.size();
+    for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(o[i + k]) & 0xc0) == 0x80;
+    if (ok) {
+      i += n;
+    } else {
+      o[i] = '?';
+      ++i;
+    }
+  }
   return o;
 }
 
