@@ -50,16 +50,6 @@ std::string R(const std::vector<Rank>& ranks) { return FormatRanks(ranks); }
 
 std::string Plural(size_t n, const char* one, const char* many) { return n == 1 ? one : many; }
 
-// "rank 3" or "ranks 0-2,5" (a long set as "ranks 0-99,101-... (900 ranks)"),
-// for sentences; full sets stay in the roles.
-std::string Who(const std::vector<Rank>& ranks) {
-  std::string text = FormatRanks(ranks);
-  if (text.size() > 60) {
-    size_t cut = text.rfind(',', 48);
-    text = text.substr(0, cut == std::string::npos ? 48 : cut) + ",... (" + std::to_string(ranks.size()) + " ranks)";
-  }
-  return (ranks.size() == 1 ? "rank " : "ranks ") + text;
-}
 
 // "waits" for one rank, "wait" for several.
 const char* Verb(const std::vector<Rank>& ranks, const char* one, const char* many) {
@@ -805,10 +795,10 @@ class Analyzer {
                        : dtype_only ? "disagree on dtype"
                                     : "disagree on sizes";
     f.summary = "ranks of " + g.Label() + " " + what + " at seq " + std::to_string(in.seq) + ": " +
-                Who(ref.second) + " " +
+                RankWords(ref.second) + " " +
                 Plural(ref.second.size(), "calls ", "call ") + ref.first;
     for (size_t c = 1; c < in.classes.size(); ++c)
-      f.summary += "; " + Who(in.classes[c].second) +
+      f.summary += "; " + RankWords(in.classes[c].second) +
                    " " + Plural(in.classes[c].second.size(), "calls ", "call ") + in.classes[c].first;
     if (all_to_all_only) {
       f.severity = Severity::kWarning;
@@ -868,7 +858,7 @@ class Analyzer {
     f->hang = false;
     f->roles.push_back({"raised the mismatch error", raised});
     f->details.push_back("PyTorch's TORCH_DISTRIBUTED_DEBUG=DETAIL check compared the ranks' fingerprints before the "
-                         "collective ran and raised on " + Who(raised) + ": the job failed fast instead of hanging");
+                         "collective ran and raised on " + RankWords(raised) + ": the job failed fast instead of hanging");
     f->evidence.insert(f->evidence.begin(), lines.begin(), lines.end());
   }
 
@@ -937,21 +927,21 @@ class Analyzer {
       f.hang = false;
       f.severity = Severity::kWarning;
       f.summary = "not a hang yet: ranks " + R(in.arrived) + " wait in " + f.op + " (" + where +
-                  ") for " + Who(idle) +
+                  ") for " + RankWords(idle) +
                   ", which has not arrived; no wait has timed out, so it may only be slow";
       f.fix_hint = "if this persists past the collective timeout it is a hang; otherwise profile the slow "
                    "rank (data loading, host contention, a slow link)";
     } else if (!idle.empty()) {
       f.kind = Kind::kMissingRank;
       f.culprit_ranks = idle;
-      std::string no_line = Who(unlogged) + ", of which there is no line in the logs given";
-      f.summary = Who(in.arrived) + " " + Verb(in.arrived, "waits", "wait") + " in " + f.op + " (" + where + ") for " +
-                  (dump_based_ ? Who(idle) + ", which never arrived and is not blocked in any recorded collective"
+      std::string no_line = RankWords(unlogged) + ", of which there is no line in the logs given";
+      f.summary = RankWords(in.arrived) + " " + Verb(in.arrived, "waits", "wait") + " in " + f.op + " (" + where + ") for " +
+                  (dump_based_ ? RankWords(idle) + ", which never arrived and is not blocked in any recorded collective"
                    : logged.empty() ? no_line
-                                    : Who(logged) + ", which never arrived (its log shows no wait in it)" +
+                                    : RankWords(logged) + ", which never arrived (its log shows no wait in it)" +
                                           (unlogged.empty() ? "" : ", and " + no_line));
       if (!dead.empty()) {
-        f.summary += "; no dump from " + Who(dead);
+        f.summary += "; no dump from " + RankWords(dead);
         f.culprit_ranks.insert(f.culprit_ranks.end(), dead.begin(), dead.end());
       }
       f.fix_hint = "find what the absent rank is doing instead (py-spy dump it): a rank-dependent branch, "
@@ -959,16 +949,16 @@ class Analyzer {
     } else if (dead.size() * 2 <= members) {
       f.kind = Kind::kCrashedRank;
       f.culprit_ranks = dead;
-      f.summary = Who(in.arrived) + " " + Verb(in.arrived, "waits", "wait") + " in " + f.op + " (" + where + ") for " +
-                  Who(dead) +
+      f.summary = RankWords(in.arrived) + " " + Verb(in.arrived, "waits", "wait") + " in " + f.op + " (" + where + ") for " +
+                  RankWords(dead) +
                   ", which left no dump: it most likely died (crash, OOM kill, exit)";
       f.fix_hint = "read the log of the dead rank for its exit cause (traceback, CUDA error, OOM killer in dmesg)";
     } else {
       f.kind = Kind::kUndecided;
       f.culprit_ranks = dead;
       f.severity = Severity::kWarning;
-      f.summary = Who(in.arrived) + " " + Verb(in.arrived, "waits", "wait") + " in " + f.op + " (" + where + "), but there is no dump from " +
-                  Who(dead) + " (" + std::to_string(dead.size()) + " of " +
+      f.summary = RankWords(in.arrived) + " " + Verb(in.arrived, "waits", "wait") + " in " + f.op + " (" + where + "), but there is no dump from " +
+                  RankWords(dead) + " (" + std::to_string(dead.size()) + " of " +
                   std::to_string(members) + " members): cannot tell who is at fault";
       f.fix_hint = "collect the dumps of the missing ranks";
     }
@@ -1036,10 +1026,10 @@ class Analyzer {
     f.culprit_ranks = missing;
     f.roles.push_back({"timed out", timed_out});
     if (!missing.empty()) f.roles.push_back({"no log", missing});
-    f.summary = Who(timed_out) + " " + Verb(timed_out, "reports", "report") + " a timed-out " +
+    f.summary = RankWords(timed_out) + " " + Verb(timed_out, "reports", "report") + " a timed-out " +
                 (op.empty() ? std::string("collective") : op) + ", but the data given does not show whom " +
                 Verb(timed_out, "it waits", "they wait") + " for: " +
-                (!missing.empty() ? "no log from " + Who(missing)
+                (!missing.empty() ? "no log from " + RankWords(missing)
                                   : std::string("the timeouts name no peer and no rank is missing among those seen "
                                                 "(world size unknown: pass --world-size)"));
     f.evidence = std::move(lines);
@@ -1113,7 +1103,7 @@ class Analyzer {
     f.summary = "process groups were created in different orders: pg '" + desc + "' is";
     for (size_t k = 0; k < sides.size(); ++k) {
       f.summary += (k ? (k + 1 == sides.size() ? " and" : ",") : "") + std::string(" pg ") + sides[k].first +
-                   " on " + Who(sides[k].second);
+                   " on " + RankWords(sides[k].second);
       f.roles.push_back({"pg " + sides[k].first + " ('" + desc + "')", sides[k].second});
       if (k) f.culprit_ranks.insert(f.culprit_ranks.end(), sides[k].second.begin(), sides[k].second.end());
     }
@@ -1174,7 +1164,7 @@ class Analyzer {
     if (gloo && g.inferred)
       f.details.push_back("gloo records no pg members: a member that never recorded this pg may be missing");
     else if (by_state.size() > 1)
-      f.details.push_back(Who(by_state.begin()->second) + " " + Verb(by_state.begin()->second, "has", "have") +
+      f.details.push_back(RankWords(by_state.begin()->second) + " " + Verb(by_state.begin()->second, "has", "have") +
                           " not started it while others have");
     else
       f.details.push_back("no rank is missing or disagrees: look at the transport (NCCL_DEBUG=INFO logs, "
@@ -1202,8 +1192,8 @@ class Analyzer {
       files += (files.empty() ? "" : ", ") + file;
       f.evidence.push_back({file, r, -1, "could not be read (see input problems)"});
     }
-    f.summary = Who(in.arrived) + " " + Verb(in.arrived, "waits", "wait") + " in " + f.op + " (" +
-                groups_[in.group].Label() + " seq " + std::to_string(in.seq) + ") for " + Who(unreadable) +
+    f.summary = RankWords(in.arrived) + " " + Verb(in.arrived, "waits", "wait") + " in " + f.op + " (" +
+                groups_[in.group].Label() + " seq " + std::to_string(in.seq) + ") for " + RankWords(unreadable) +
                 ", whose dump could not be read (" + files + "): cannot tell what it was doing";
     f.fix_hint = "re-collect the unreadable dump (a truncated file usually means the dump was cut short)";
     out_.findings.push_back(std::move(f));
@@ -1232,11 +1222,11 @@ class Analyzer {
       FillPg(&f, *in);
       f.op = OpAt(*in, 0).op;
       f.roles.push_back({"waiting for it", in->arrived});
-      f.summary = Who(in->arrived) + " " + Verb(in->arrived, "waits", "wait") + " in " + f.op + " (" + groups_[in->group].Label() + " seq " +
-                  std::to_string(in->seq) + ") for " + Who(crashed) +
+      f.summary = RankWords(in->arrived) + " " + Verb(in->arrived, "waits", "wait") + " in " + f.op + " (" + groups_[in->group].Label() + " seq " +
+                  std::to_string(in->seq) + ") for " + RankWords(crashed) +
                   ", which crashed: " + what;
     } else {
-      f.summary = Who(crashed) + " crashed (" + what +
+      f.summary = RankWords(crashed) + " crashed (" + what +
                   "); the other ranks of its process groups wait for it in their next collective";
     }
     f.fix_hint = "fix the crash first (read the rank's traceback); the other ranks' timeouts are its consequence";
@@ -1310,17 +1300,17 @@ class Analyzer {
       for (size_t k = 1; k < sides.size(); ++k)
         f.culprit_ranks.insert(f.culprit_ranks.end(), sides[k].second.begin(), sides[k].second.end());
       f.summary = "the ranks' stacks are in different collectives: " +
-                  Who(sides[0].second) + " in " + sides[0].first;
+                  RankWords(sides[0].second) + " in " + sides[0].first;
       for (size_t k = 1; k < sides.size(); ++k)
-        f.summary += "; " + Who(sides[k].second) + " in " +
+        f.summary += "; " + RankWords(sides[k].second) + " in " +
                      sides[k].first;
       f.fix_hint = "make every rank reach the same collectives in the same order (look for an early return or a "
                    "rank-dependent branch around the minority's call site)";
     } else if (!elsewhere.empty()) {
       f.kind = Kind::kMissingRank;
       f.culprit_ranks = elsewhere;
-      f.summary = Who(sides[0].second) + " " + Verb(sides[0].second, "is", "are") + " blocked in " + sides[0].first +
-                  " while " + Who(elsewhere) + " " + Verb(elsewhere, "is", "are") + " in no collective";
+      f.summary = RankWords(sides[0].second) + " " + Verb(sides[0].second, "is", "are") + " blocked in " + sides[0].first +
+                  " while " + RankWords(elsewhere) + " " + Verb(elsewhere, "is", "are") + " in no collective";
       f.fix_hint = "find what the absent ranks are doing instead (their stacks below)";
     } else {
       return;  // all in the same call: not decidable from stacks
@@ -1356,8 +1346,8 @@ class Analyzer {
       f.seq = w.op_seq;
       f.roles.push_back({"waiting (global ranks)", waiters});
       f.roles.push_back({"awaited (ranks in pg " + pg + ")", awaited});
-      f.summary = Who(waiters) + " " + Verb(waiters, "waits", "wait") + " in " + w.current_op + " of pg " + pg +
-                  " for " + Who(awaited) + " of that pg (a rank inside the pg; " +
+      f.summary = RankWords(waiters) + " " + Verb(waiters, "waits", "wait") + " in " + w.current_op + " of pg " + pg +
+                  " for " + RankWords(awaited) + " of that pg (a rank inside the pg; " +
                   "its global rank is not in these files), which never arrived";
       for (Rank r : waiters) {
         const RankDump* d = job_.Find(r);
@@ -1413,8 +1403,8 @@ class Analyzer {
 
   void RefreshSnapshotSummary(Finding* f) {
     std::sort(f->roles.front().ranks.begin(), f->roles.front().ranks.end());
-    f->summary = Who(f->roles.front().ranks) + " " + Verb(f->roles.front().ranks, "waits", "wait") + " in " + f->op + " for " +
-                 Who(f->culprit_ranks) +
+    f->summary = RankWords(f->roles.front().ranks) + " " + Verb(f->roles.front().ranks, "waits", "wait") + " in " + f->op + " for " +
+                 RankWords(f->culprit_ranks) +
                  (f->kind == Kind::kMissingRank ? ", which is not waiting on anyone (it is elsewhere)"
                                                 : ", of which there is no state at all");
   }
@@ -1468,7 +1458,7 @@ class Analyzer {
       Rank via = OrderVia(cyc, i);
       // No rank on the edge: the op is queued behind an earlier unfinished
       // op of its own pg (one stream), not waiting for a peer.
-      chain += (i ? "; " : "") + Who(w) + " in " + ops[i] + " " +
+      chain += (i ? "; " : "") + RankWords(w) + " in " + ops[i] + " " +
                (via >= 0 ? std::string(Verb(w, "waits", "wait")) + " for rank " + std::to_string(via)
                          : std::string(Verb(w, "is", "are")) + " queued behind " + ops[(i + 1) % ops.size()]);
     }
@@ -1668,7 +1658,7 @@ class Analyzer {
         for (const auto& p : out_.pgs) pending = pending || p.stuck_seq >= 0;
         if (pending) out_.verdict += " Some are still in progress.";
         if (!out_.ranks_without_dump.empty())
-          out_.verdict += " No dump from " + Who(out_.ranks_without_dump) + ".";
+          out_.verdict += " No dump from " + RankWords(out_.ranks_without_dump) + ".";
       }
       return;
     }
@@ -1678,13 +1668,13 @@ class Analyzer {
       head = f.hang ? "HANG (mismatch): " : "ERROR (mismatch, raised; no hang): ";
     out_.verdict = head + f.summary + ".";
     if (!f.culprit_ranks.empty())
-      out_.verdict += " Look first at " + Who(f.culprit_ranks) +
+      out_.verdict += " Look first at " + RankWords(f.culprit_ranks) +
                       (f.ranks_are_pg_local ? " of pg " + f.pg_name : std::string()) + ".";
     if (!job_.unreadable.empty()) {
       std::vector<Rank> bad;
       for (const auto& [r, file] : job_.unreadable) bad.push_back(r);
       if (std::find(f.culprit_ranks.begin(), f.culprit_ranks.end(), bad.front()) == f.culprit_ranks.end())
-        out_.verdict += " (The dumps of " + Who(bad) + " could not be read.)";
+        out_.verdict += " (The dumps of " + RankWords(bad) + " could not be read.)";
     }
   }
 

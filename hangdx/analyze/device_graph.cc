@@ -74,11 +74,6 @@ bool Blocks(const DevOp& op) { return op.host_blocking || op.kind == OpKind::kHo
 
 std::string RankWord(model::Rank r) { return "rank " + std::to_string(r); }
 
-std::string Who(std::vector<model::Rank> ranks) {
-  std::sort(ranks.begin(), ranks.end());
-  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-  return (ranks.size() == 1 ? "rank " : "ranks ") + FormatRanks(ranks);
-}
 
 const char* FixHint(Kind kind) {
   switch (kind) {
@@ -964,7 +959,7 @@ class Analyzer {
         break;
       case Kind::kOrderInversion: {
         std::vector<std::string> pg_list(pgs.begin(), pgs.end());
-        f.summary = "pgs " + Join(pg_list, 6) + " are issued in different orders on " + Who(ranks) +
+        f.summary = "pgs " + Join(pg_list, 6) + " are issued in different orders on " + RankWords(ranks) +
                     ", a cycle across pgs: " + chain;
         break;
       }
@@ -1160,20 +1155,20 @@ class Analyzer {
           break;
         case Special::Missing::kNoData:
           f.kind = Kind::kUndecided;
-          f.summary = Who(ranks) + " wait for " + RankWord(s.rank) + ", which has no data in this snapshot";
+          f.summary = RankWords(ranks) + " wait for " + RankWord(s.rank) + ", which has no data in this snapshot";
           f.culprit_ranks = {s.rank};
           f.roles.push_back({"waiting", ranks});
           f.roles.push_back({"no data", {s.rank}});
           break;
         default:
           f.kind = Kind::kMissingRank;
-          f.summary = s.label + "; " + Who(ranks) + " " + (ranks.size() == 1 ? "waits" : "wait") + " for it in " +
+          f.summary = s.label + "; " + RankWords(ranks) + " " + (ranks.size() == 1 ? "waits" : "wait") + " for it in " +
                       D(live[0]);
           if (s.rank >= 0) f.culprit_ranks = {s.rank};
           f.roles.push_back({"arrived", ranks});
           if (s.rank >= 0) f.roles.push_back({"missing", {s.rank}});
           f.fix_hint = s.rank >= 0 ? "make " + RankWord(s.rank) + " issue the op its peers wait for, in the same order"
-                                   : "find which rank should send to " + Who(ranks) + " on " + s.pg;
+                                   : "find which rank should send to " + RankWords(ranks) + " on " + s.pg;
           break;
       }
       f.details.push_back(s.label + ".");

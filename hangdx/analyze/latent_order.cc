@@ -103,9 +103,6 @@ std::string Label(std::string_view name, std::string_view desc) {
   return "pg " + std::string(name) + (show ? " (" + std::string(desc) + ")" : "");
 }
 
-std::string Who(const std::vector<model::Rank>& ranks) {
-  return (ranks.size() == 1 ? "rank " : "ranks ") + FormatRanks(ranks);
-}
 
 // " issues " after one rank, " issue " after several.
 const char* Verb(const std::vector<model::Rank>& ranks) { return ranks.size() == 1 ? " issues " : " issue "; }
@@ -248,17 +245,17 @@ std::vector<Finding> LatentOrderInversions(const model::Job& job, size_t max_fin
         std::string pop = pl + " seq " + std::to_string(s) + " " + std::string(ep_op.op);
         std::string qop = ql + " seq " + std::to_string(t) + " " + std::string(lq_op.op);
         f.summary = "latent deadlock: " + pl + " and " + ql + " share " +
-                    Who([&] {
+                    RankWords([&] {
                       std::vector<model::Rank> all;
                       for (const auto& cl : classes) all.insert(all.end(), cl.ranks.begin(), cl.ranks.end());
                       std::sort(all.begin(), all.end());
                       return all;
                     }()) +
-                    " but are issued in different orders: " + Who(early.ranks) + Verb(early.ranks) + pop + " before " +
-                    qop + ", " + Who(late.ranks) + Verb(late.ranks) + "it after; this run did not hang, but on one serial "
+                    " but are issued in different orders: " + RankWords(early.ranks) + Verb(early.ranks) + pop + " before " +
+                    qop + ", " + RankWords(late.ranks) + Verb(late.ranks) + "it after; this run did not hang, but on one serial "
                     "device resource these orders deadlock";
-        f.details.push_back(Who(early.ranks) + ": " + pop + ", then " + qop);
-        f.details.push_back(Who(late.ranks) + ": " + qop + ", then " + pop);
+        f.details.push_back(RankWords(early.ranks) + ": " + pop + ", then " + qop);
+        f.details.push_back(RankWords(late.ranks) + ": " + qop + ", then " + pop);
         f.evidence.push_back({ed->file, ed->rank, ep_op.record_id, "issued " + pop + " first"});
         if (!eq_it.empty())
           f.evidence.push_back({ed->file, ed->rank, ed->ops[eq_it[0].second].record_id, "then " + qop});

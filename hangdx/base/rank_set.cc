@@ -23,6 +23,17 @@ std::string FormatRanks(std::vector<int64_t> ranks) {
   return out;
 }
 
+std::string RankWords(std::vector<int64_t> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  std::string text = FormatRanks(ranks);
+  if (text.size() > 60) {
+    size_t cut = text.rfind(',', 48);
+    text = text.substr(0, cut == std::string::npos ? 48 : cut) + ",... (" + std::to_string(ranks.size()) + " ranks)";
+  }
+  return (ranks.size() == 1 ? "rank " : "ranks ") + text;
+}
+
 bool ParseRanks(const std::string& text, std::vector<int64_t>* out, int64_t max_count) {
   out->clear();
   size_t pos = 0;

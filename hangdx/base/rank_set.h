@@ -13,6 +13,11 @@ namespace hangdx {
 // duplicates; output is sorted and deduplicated. Empty input gives "".
 std::string FormatRanks(std::vector<int64_t> ranks);
 
+// The same for sentences: "rank 3" or "ranks 0-2,5"; duplicates count once.
+// A set whose text runs past 60 characters is cut at a range boundary:
+// "ranks 0-99,101-...,... (900 ranks)" (full sets belong in the roles).
+std::string RankWords(std::vector<int64_t> ranks);
+
 // Parses "0-3,5,7-9" back into sorted ranks. Returns false (and leaves *out
 // partial) on malformed text or a range wider than `max_count` ranks.
 bool ParseRanks(const std::string& text, std::vector<int64_t>* out,

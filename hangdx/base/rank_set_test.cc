@@ -5,6 +5,17 @@
 namespace hangdx {
 namespace {
 
+TEST(RankWords, OneManyAndCut) {
+  EXPECT_EQ(RankWords({3}), "rank 3");
+  EXPECT_EQ(RankWords({3, 3}), "rank 3");  // a duplicate is one rank
+  EXPECT_EQ(RankWords({5, 0, 1, 2}), "ranks 0-2,5");
+  // 30 even ranks: "0,2,...,58" is 84 characters; the last comma at or
+  // before character 48 is the one after "34" (index 48), so the text stops at 34.
+  std::vector<int64_t> even;
+  for (int64_t r = 0; r < 60; r += 2) even.push_back(r);
+  EXPECT_EQ(RankWords(even), "ranks 0,2,4,6,8,10,12,14,16,18,20,22,24,26,28,30,32,34,... (30 ranks)");
+}
+
 TEST(FormatRanks, Ranges) {
   EXPECT_EQ(FormatRanks({}), "");
   EXPECT_EQ(FormatRanks({3}), "3");

@@ -246,6 +246,33 @@ nlohmann::ordered_json StacksToJson(const analyze::StackTree& t) {
   return j;
 }
 
+nlohmann::ordered_json FindingToJson(const Finding& f) {
+  using J = nlohmann::ordered_json;
+  J x;
+  x["kind"] = analyze::KindName(f.kind);
+  x["severity"] = analyze::SeverityName(f.severity);
+  x["hang"] = f.hang;
+  x["summary"] = f.summary;
+  x["pg"] = f.pg_name.empty() ? J(nullptr) : J{{"name", f.pg_name}, {"desc", f.pg_desc}};
+  x["seq"] = f.seq >= 0 ? J(f.seq) : J(nullptr);
+  x["op"] = f.op;
+  x["culprit_ranks"] = f.culprit_ranks;
+  if (f.ranks_are_pg_local) x["culprit_ranks_are_pg_local"] = true;
+  J roles = J::array();
+  for (const auto& r : f.roles) roles.push_back({{"role", r.role}, {"ranks", r.ranks}});
+  x["roles"] = roles;
+  x["cycle"] = f.cycle;
+  x["blocked_behind"] = f.blocked_behind;
+  x["details"] = f.details;
+  J ev = J::array();
+  for (const auto& e : f.evidence)
+    ev.push_back({{"file", e.file}, {"rank", e.rank},
+                  {"record_id", e.record_id >= 0 ? J(e.record_id) : J(nullptr)}, {"note", e.note}});
+  x["evidence"] = ev;
+  x["fix_hint"] = f.fix_hint;
+  return x;
+}
+
 nlohmann::ordered_json ToJson(const Diagnosis& d) {
   using J = nlohmann::ordered_json;
   J j;
@@ -262,31 +289,7 @@ nlohmann::ordered_json ToJson(const Diagnosis& d) {
   j["inputs"] = {{"files", d.inputs.files}, {"used", d.inputs.used}, {"skipped", d.inputs.skipped},
                  {"unreadable", d.inputs.unreadable}, {"duplicates", d.inputs.duplicates}};
   J findings = J::array();
-  for (const auto& f : d.findings) {
-    J x;
-    x["kind"] = analyze::KindName(f.kind);
-    x["severity"] = analyze::SeverityName(f.severity);
-    x["hang"] = f.hang;
-    x["summary"] = f.summary;
-    x["pg"] = f.pg_name.empty() ? J(nullptr) : J{{"name", f.pg_name}, {"desc", f.pg_desc}};
-    x["seq"] = f.seq >= 0 ? J(f.seq) : J(nullptr);
-    x["op"] = f.op;
-    x["culprit_ranks"] = f.culprit_ranks;
-    if (f.ranks_are_pg_local) x["culprit_ranks_are_pg_local"] = true;
-    J roles = J::array();
-    for (const auto& r : f.roles) roles.push_back({{"role", r.role}, {"ranks", r.ranks}});
-    x["roles"] = roles;
-    x["cycle"] = f.cycle;
-    x["blocked_behind"] = f.blocked_behind;
-    x["details"] = f.details;
-    J ev = J::array();
-    for (const auto& e : f.evidence)
-      ev.push_back({{"file", e.file}, {"rank", e.rank},
-                    {"record_id", e.record_id >= 0 ? J(e.record_id) : J(nullptr)}, {"note", e.note}});
-    x["evidence"] = ev;
-    x["fix_hint"] = f.fix_hint;
-    findings.push_back(std::move(x));
-  }
+  for (const auto& f : d.findings) findings.push_back(FindingToJson(f));
   j["findings"] = findings;
   J pgs = J::array();
   for (const auto& p : d.pgs)

@@ -21,6 +21,10 @@ std::string RenderText(const analyze::Diagnosis& d, size_t max_findings = 8);
 
 // The JSON document (see docs/json-schema.md). Deterministic key order.
 nlohmann::ordered_json ToJson(const analyze::Diagnosis& d);
+// One finding as the JSON schema writes it (docs/json-schema.md): kind,
+// severity, hang, summary, pg, seq, op, culprit_ranks, roles, cycle,
+// blocked_behind, details, evidence, fix_hint. Shared by every JSON report.
+nlohmann::ordered_json FindingToJson(const analyze::Finding& f);
 std::string RenderJson(const analyze::Diagnosis& d);
 
 // Graphviz DOT: one node per rank involved, one edge per wait (label: the op

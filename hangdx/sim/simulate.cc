@@ -6,6 +6,7 @@
 #include "hangdx/analyze/device_graph.h"
 #include "hangdx/base/file.h"
 #include "hangdx/ingest/device_json.h"
+#include "hangdx/report/report.h"
 
 namespace hangdx::sim {
 namespace {
@@ -226,16 +227,7 @@ std::string RenderJson(const SimulateReport& rep) {
   }
   j["stuck"] = stuck;
   Json findings = Json::array();
-  for (const auto& f : rep.findings) {
-    findings.push_back({{"kind", analyze::KindName(f.kind)},
-                        {"severity", analyze::SeverityName(f.severity)},
-                        {"summary", f.summary},
-                        {"op", f.op},
-                        {"culprit_ranks", f.culprit_ranks},
-                        {"cycle", f.cycle},
-                        {"details", f.details},
-                        {"fix_hint", f.fix_hint}});
-  }
+  for (const auto& f : rep.findings) findings.push_back(report::FindingToJson(f));
   j["findings"] = findings;
   j["fixes_searched"] = rep.fixes_searched;
   j["fixes_untried"] = rep.fixes_untried;
