@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <iterator>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 namespace hangdx::bench {
@@ -20,8 +20,8 @@ struct Family {
 
 // pg 1.. of MakeJob (pg 0 is the world).
 const Family kFamilies[] = {
-    {"tp", 8, 1, 8},     {"pp", 8, 8, 64},  {"cp", 2, 1, 2},    {"ep", 16, 1, 16},
-    {"etp", 4, 1, 4},    {"dp", 0, 64, 0},  {"emb", 32, 1, 32},
+    {"tp", 8, 1, 8},  {"pp", 8, 8, 64}, {"cp", 2, 1, 2},    {"ep", 16, 1, 16},
+    {"etp", 4, 1, 4}, {"dp", 0, 64, 0}, {"emb", 32, 1, 32},
 };
 
 }  // namespace
@@ -49,7 +49,9 @@ model::Job MakeJob(int64_t ranks, int pgs, int ops_per_pg, int64_t culprit) {
     d.comm_lib_version = "2.27.3";
     d.frames.push_back({"all_reduce", "torch/distributed/distributed_c10d.py", 2950});
     d.frames.push_back({"train_step", "/workspace/train.py", 512});
-    struct Pg { std::string name, desc; };
+    struct Pg {
+      std::string name, desc;
+    };
     std::vector<Pg> mine;
     model::PgConfig c0;
     c0.name = "0";
@@ -144,8 +146,7 @@ std::string GeneratedDump(int entries, bool json) {
   std::string file = dir + "/nccl_trace_rank_0" + (json ? ".json" : "");
   if (!std::filesystem::exists(file)) {
     std::string cmd = "python3 '" HANGDX_SOURCE_DIR "/scripts/synth/gen_dumps.py' --ranks 1024 --entries " +
-                      std::to_string(entries) +
-                      " --pgs 3 --fault none --format both --only 0 -q --out '" + dir + "'";
+                      std::to_string(entries) + " --pgs 3 --fault none --format both --only 0 -q --out '" + dir + "'";
     if (std::system(cmd.c_str()) != 0) return "";
   }
   return std::filesystem::exists(file) ? file : "";

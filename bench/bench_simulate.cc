@@ -59,16 +59,22 @@ void BM_Simulate(benchmark::State& state) {
 }
 BENCHMARK(BM_Simulate)
     // Exhaustive, passing: off and per_stream, with and without reduction.
-    ->Args({1, 0, 1, 1})->Args({1, 0, 1, 0})
-    ->Args({2, 0, 1, 1})->Args({2, 0, 1, 0})
-    ->Args({2, 2, 1, 1})->Args({2, 2, 1, 0})
-    ->Args({4, 2, 1, 1})->Args({4, 2, 1, 0})
+    ->Args({1, 0, 1, 1})
+    ->Args({1, 0, 1, 0})
+    ->Args({2, 0, 1, 1})
+    ->Args({2, 0, 1, 0})
+    ->Args({2, 2, 1, 1})
+    ->Args({2, 2, 1, 0})
+    ->Args({4, 2, 1, 1})
+    ->Args({4, 2, 1, 0})
     ->Args({8, 2, 1, 1})
     // per_device without host-blocking ops: passes, every queue order explored.
-    ->Args({2, 1, 0, 1})->Args({2, 1, 0, 0})
+    ->Args({2, 1, 0, 1})
+    ->Args({2, 1, 0, 0})
     ->Args({3, 1, 0, 1})
     // per_device with host-blocking all_reduces: the first deadlock.
-    ->Args({4, 1, 1, 1})->Args({4, 1, 1, 0})
+    ->Args({4, 1, 1, 1})
+    ->Args({4, 1, 1, 0})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1)
     ->UseRealTime();

@@ -31,8 +31,10 @@ Result Run(const std::vector<std::string>& paths, const std::string& format, int
       error = d.status().message();
     } else {
       auto text = hangdx::pipeline::Render(*d, format);
-      if (!text.ok()) error = text.status().message();
-      else r.text = std::move(*text), r.exit_code = hangdx::pipeline::ExitCode(*d);
+      if (!text.ok())
+        error = text.status().message();
+      else
+        r.text = std::move(*text), r.exit_code = hangdx::pipeline::ExitCode(*d);
     }
   }
   if (!error.empty()) throw std::invalid_argument(error);

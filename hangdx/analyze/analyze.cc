@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <map>
-#include <span>
 #include <set>
+#include <span>
 #include <unordered_map>
 
 #include "hangdx/analyze/device_graph.h"
@@ -16,27 +16,42 @@ namespace hangdx::analyze {
 
 const char* KindName(Kind kind) {
   switch (kind) {
-    case Kind::kCollectiveMismatch: return "collective_mismatch";
-    case Kind::kSizeMismatch: return "size_mismatch";
-    case Kind::kMissingRank: return "missing_rank";
-    case Kind::kCrashedRank: return "crashed_rank";
-    case Kind::kStraggler: return "straggler";
-    case Kind::kP2pCycle: return "p2p_cycle";
-    case Kind::kWaitCycle: return "wait_cycle";
-    case Kind::kStreamCycle: return "stream_cycle";
-    case Kind::kOrderInversion: return "order_inversion";
-    case Kind::kResourceDeadlock: return "resource_deadlock";
-    case Kind::kTaskQueueDeadlock: return "task_queue_deadlock";
-    case Kind::kUndecided: return "undecided";
+    case Kind::kCollectiveMismatch:
+      return "collective_mismatch";
+    case Kind::kSizeMismatch:
+      return "size_mismatch";
+    case Kind::kMissingRank:
+      return "missing_rank";
+    case Kind::kCrashedRank:
+      return "crashed_rank";
+    case Kind::kStraggler:
+      return "straggler";
+    case Kind::kP2pCycle:
+      return "p2p_cycle";
+    case Kind::kWaitCycle:
+      return "wait_cycle";
+    case Kind::kStreamCycle:
+      return "stream_cycle";
+    case Kind::kOrderInversion:
+      return "order_inversion";
+    case Kind::kResourceDeadlock:
+      return "resource_deadlock";
+    case Kind::kTaskQueueDeadlock:
+      return "task_queue_deadlock";
+    case Kind::kUndecided:
+      return "undecided";
   }
   return "undecided";
 }
 
 const char* SeverityName(Severity s) {
   switch (s) {
-    case Severity::kInfo: return "info";
-    case Severity::kWarning: return "warning";
-    case Severity::kError: return "error";
+    case Severity::kInfo:
+      return "info";
+    case Severity::kWarning:
+      return "warning";
+    case Severity::kError:
+      return "error";
   }
   return "error";
 }
@@ -49,7 +64,6 @@ using model::RankDump;
 std::string R(const std::vector<Rank>& ranks) { return FormatRanks(ranks); }
 
 std::string Plural(size_t n, const char* one, const char* many) { return n == 1 ? one : many; }
-
 
 // "waits" for one rank, "wait" for several.
 const char* Verb(const std::vector<Rank>& ranks, const char* one, const char* many) {
@@ -64,9 +78,9 @@ struct Group {
   bool inferred = false;
   int64_t max_seq = -1;
   int64_t mismatched_seqs = 0;
-  std::vector<const RankDump*> dump;                          // per member; nullptr = no dump
+  std::vector<const RankDump*> dump;                            // per member; nullptr = no dump
   std::vector<std::vector<std::pair<int64_t, uint32_t>>> coll;  // per member: (seq, op index) by seq
-  std::vector<std::vector<uint32_t>> p2p;                     // per member: P2P op indices
+  std::vector<std::vector<uint32_t>> p2p;                       // per member: P2P op indices
 
   int MemberIndex(Rank r) const {
     auto it = std::lower_bound(members.begin(), members.end(), r);
@@ -90,19 +104,17 @@ struct Instance {
   // Op indices (into the rank's dump) at this seq, per arrived rank i:
   // op_idx[op_start[i] .. op_start[i+1]). Flat: one allocation, not one per rank.
   std::vector<uint32_t> op_idx, op_start{0};
-  std::span<const uint32_t> ops(size_t i) const {
-    return {op_idx.data() + op_start[i], op_start[i + 1] - op_start[i]};
-  }
+  std::span<const uint32_t> ops(size_t i) const { return {op_idx.data() + op_start[i], op_start[i + 1] - op_start[i]}; }
   // Signature classes among arrived ranks, largest (reference) first; only
   // filled when they disagree (a mismatch).
   std::vector<std::pair<std::string, std::vector<Rank>>> classes;
   bool mismatch = false;
-  bool any_pending = false;       // some arrived op not completed
-  bool all_in_flight = true;      // every arrived op pending, not retired
-  bool failed = false;            // arrived ops finished although a member never came
-  int64_t created_ns = 0;         // earliest creation among arrived ops
-  int node = -1;                  // wait-graph node, -1 if none
-  int behind = -1;                // an earlier unfinished problem of the pg it queues behind
+  bool any_pending = false;   // some arrived op not completed
+  bool all_in_flight = true;  // every arrived op pending, not retired
+  bool failed = false;        // arrived ops finished although a member never came
+  int64_t created_ns = 0;     // earliest creation among arrived ops
+  int node = -1;              // wait-graph node, -1 if none
+  int behind = -1;            // an earlier unfinished problem of the pg it queues behind
   bool problem() const { return mismatch || !not_reached.empty() || !no_dump.empty(); }
 };
 
@@ -118,8 +130,7 @@ class Analyzer {
     out_.diagnostics = job_.diagnostics;
     out_.inputs = job_.inputs;
     out_.unreadable = job_.unreadable;
-    for (const auto& d : job_.dumps)
-      dump_based_ = dump_based_ || d.format == "fr-pickle" || d.format == "fr-json";
+    for (const auto& d : job_.dumps) dump_based_ = dump_based_ || d.format == "fr-pickle" || d.format == "fr-json";
     ResolveWorld();
     ResolveGroups();
     BuildInstances();
@@ -201,7 +212,10 @@ class Analyzer {
       for (const auto& op : d.ops) {
         bool have = false;
         for (const auto& [n, desc] : names)
-          if (n.data() == op.pg_name.data() || n == op.pg_name) { have = true; break; }
+          if (n.data() == op.pg_name.data() || n == op.pg_name) {
+            have = true;
+            break;
+          }
         if (!have) names.emplace_back(op.pg_name, op.pg_desc);
       }
       for (const auto& [name, op_desc] : names) {
@@ -222,10 +236,11 @@ class Analyzer {
     // Members inferred from which ranks record the pg.
     std::map<std::string, int> inferred_group;
     for (const auto& [name, ranks] : inferred)
-      inferred_group[name] =
-          GroupIndex(name, inferred_desc[name], model::SharedRanks(std::vector<Rank>(ranks.begin(), ranks.end())), true);
+      inferred_group[name] = GroupIndex(name, inferred_desc[name],
+                                        model::SharedRanks(std::vector<Rank>(ranks.begin(), ranks.end())), true);
     for (size_t di = 0; di < job_.dumps.size(); ++di)
-      for (const auto& [name, desc] : pending[di]) dump_groups_[di].emplace_back(name, inferred_group[std::string(name)]);
+      for (const auto& [name, desc] : pending[di])
+        dump_groups_[di].emplace_back(name, inferred_group[std::string(name)]);
     // Index each member's ops.
     for (auto& g : groups_) {
       g.dump.assign(g.members.size(), nullptr);
@@ -245,8 +260,10 @@ class Analyzer {
           continue;
         }
         g.dump[m] = &d;
-        if (op.is_p2p) g.p2p[m].push_back(i);
-        else if (op.collective_seq >= 0) g.coll[m].emplace_back(op.collective_seq, i);
+        if (op.is_p2p)
+          g.p2p[m].push_back(i);
+        else if (op.collective_seq >= 0)
+          g.coll[m].emplace_back(op.collective_seq, i);
       }
     }
     for (auto& g : groups_) {
@@ -365,7 +382,8 @@ class Analyzer {
       std::map<std::string, std::vector<Rank>> classes;
       for (size_t i = 0; i < in.arrived.size(); ++i) {
         std::string sig;
-        for (uint32_t idx : in.ops(i)) sig += (sig.empty() ? "" : " + ") + Signature(DumpOf(in, in.arrived[i])->ops[idx]);
+        for (uint32_t idx : in.ops(i))
+          sig += (sig.empty() ? "" : " + ") + Signature(DumpOf(in, in.arrived[i])->ops[idx]);
         classes[sig].push_back(in.arrived[i]);
       }
       for (auto& [sig, ranks] : classes) in.classes.emplace_back(sig, ranks);
@@ -440,12 +458,15 @@ class Analyzer {
   enum class NodeType { kInstance, kP2P, kSnapshot, kIdle, kNoDump };
   struct NodeInfo {
     NodeType type;
-    Rank rank = -1;      // P2P, snapshot, idle, no-dump nodes
-    int instance = -1;   // instance nodes
+    Rank rank = -1;     // P2P, snapshot, idle, no-dump nodes
+    int instance = -1;  // instance nodes
     int group = -1;
-    uint32_t op = 0;     // P2P op index in the rank's dump
+    uint32_t op = 0;  // P2P op index in the rank's dump
   };
-  struct EdgeInfo { int from, to; Rank via; };
+  struct EdgeInfo {
+    int from, to;
+    Rank via;
+  };
 
   int NewNode(WaitGraph::NodeKind kind, NodeInfo info) {
     int n = graph_.AddNode(kind);
@@ -493,8 +514,7 @@ class Analyzer {
           if (p != p2p_node_.end()) n = p->second;
         } else {
           auto x = instance_index_.find({gi, op.collective_seq});
-          if (x != instance_index_.end() && instances_[x->second].node >= 0)
-            n = instances_[x->second].node;
+          if (x != instance_index_.end() && instances_[x->second].node >= 0) n = instances_[x->second].node;
         }
       }
     }
@@ -621,9 +641,13 @@ class Analyzer {
   std::vector<Rank> Waiters(int node) const {
     const NodeInfo& n = nodes_[node];
     switch (n.type) {
-      case NodeType::kInstance: return instances_[n.instance].arrived;
-      case NodeType::kP2P: case NodeType::kSnapshot: return {n.rank};
-      default: return {};
+      case NodeType::kInstance:
+        return instances_[n.instance].arrived;
+      case NodeType::kP2P:
+      case NodeType::kSnapshot:
+        return {n.rank};
+      default:
+        return {};
     }
   }
 
@@ -642,8 +666,10 @@ class Analyzer {
         const auto& w = *job_.Find(n.rank)->wait;
         return w.current_op + (w.op_seq >= 0 ? " seq " + std::to_string(w.op_seq) : "");
       }
-      case NodeType::kIdle: return "not in a collective";
-      case NodeType::kNoDump: return "no dump";
+      case NodeType::kIdle:
+        return "not in a collective";
+      case NodeType::kNoDump:
+        return "no dump";
     }
     return "";
   }
@@ -657,8 +683,10 @@ class Analyzer {
       const Instance& in = instances_[i];
       if (!in.problem() || (in.node >= 0 && dead_[in.node])) continue;
       if (in.behind >= 0) continue;  // queued behind an earlier problem: reported there
-      if (in.mismatch) MismatchFinding(in);
-      else RootMissingFinding(in);
+      if (in.mismatch)
+        MismatchFinding(in);
+      else
+        RootMissingFinding(in);
     }
     StalledFindings();
     StackFindings();
@@ -690,8 +718,10 @@ class Analyzer {
                  (g.kind == Kind::kMissingRank || g.kind == Kind::kCrashedRank || g.kind == Kind::kUndecided) &&
                  (f.kind == Kind::kMissingRank || f.kind == Kind::kCrashedRank);
         });
-        if (same != out_.findings.end()) *same = std::move(f);
-        else out_.findings.push_back(std::move(f));
+        if (same != out_.findings.end())
+          *same = std::move(f);
+        else
+          out_.findings.push_back(std::move(f));
       }
       for (auto& e : d.edges) out_.edges.push_back(std::move(e));
       for (auto& r : d.ranks)
@@ -729,8 +759,8 @@ class Analyzer {
     const OpRecord& last = d->ops.back();
     // gloo marks a failed op retired like a finished one.
     const char* done = last.backend == "gloo" ? " (ended: finished or failed)" : " (completed)";
-    std::string s = "rank " + std::to_string(r) + ": last op " + LabelOf(r, last) +
-                    (last.completed ? done : " (not completed)");
+    std::string s =
+        "rank " + std::to_string(r) + ": last op " + LabelOf(r, last) + (last.completed ? done : " (not completed)");
     if (BlockingNode(r) >= 0 && nodes_[BlockingNode(r)].type == NodeType::kIdle)
       s += "; not blocked in any recorded collective since";
     if (!last.frames->empty()) s += "; called from " + FrameText(*d, last);
@@ -795,11 +825,10 @@ class Analyzer {
                        : dtype_only ? "disagree on dtype"
                                     : "disagree on sizes";
     f.summary = "ranks of " + g.Label() + " " + what + " at seq " + std::to_string(in.seq) + ": " +
-                RankWords(ref.second) + " " +
-                Plural(ref.second.size(), "calls ", "call ") + ref.first;
+                RankWords(ref.second) + " " + Plural(ref.second.size(), "calls ", "call ") + ref.first;
     for (size_t c = 1; c < in.classes.size(); ++c)
-      f.summary += "; " + RankWords(in.classes[c].second) +
-                   " " + Plural(in.classes[c].second.size(), "calls ", "call ") + in.classes[c].first;
+      f.summary += "; " + RankWords(in.classes[c].second) + " " +
+                   Plural(in.classes[c].second.size(), "calls ", "call ") + in.classes[c].first;
     if (all_to_all_only) {
       f.severity = Severity::kWarning;
       f.hang = false;
@@ -820,18 +849,19 @@ class Analyzer {
         }
       }
       if (ranks.size() > kEvidencePerSide)
-        f.evidence.push_back({"", -1, -1, "... and " + std::to_string(ranks.size() - kEvidencePerSide) +
-                                              " more ranks with the same record"});
+        f.evidence.push_back(
+            {"", -1, -1,
+             "... and " + std::to_string(ranks.size() - kEvidencePerSide) + " more ranks with the same record"});
     }
     if (in.classes.size() == 2 && in.classes[0].second.size() == in.classes[1].second.size())
-      f.details.push_back("the two sides are equal in size: the reference is the op this pg ran "
-                          "most often before, then the side without the lowest rank");
+      f.details.push_back(
+          "the two sides are equal in size: the reference is the op this pg ran "
+          "most often before, then the side without the lowest rank");
     for (Rank r : f.culprit_ranks) f.details.push_back(WhereInstead(r));
-    f.fix_hint = type_differs
-                     ? "make every rank of the pg issue the same collectives in the same order: look for a "
-                       "rank-dependent branch, uneven data (DistributedSampler, drop_last), or a collective "
-                       "that only some ranks reach (checkpointing, logging, clip_grad_norm_)"
-                     : "make the tensors of this collective the same shape and dtype on every rank";
+    f.fix_hint = type_differs ? "make every rank of the pg issue the same collectives in the same order: look for a "
+                                "rank-dependent branch, uneven data (DistributedSampler, drop_last), or a collective "
+                                "that only some ranks reach (checkpointing, logging, clip_grad_norm_)"
+                              : "make the tensors of this collective the same shape and dtype on every rank";
     if (in.failed && OpAt(in, 0).backend == "gloo")
       f.details.push_back("gloo has ended the op (timed out or failed) on the ranks that called it");
     DetectedByPyTorch(&f, in);
@@ -857,8 +887,10 @@ class Analyzer {
     if (raised.empty()) return;
     f->hang = false;
     f->roles.push_back({"raised the mismatch error", raised});
-    f->details.push_back("PyTorch's TORCH_DISTRIBUTED_DEBUG=DETAIL check compared the ranks' fingerprints before the "
-                         "collective ran and raised on " + RankWords(raised) + ": the job failed fast instead of hanging");
+    f->details.push_back(
+        "PyTorch's TORCH_DISTRIBUTED_DEBUG=DETAIL check compared the ranks' fingerprints before the "
+        "collective ran and raised on " +
+        RankWords(raised) + ": the job failed fast instead of hanging");
     f->evidence.insert(f->evidence.begin(), lines.begin(), lines.end());
   }
 
@@ -868,9 +900,12 @@ class Analyzer {
     std::vector<Rank> idle, dead, cascade;
     for (Rank r : in.not_reached) {
       int b = BlockingNode(r);
-      if (nodes_[b].type == NodeType::kIdle) idle.push_back(r);
-      else if (nodes_[b].type == NodeType::kNoDump) dead.push_back(r);
-      else cascade.push_back(r);
+      if (nodes_[b].type == NodeType::kIdle)
+        idle.push_back(r);
+      else if (nodes_[b].type == NodeType::kNoDump)
+        dead.push_back(r);
+      else
+        cascade.push_back(r);
     }
     for (Rank r : in.no_dump) dead.push_back(r);
     std::sort(dead.begin(), dead.end());
@@ -926,16 +961,17 @@ class Analyzer {
       f.kind = Kind::kStraggler;
       f.hang = false;
       f.severity = Severity::kWarning;
-      f.summary = "not a hang yet: ranks " + R(in.arrived) + " wait in " + f.op + " (" + where +
-                  ") for " + RankWords(idle) +
-                  ", which has not arrived; no wait has timed out, so it may only be slow";
-      f.fix_hint = "if this persists past the collective timeout it is a hang; otherwise profile the slow "
-                   "rank (data loading, host contention, a slow link)";
+      f.summary = "not a hang yet: ranks " + R(in.arrived) + " wait in " + f.op + " (" + where + ") for " +
+                  RankWords(idle) + ", which has not arrived; no wait has timed out, so it may only be slow";
+      f.fix_hint =
+          "if this persists past the collective timeout it is a hang; otherwise profile the slow "
+          "rank (data loading, host contention, a slow link)";
     } else if (!idle.empty()) {
       f.kind = Kind::kMissingRank;
       f.culprit_ranks = idle;
       std::string no_line = RankWords(unlogged) + ", of which there is no line in the logs given";
-      f.summary = RankWords(in.arrived) + " " + Verb(in.arrived, "waits", "wait") + " in " + f.op + " (" + where + ") for " +
+      f.summary = RankWords(in.arrived) + " " + Verb(in.arrived, "waits", "wait") + " in " + f.op + " (" + where +
+                  ") for " +
                   (dump_based_ ? RankWords(idle) + ", which never arrived and is not blocked in any recorded collective"
                    : logged.empty() ? no_line
                                     : RankWords(logged) + ", which never arrived (its log shows no wait in it)" +
@@ -944,36 +980,39 @@ class Analyzer {
         f.summary += "; no dump from " + RankWords(dead);
         f.culprit_ranks.insert(f.culprit_ranks.end(), dead.begin(), dead.end());
       }
-      f.fix_hint = "find what the absent rank is doing instead (py-spy dump it): a rank-dependent branch, "
-                   "rank-0-only work (checkpoint, evaluation, logging) or uneven data";
+      f.fix_hint =
+          "find what the absent rank is doing instead (py-spy dump it): a rank-dependent branch, "
+          "rank-0-only work (checkpoint, evaluation, logging) or uneven data";
     } else if (dead.size() * 2 <= members) {
       f.kind = Kind::kCrashedRank;
       f.culprit_ranks = dead;
-      f.summary = RankWords(in.arrived) + " " + Verb(in.arrived, "waits", "wait") + " in " + f.op + " (" + where + ") for " +
-                  RankWords(dead) +
-                  ", which left no dump: it most likely died (crash, OOM kill, exit)";
+      f.summary = RankWords(in.arrived) + " " + Verb(in.arrived, "waits", "wait") + " in " + f.op + " (" + where +
+                  ") for " + RankWords(dead) + ", which left no dump: it most likely died (crash, OOM kill, exit)";
       f.fix_hint = "read the log of the dead rank for its exit cause (traceback, CUDA error, OOM killer in dmesg)";
     } else {
       f.kind = Kind::kUndecided;
       f.culprit_ranks = dead;
       f.severity = Severity::kWarning;
-      f.summary = RankWords(in.arrived) + " " + Verb(in.arrived, "waits", "wait") + " in " + f.op + " (" + where + "), but there is no dump from " +
-                  RankWords(dead) + " (" + std::to_string(dead.size()) + " of " +
+      f.summary = RankWords(in.arrived) + " " + Verb(in.arrived, "waits", "wait") + " in " + f.op + " (" + where +
+                  "), but there is no dump from " + RankWords(dead) + " (" + std::to_string(dead.size()) + " of " +
                   std::to_string(members) + " members): cannot tell who is at fault";
       f.fix_hint = "collect the dumps of the missing ranks";
     }
     std::sort(f.culprit_ranks.begin(), f.culprit_ranks.end());
     for (Rank r : idle) {
       const RankDump* d = job_.Find(r);
-      if (d && !d->ops.empty()) AddOpEvidence(&f, r, d->ops.back(), "last recorded op");
-      else if (d) f.evidence.push_back({d->file, r, -1, "no op at this seq"});
+      if (d && !d->ops.empty())
+        AddOpEvidence(&f, r, d->ops.back(), "last recorded op");
+      else if (d)
+        f.evidence.push_back({d->file, r, -1, "no op at this seq"});
     }
     for (size_t i = 0; i < in.arrived.size() && i < kEvidencePerSide; ++i)
       AddOpEvidence(&f, in.arrived[i], DumpOf(in, in.arrived[i])->ops[in.ops(i).front()],
                     "arrived at seq " + std::to_string(in.seq));
     if (in.arrived.size() > kEvidencePerSide)
-      f.evidence.push_back({"", -1, -1, "... and " + std::to_string(in.arrived.size() - kEvidencePerSide) +
-                                            " more ranks arrived at seq " + std::to_string(in.seq)});
+      f.evidence.push_back({"", -1, -1,
+                            "... and " + std::to_string(in.arrived.size() - kEvidencePerSide) +
+                                " more ranks arrived at seq " + std::to_string(in.seq)});
     for (Rank r : idle) f.details.push_back(WhereInstead(r));
     for (Rank r : dead) f.details.push_back(WhereInstead(r));
     for (Rank r : cascade) f.details.push_back(WhereInstead(r) + " (blocked: see the other findings)");
@@ -1005,9 +1044,8 @@ class Analyzer {
         // A watchdog timeout, or an exception that says a wait timed out
         // (gloo: "Timed out waiting 4000ms for send operation").
         bool timeout = e.kind == model::LogEvent::Kind::kTimeout ||
-                       (e.kind == model::LogEvent::Kind::kExit &&
-                        (e.message.find("Timed out") != std::string::npos ||
-                         e.message.find("timed out") != std::string::npos));
+                       (e.kind == model::LogEvent::Kind::kExit && (e.message.find("Timed out") != std::string::npos ||
+                                                                   e.message.find("timed out") != std::string::npos));
         if (!timeout) continue;
         if (timed_out.empty() || timed_out.back() != d.rank) {
           timed_out.push_back(d.rank);
@@ -1102,8 +1140,8 @@ class Analyzer {
     f.op = OpAt(instances_[list.front()], 0).op;
     f.summary = "process groups were created in different orders: pg '" + desc + "' is";
     for (size_t k = 0; k < sides.size(); ++k) {
-      f.summary += (k ? (k + 1 == sides.size() ? " and" : ",") : "") + std::string(" pg ") + sides[k].first +
-                   " on " + RankWords(sides[k].second);
+      f.summary += (k ? (k + 1 == sides.size() ? " and" : ",") : "") + std::string(" pg ") + sides[k].first + " on " +
+                   RankWords(sides[k].second);
       f.roles.push_back({"pg " + sides[k].first + " ('" + desc + "')", sides[k].second});
       if (k) f.culprit_ranks.insert(f.culprit_ranks.end(), sides[k].second.begin(), sides[k].second.end());
     }
@@ -1118,8 +1156,9 @@ class Analyzer {
         AddOpEvidence(&f, in.arrived[a], DumpOf(in, in.arrived[a])->ops[in.ops(a).front()],
                       "pending in pg " + groups_[in.group].name + " ('" + desc + "') seq " + std::to_string(in.seq));
     }
-    f.details.push_back("pg names are creation counters: every rank must call new_group for every group, "
-                        "in the same order");
+    f.details.push_back(
+        "pg names are creation counters: every rank must call new_group for every group, "
+        "in the same order");
     f.fix_hint = "call new_group (and split_group) for all groups in one fixed order on every rank";
     out_.findings.push_back(std::move(f));
   }
@@ -1147,8 +1186,9 @@ class Analyzer {
       int st = op.completed ? 3 : op.state == model::OpState::kStarted ? 2 : 1;
       by_state[st].push_back(in.arrived[a]);
       if (op.retired && !op.completed) timed_out = true;
-      AddOpEvidence(&f, in.arrived[a], op, "in " + std::string(op.op) + " seq " + std::to_string(in.seq) +
-                                               (op.completed ? ", completed" : ", not completed"));
+      AddOpEvidence(&f, in.arrived[a], op,
+                    "in " + std::string(op.op) + " seq " + std::to_string(in.seq) +
+                        (op.completed ? ", completed" : ", not completed"));
     }
     // An NCCL log's COLL line is printed at enqueue (ingest/log_completion.h):
     // with no timeout either, "has not finished" is not established.
@@ -1159,16 +1199,17 @@ class Analyzer {
     f.severity = timed_out ? Severity::kError : Severity::kWarning;
     f.hang = timed_out;
     bool gloo = OpAt(in, 0).backend == "gloo";
-    f.summary = "all " + std::to_string(in.arrived.size()) + " recorded members of " + g.Label() +
-                " are in " + f.op + " seq " + std::to_string(in.seq) + " and agree on it, but it has not finished";
+    f.summary = "all " + std::to_string(in.arrived.size()) + " recorded members of " + g.Label() + " are in " + f.op +
+                " seq " + std::to_string(in.seq) + " and agree on it, but it has not finished";
     if (gloo && g.inferred)
       f.details.push_back("gloo records no pg members: a member that never recorded this pg may be missing");
     else if (by_state.size() > 1)
       f.details.push_back(RankWords(by_state.begin()->second) + " " + Verb(by_state.begin()->second, "has", "have") +
                           " not started it while others have");
     else
-      f.details.push_back("no rank is missing or disagrees: look at the transport (NCCL_DEBUG=INFO logs, "
-                          "network, a stuck device)");
+      f.details.push_back(
+          "no rank is missing or disagrees: look at the transport (NCCL_DEBUG=INFO logs, "
+          "network, a stuck device)");
     if (!timed_out) f.details.push_back("no evidence that the wait timed out: it may still be running");
     f.fix_hint = "check the communication layer of the least advanced ranks (NCCL logs, link errors)";
     out_.findings.push_back(std::move(f));
@@ -1222,8 +1263,8 @@ class Analyzer {
       FillPg(&f, *in);
       f.op = OpAt(*in, 0).op;
       f.roles.push_back({"waiting for it", in->arrived});
-      f.summary = RankWords(in->arrived) + " " + Verb(in->arrived, "waits", "wait") + " in " + f.op + " (" + groups_[in->group].Label() + " seq " +
-                  std::to_string(in->seq) + ") for " + RankWords(crashed) +
+      f.summary = RankWords(in->arrived) + " " + Verb(in->arrived, "waits", "wait") + " in " + f.op + " (" +
+                  groups_[in->group].Label() + " seq " + std::to_string(in->seq) + ") for " + RankWords(crashed) +
                   ", which crashed: " + what;
     } else {
       f.summary = RankWords(crashed) + " crashed (" + what +
@@ -1236,17 +1277,40 @@ class Analyzer {
   // Stack-only evidence (py-spy, gdb, faulthandler): which collective call
   // site each rank is blocked in, compared across ranks as STAT does.
   static bool IsCollectiveFrame(const std::string& name) {
-    static const std::set<std::string> kOps = {
-        "all_reduce", "broadcast", "all_gather", "all_gather_into_tensor", "_all_gather_base",
-        "reduce_scatter", "reduce_scatter_tensor", "_reduce_scatter_base", "reduce", "gather", "scatter",
-        "all_to_all", "all_to_all_single", "barrier", "monitored_barrier", "send", "recv", "isend", "irecv",
-        "batch_isend_irecv", "broadcast_object_list", "all_gather_object", "gather_object", "scatter_object_list",
-        "all_reduce_coalesced", "all_gather_coalesced"};
+    static const std::set<std::string> kOps = {"all_reduce",
+                                               "broadcast",
+                                               "all_gather",
+                                               "all_gather_into_tensor",
+                                               "_all_gather_base",
+                                               "reduce_scatter",
+                                               "reduce_scatter_tensor",
+                                               "_reduce_scatter_base",
+                                               "reduce",
+                                               "gather",
+                                               "scatter",
+                                               "all_to_all",
+                                               "all_to_all_single",
+                                               "barrier",
+                                               "monitored_barrier",
+                                               "send",
+                                               "recv",
+                                               "isend",
+                                               "irecv",
+                                               "batch_isend_irecv",
+                                               "broadcast_object_list",
+                                               "all_gather_object",
+                                               "gather_object",
+                                               "scatter_object_list",
+                                               "all_reduce_coalesced",
+                                               "all_gather_coalesced"};
     return kOps.count(name) > 0;
   }
 
   void StackFindings() {
-    struct Where { std::string op, site; const model::StackSample* stack = nullptr; };
+    struct Where {
+      std::string op, site;
+      const model::StackSample* stack = nullptr;
+    };
     std::map<Rank, Where> where;
     for (const auto& d : job_.dumps) {
       if (d.stacks.empty() || !d.ops.empty()) continue;  // dumps with entries speak for themselves
@@ -1280,8 +1344,10 @@ class Analyzer {
     std::map<std::string, std::vector<Rank>> groups;
     std::vector<Rank> elsewhere;
     for (const auto& [r, w] : where) {
-      if (w.op.empty()) elsewhere.push_back(r);
-      else groups[w.op + " in " + w.site].push_back(r);
+      if (w.op.empty())
+        elsewhere.push_back(r);
+      else
+        groups[w.op + " in " + w.site].push_back(r);
     }
     if (groups.empty()) return;
     std::vector<std::pair<std::string, std::vector<Rank>>> sides(groups.begin(), groups.end());
@@ -1299,18 +1365,19 @@ class Analyzer {
       f.kind = Kind::kCollectiveMismatch;
       for (size_t k = 1; k < sides.size(); ++k)
         f.culprit_ranks.insert(f.culprit_ranks.end(), sides[k].second.begin(), sides[k].second.end());
-      f.summary = "the ranks' stacks are in different collectives: " +
-                  RankWords(sides[0].second) + " in " + sides[0].first;
+      f.summary =
+          "the ranks' stacks are in different collectives: " + RankWords(sides[0].second) + " in " + sides[0].first;
       for (size_t k = 1; k < sides.size(); ++k)
-        f.summary += "; " + RankWords(sides[k].second) + " in " +
-                     sides[k].first;
-      f.fix_hint = "make every rank reach the same collectives in the same order (look for an early return or a "
-                   "rank-dependent branch around the minority's call site)";
+        f.summary += "; " + RankWords(sides[k].second) + " in " + sides[k].first;
+      f.fix_hint =
+          "make every rank reach the same collectives in the same order (look for an early return or a "
+          "rank-dependent branch around the minority's call site)";
     } else if (!elsewhere.empty()) {
       f.kind = Kind::kMissingRank;
       f.culprit_ranks = elsewhere;
-      f.summary = RankWords(sides[0].second) + " " + Verb(sides[0].second, "is", "are") + " blocked in " + sides[0].first +
-                  " while " + RankWords(elsewhere) + " " + Verb(elsewhere, "is", "are") + " in no collective";
+      f.summary = RankWords(sides[0].second) + " " + Verb(sides[0].second, "is", "are") + " blocked in " +
+                  sides[0].first + " while " + RankWords(elsewhere) + " " + Verb(elsewhere, "is", "are") +
+                  " in no collective";
       f.fix_hint = "find what the absent ranks are doing instead (their stacks below)";
     } else {
       return;  // all in the same call: not decidable from stacks
@@ -1403,8 +1470,8 @@ class Analyzer {
 
   void RefreshSnapshotSummary(Finding* f) {
     std::sort(f->roles.front().ranks.begin(), f->roles.front().ranks.end());
-    f->summary = RankWords(f->roles.front().ranks) + " " + Verb(f->roles.front().ranks, "waits", "wait") + " in " + f->op + " for " +
-                 RankWords(f->culprit_ranks) +
+    f->summary = RankWords(f->roles.front().ranks) + " " + Verb(f->roles.front().ranks, "waits", "wait") + " in " +
+                 f->op + " for " + RankWords(f->culprit_ranks) +
                  (f->kind == Kind::kMissingRank ? ", which is not waiting on anyone (it is elsewhere)"
                                                 : ", of which there is no state at all");
   }
@@ -1547,8 +1614,7 @@ class Analyzer {
         for (Rank r : behind)
           if (!own.count(r)) f.blocked_behind.push_back(r);
         std::sort(f.blocked_behind.begin(), f.blocked_behind.end());
-        f.blocked_behind.erase(std::unique(f.blocked_behind.begin(), f.blocked_behind.end()),
-                               f.blocked_behind.end());
+        f.blocked_behind.erase(std::unique(f.blocked_behind.begin(), f.blocked_behind.end()), f.blocked_behind.end());
       }
     }
   }
@@ -1630,8 +1696,9 @@ class Analyzer {
       if (f.severity == Severity::kError) out_.hang = true;
     if (out_.findings.empty()) {
       if (job_.dumps.empty() && !job_.device.empty()) {
-        out_.verdict = "No hang found: no op of the device-level snapshot is deadlocked or waits for an op that "
-                       "nobody issues.";
+        out_.verdict =
+            "No hang found: no op of the device-level snapshot is deadlocked or waits for an op that "
+            "nobody issues.";
         // A snapshot read only in part may have lost the very ops that
         // deadlock: say so in the verdict, not only at the end.
         size_t skipped = 0;
@@ -1640,8 +1707,7 @@ class Analyzer {
             if (g.severity != model::Diagnostic::Severity::kInfo && g.file == dev.origin) ++skipped;
         if (skipped)
           out_.verdict = "No hang found in what could be read, but " + std::to_string(skipped) + " part" +
-                         (skipped == 1 ? "" : "s") +
-                         " of the device snapshot had to be skipped (see the end): fix " +
+                         (skipped == 1 ? "" : "s") + " of the device snapshot had to be skipped (see the end): fix " +
                          (skipped == 1 ? "it" : "them") + " and rerun before trusting this.";
       } else if (job_.dumps.empty()) {
         out_.verdict = "No usable input: no dump, log, stack dump or snapshot that names a rank could be read.";
@@ -1652,8 +1718,9 @@ class Analyzer {
         for (const auto& d : job_.dumps)
           for (const auto& op : d.ops) gloo = gloo || op.backend == "gloo";
         if (gloo)
-          out_.verdict += " (gloo records no P2P op in the Flight Recorder: a send/recv deadlock does not show "
-                          "here; read the ranks' stderr.)";
+          out_.verdict +=
+              " (gloo records no P2P op in the Flight Recorder: a send/recv deadlock does not show "
+              "here; read the ranks' stderr.)";
         bool pending = false;
         for (const auto& p : out_.pgs) pending = pending || p.stuck_seq >= 0;
         if (pending) out_.verdict += " Some are still in progress.";
@@ -1700,8 +1767,6 @@ class Analyzer {
 
 }  // namespace
 
-Diagnosis Analyze(const model::Job& job, const AnalyzeOptions& options) {
-  return Analyzer(job, options).Run();
-}
+Diagnosis Analyze(const model::Job& job, const AnalyzeOptions& options) { return Analyzer(job, options).Run(); }
 
 }  // namespace hangdx::analyze

@@ -239,11 +239,11 @@ TEST(Analyze, PyTorchBuildDbCoalescedCases) {
   EXPECT_EQ(d4.findings[0].kind, Kind::kSizeMismatch);
   EXPECT_EQ(d4.findings[0].seq, 1);
   // 5: _reduce_oop x2 + REDUCE_SCATTER_coalesced on both.
-  EXPECT_TRUE(Analyze(TwoRanks([](JobBuilder& b) {
-                for (int r : {0, 1})
-                  b.Coll(r, "0", 1, "_reduce_oop").Coll(r, "0", 1, "_reduce_oop").Coll(r, "0", 1,
-                                                                                      "REDUCE_SCATTER_coalesced");
-              })).findings.empty());
+  EXPECT_TRUE(
+      Analyze(TwoRanks([](JobBuilder& b) {
+        for (int r : {0, 1})
+          b.Coll(r, "0", 1, "_reduce_oop").Coll(r, "0", 1, "_reduce_oop").Coll(r, "0", 1, "REDUCE_SCATTER_coalesced");
+      })).findings.empty());
   // 6: rank 1 goes on to a coalesced group rank 0 never joins. fr_trace
   // marks it "pass_check True" (flaw §3.9.2); hangdx names rank 0.
   Diagnosis d6 = Analyze(TwoRanks([](JobBuilder& b) {
@@ -389,7 +389,9 @@ TEST(Analyze, WaitSnapshotCycleAndMissing) {
   EXPECT_EQ(d.findings[0].blocked_behind, Ranks{2});
 
   JobBuilder m;
-  m.Wait(0, "all_reduce", {3}, 41).Wait(1, "all_reduce", {3}, 41).Wait(2, "all_reduce", {3}, 41)
+  m.Wait(0, "all_reduce", {3}, 41)
+      .Wait(1, "all_reduce", {3}, 41)
+      .Wait(2, "all_reduce", {3}, 41)
       .Wait(3, "checkpoint", {}, 40);
   Diagnosis d2 = Analyze(m.Build());
   ASSERT_EQ(d2.findings.size(), 1u);
@@ -444,7 +446,8 @@ TEST(Analyze, CrashEventMakesACrashedRank) {
   EXPECT_EQ(d.findings[0].seq, 5);
   // A crash alone (vllm#6042: only the dying rank's log) is still named.
   JobBuilder c;
-  c.Event(3, model::LogEvent::Kind::kCrash, "CUDA error: an illegal memory access was encountered").Format(3, "torch-log");
+  c.Event(3, model::LogEvent::Kind::kCrash, "CUDA error: an illegal memory access was encountered")
+      .Format(3, "torch-log");
   Diagnosis d2 = Analyze(c.Build());
   ASSERT_EQ(d2.findings.size(), 1u);
   EXPECT_EQ(d2.findings[0].kind, Kind::kCrashedRank);
@@ -456,7 +459,8 @@ TEST(Analyze, SilentRankInLogsIsMissingNotDead) {
   // nothing. From logs (no Flight Recorder dumps), silence means "not
   // waiting in it", not "dead".
   JobBuilder b("nccl");
-  for (int r = 1; r < 4; ++r) b.Coll(r, "0", 1132079, "all_reduce", false, {304640}, "Float", true).Format(r, "torch-log");
+  for (int r = 1; r < 4; ++r)
+    b.Coll(r, "0", 1132079, "all_reduce", false, {304640}, "Float", true).Format(r, "torch-log");
   Diagnosis d = Analyze(b.World(4).Build());
   ASSERT_FALSE(d.findings.empty());
   EXPECT_EQ(d.findings[0].kind, Kind::kMissingRank);

@@ -24,23 +24,23 @@ enum class Stage : uint8_t { kQueued, kIssued, kStarted, kFinished };
 
 // Why an edge exists; the words come from Chain::Say.
 enum class Why : uint8_t {
-  kSameOp,             // a later stage of an op needs its earlier one
-  kThreadOrder,        // a thread issues in program order
-  kThreadHostBlock,    // ... and waits for a host-blocking op (or host_sync) it issued
-  kThreadBlockedOn,    // the thread is blocked on that op now
-  kQueueOrder,         // a task queue dispatches in FIFO order
-  kQueueHostBlock,     // ... and its dispatcher waits for a host-blocking entry
-  kQueueDispatching,   // the dispatcher is blocked on that op now
-  kStreamOrder,        // a stream runs its tasks in order
-  kStreamDrain,        // a host_sync on a stream waits for its last task
-  kPoolNeed,           // start needs a unit of a full pool
-  kPoolHeld,           // a unit frees when a holder finishes
-  kEvent,              // a wait needs the record of its event
-  kCollectiveNeed,     // a collective finishes when every member has started it
-  kCollectiveMember,   // ... including this member
-  kP2p,                // a send / recv finishes when its peer op has started
-  kAnySource,          // an any-source recv (or a send to one) needs any candidate
-  kMissing,            // what is needed is nowhere in the job
+  kSameOp,            // a later stage of an op needs its earlier one
+  kThreadOrder,       // a thread issues in program order
+  kThreadHostBlock,   // ... and waits for a host-blocking op (or host_sync) it issued
+  kThreadBlockedOn,   // the thread is blocked on that op now
+  kQueueOrder,        // a task queue dispatches in FIFO order
+  kQueueHostBlock,    // ... and its dispatcher waits for a host-blocking entry
+  kQueueDispatching,  // the dispatcher is blocked on that op now
+  kStreamOrder,       // a stream runs its tasks in order
+  kStreamDrain,       // a host_sync on a stream waits for its last task
+  kPoolNeed,          // start needs a unit of a full pool
+  kPoolHeld,          // a unit frees when a holder finishes
+  kEvent,             // a wait needs the record of its event
+  kCollectiveNeed,    // a collective finishes when every member has started it
+  kCollectiveMember,  // ... including this member
+  kP2p,               // a send / recv finishes when its peer op has started
+  kAnySource,         // an any-source recv (or a send to one) needs any candidate
+  kMissing,           // what is needed is nowhere in the job
 };
 
 // Nodes that stand for no single op.
@@ -48,16 +48,24 @@ struct Special {
   enum class Type : uint8_t { kHub, kPool, kOr, kMissing } type;
   // kFailed: an op the device reported failed (a cause); kProducer: an event
   // whose producer the evidence names but that no op records.
-  enum class Missing : uint8_t { kNone, kCollective, kP2p, kEvent, kNoData, kFailed, kProducer } missing = Missing::kNone;
-  std::string label;            // pool: "pool aicpu of rank 1 (capacity 2)"; missing: what is missing
-  model::Rank rank = -1;        // pool: its rank; missing: the rank that should issue it
-  std::vector<OpId> ops;        // pool: holders; or: alternatives; hub: the ops that wait for it
-  std::string pg;               // missing collective / P2P
+  enum class Missing : uint8_t {
+    kNone,
+    kCollective,
+    kP2p,
+    kEvent,
+    kNoData,
+    kFailed,
+    kProducer
+  } missing = Missing::kNone;
+  std::string label;      // pool: "pool aicpu of rank 1 (capacity 2)"; missing: what is missing
+  model::Rank rank = -1;  // pool: its rank; missing: the rank that should issue it
+  std::vector<OpId> ops;  // pool: holders; or: alternatives; hub: the ops that wait for it
+  std::string pg;         // missing collective / P2P
   int64_t seq = -1;
 };
 
 struct Node {
-  OpId op = -1;                 // -1 for a special node
+  OpId op = -1;  // -1 for a special node
   Stage stage = Stage::kFinished;
   int32_t special = -1;
 };
@@ -65,15 +73,14 @@ struct Node {
 // Where an unfinished op is now.
 struct Where {
   enum Place : uint8_t { kNowhere, kPending, kQueue, kStream } place = kNowhere;
-  int32_t rank = -1;            // index into DeviceJob::ranks
-  int32_t holder = -1;          // thread, queue or stream index
+  int32_t rank = -1;    // index into DeviceJob::ranks
+  int32_t holder = -1;  // thread, queue or stream index
   int32_t pos = -1;
 };
 
 bool Blocks(const DevOp& op) { return op.host_blocking || op.kind == OpKind::kHostSync; }
 
 std::string RankWord(model::Rank r) { return "rank " + std::to_string(r); }
-
 
 const char* FixHint(Kind kind) {
   switch (kind) {
@@ -117,9 +124,7 @@ class Analyzer {
 
  private:
   // ---- the model ------------------------------------------------------
-  bool Finished(OpId op) const {
-    return static_cast<size_t>(op) < job_.finished.size() && job_.finished[op];
-  }
+  bool Finished(OpId op) const { return static_cast<size_t>(op) < job_.finished.size() && job_.finished[op]; }
   bool Valid(OpId op) const { return op >= 0 && op < n_; }
   bool Live(OpId op) const { return Valid(op) && !Finished(op); }
 
@@ -128,11 +133,9 @@ class Analyzer {
     for (size_t r = 0; r < job_.ranks.size(); ++r) {
       const auto& dr = job_.ranks[r];
       for (size_t s = 0; s < dr.streams.size(); ++s)
-        for (size_t i = 0; i < dr.streams[s].tasks.size(); ++i)
-          Place(dr.streams[s].tasks[i], Where::kStream, r, s, i);
+        for (size_t i = 0; i < dr.streams[s].tasks.size(); ++i) Place(dr.streams[s].tasks[i], Where::kStream, r, s, i);
       for (size_t q = 0; q < dr.queues.size(); ++q)
-        for (size_t i = 0; i < dr.queues[q].entries.size(); ++i)
-          Place(dr.queues[q].entries[i], Where::kQueue, r, q, i);
+        for (size_t i = 0; i < dr.queues[q].entries.size(); ++i) Place(dr.queues[q].entries[i], Where::kQueue, r, q, i);
       for (size_t t = 0; t < dr.threads.size(); ++t)
         for (size_t i = 0; i < dr.threads[t].pending.size(); ++i)
           Place(dr.threads[t].pending[i], Where::kPending, r, t, i);
@@ -204,17 +207,20 @@ class Analyzer {
     static const std::string kDevice = "device";
     if (op.kind == OpKind::kHostSync) return nullptr;
     switch (job_.queue_mode) {
-      case QueueMode::kOff: return nullptr;
-      case QueueMode::kPerDevice: return &kDevice;
-      case QueueMode::kPerStream: return &op.stream;
+      case QueueMode::kOff:
+        return nullptr;
+      case QueueMode::kPerDevice:
+        return &kDevice;
+      case QueueMode::kPerStream:
+        return &op.stream;
     }
     return nullptr;
   }
 
   // Per-rank state while its edges are made.
   struct QueueState {
-    int32_t index = -1;                    // into DeviceRank::queues, -1 when not listed (empty)
-    OpId tail = -1;                        // last entry
+    int32_t index = -1;  // into DeviceRank::queues, -1 when not listed (empty)
+    OpId tail = -1;      // last entry
     OpId dispatching = -1;
     std::map<std::string, OpId> last_for;  // stream -> last entry destined to it
   };
@@ -243,8 +249,10 @@ class Analyzer {
         if (!Live(e) || where_[e].place != Where::kQueue || where_[e].rank != r) continue;
         const DevOp& op = job_.ops[e];
         if (qs.tail >= 0) {
-          if (Blocks(job_.ops[qs.tail])) Edge(INode(e), FNode(qs.tail), Why::kQueueHostBlock);
-          else Edge(INode(e), INode(qs.tail), Why::kQueueOrder);
+          if (Blocks(job_.ops[qs.tail]))
+            Edge(INode(e), FNode(qs.tail), Why::kQueueHostBlock);
+          else
+            Edge(INode(e), INode(qs.tail), Why::kQueueOrder);
         } else if (qs.dispatching >= 0) {
           Edge(INode(e), FNode(qs.dispatching), Why::kQueueDispatching);
         }
@@ -271,8 +279,8 @@ class Analyzer {
     }
     for (const auto& t : dr.threads) {
       OpId prev = -1;
-      std::map<std::string, OpId> last_for;   // stream -> this thread's last pending op destined to it
-      std::map<std::string, OpId> last_in;    // queue -> this thread's last pending op in it
+      std::map<std::string, OpId> last_for;  // stream -> this thread's last pending op destined to it
+      std::map<std::string, OpId> last_in;   // queue -> this thread's last pending op in it
       for (OpId p : t.pending) {
         if (!Live(p) || where_[p].place != Where::kPending || where_[p].rank != r) continue;
         const DevOp& op = job_.ops[p];
@@ -304,8 +312,10 @@ class Analyzer {
             }
           }
           if (ahead >= 0) {
-            if (Blocks(job_.ops[ahead])) Edge(INode(p), FNode(ahead), Why::kQueueHostBlock);
-            else Edge(INode(p), INode(ahead), Why::kQueueOrder);
+            if (Blocks(job_.ops[ahead]))
+              Edge(INode(p), FNode(ahead), Why::kQueueHostBlock);
+            else
+              Edge(INode(p), INode(ahead), Why::kQueueOrder);
           } else if (dispatching >= 0) {
             Edge(INode(p), FNode(dispatching), Why::kQueueDispatching);
           }
@@ -340,8 +350,8 @@ class Analyzer {
         Special s;
         s.type = Special::Type::kPool;
         s.rank = job_.ranks[r].rank;
-        s.label = "pool " + name + " of rank " + std::to_string(s.rank) + " (capacity " +
-                  std::to_string(pool.capacity) + ")";
+        s.label =
+            "pool " + name + " of rank " + std::to_string(s.rank) + " (capacity " + std::to_string(pool.capacity) + ")";
         s.ops = holders;
         node = AddSpecial(NodeKind::kKofN, held - pool.capacity + 1, std::move(s));
         for (OpId h : holders) Edge(node, FNode(h), Why::kPoolHeld);
@@ -357,8 +367,10 @@ class Analyzer {
       const DevOp& o = job_.ops[op];
       switch (o.kind) {
         case OpKind::kRecord:
-          if (Finished(op)) recorded_.insert(o.event);
-          else records_[o.event].push_back(op);
+          if (Finished(op))
+            recorded_.insert(o.event);
+          else
+            records_[o.event].push_back(op);
           break;
         case OpKind::kCollective:
           coll_.try_emplace({o.pg, o.rank, o.seq}, op);
@@ -502,8 +514,8 @@ class Analyzer {
         miss.rank = m;
         miss.pg = o.pg;
         miss.seq = o.seq;
-        miss.label = "rank " + std::to_string(m) + " never issues " + o.name + " " + o.pg + " seq " +
-                     std::to_string(o.seq);
+        miss.label =
+            "rank " + std::to_string(m) + " never issues " + o.name + " " + o.pg + " seq " + std::to_string(o.seq);
         Edge(hub, Missing("coll:" + o.pg + ":" + std::to_string(o.seq) + ":" + std::to_string(m), std::move(miss)),
              Why::kMissing);
       }
@@ -575,8 +587,10 @@ class Analyzer {
           cands.push_back(a);
         }
         if (!nodes.empty()) {
-          Edge(f, AnyOf(nodes, cands, "an any-source recv of rank " + std::to_string(dst) + " on " + o.pg,
-                        Why::kAnySource), Why::kAnySource);
+          Edge(
+              f,
+              AnyOf(nodes, cands, "an any-source recv of rank " + std::to_string(dst) + " on " + o.pg, Why::kAnySource),
+              Why::kAnySource);
           return;
         }
       }
@@ -598,8 +612,10 @@ class Analyzer {
     miss.seq = o.seq;
     miss.label = "rank " + std::to_string(o.peer) + " never posts the " + (send ? "recv from rank " : "send to rank ") +
                  std::to_string(o.rank) + " on " + o.pg + " #" + std::to_string(o.seq);
-    Edge(f, Missing(std::string(send ? "recv:" : "send:") + o.pg + ":" + std::to_string(src) + ":" +
-                        std::to_string(dst) + ":" + std::to_string(o.seq), std::move(miss)),
+    Edge(f,
+         Missing(std::string(send ? "recv:" : "send:") + o.pg + ":" + std::to_string(src) + ":" + std::to_string(dst) +
+                     ":" + std::to_string(o.seq),
+                 std::move(miss)),
          Why::kMissing);
   }
 
@@ -723,10 +739,14 @@ class Analyzer {
     const Where& w = where_[op];
     const DevOp& o = job_.ops[op];
     switch (w.place) {
-      case Where::kStream: return "at position " + std::to_string(w.pos);
-      case Where::kQueue: return "(queued, not yet on the stream)";
-      case Where::kPending: return "(not yet issued)";
-      case Where::kNowhere: return o.kind == OpKind::kHostSync ? "(blocking its thread)" : "(issued)";
+      case Where::kStream:
+        return "at position " + std::to_string(w.pos);
+      case Where::kQueue:
+        return "(queued, not yet on the stream)";
+      case Where::kPending:
+        return "(not yet issued)";
+      case Where::kNowhere:
+        return o.kind == OpKind::kHostSync ? "(blocking its thread)" : "(issued)";
     }
     return "";
   }
@@ -774,8 +794,8 @@ class Analyzer {
         return QueueWords(where_[w].rank >= 0 ? where_[w].rank : 0, a.stream) + " is blocked dispatching " + D(x) +
                " (host-blocking) until it finishes; " + D(w) + " waits behind it";
       case Why::kStreamOrder:
-        return "stream " + a.stream + " of " + rank + " runs in order: " + D(w) + " " + Position(w) +
-               " is behind " + D(x) + " " + Position(x);
+        return "stream " + a.stream + " of " + rank + " runs in order: " + D(w) + " " + Position(w) + " is behind " +
+               D(x) + " " + Position(x);
       case Why::kStreamDrain:
         return D(w) + " on " + rank + " waits for stream " + a.stream + " to drain, down to " + D(x) + " " +
                Position(x);
@@ -784,8 +804,8 @@ class Analyzer {
         const Special& s = specials_[nodes_[via].special];
         std::vector<std::string> names;
         for (OpId h : s.ops) names.push_back(D(h));
-        return s.label + " is held by " + Join(names, 4) + "; " + D(w) + " " + Position(w) +
-               " needs a unit, which " + D(x) + " frees only when it finishes";
+        return s.label + " is held by " + Join(names, 4) + "; " + D(w) + " " + Position(w) + " needs a unit, which " +
+               D(x) + " frees only when it finishes";
       }
       case Why::kEvent:
         return D(w) + " on stream " + (a.stream.empty() ? "(host)" : a.stream) + " of " + rank + " needs event " +
@@ -845,7 +865,11 @@ class Analyzer {
       }
     }
     std::rotate(cycle.begin(), cycle.begin() + static_cast<std::ptrdiff_t>(start), cycle.end());
-    struct StepOut { OpId op; Why why; int via; };
+    struct StepOut {
+      OpId op;
+      Why why;
+      int via;
+    };
     std::vector<StepOut> steps;
     std::vector<int> knots;
     bool queue = false, pool = false, event = false, other = false;
@@ -854,17 +878,27 @@ class Analyzer {
       int v = cycle[i], w = cycle[(i + 1) % len];
       Why why = WhyOf(v, w);
       switch (why) {
-        case Why::kQueueOrder: case Why::kQueueHostBlock: case Why::kQueueDispatching:
+        case Why::kQueueOrder:
+        case Why::kQueueHostBlock:
+        case Why::kQueueDispatching:
           queue = true;
           if (queue_rank < 0 && owner(v) >= 0) queue_rank = static_cast<int32_t>(job_.ops[owner(v)].rank);
           break;
-        case Why::kPoolNeed: case Why::kPoolHeld:
+        case Why::kPoolNeed:
+        case Why::kPoolHeld:
           pool = true;
           if (pool_node < 0) pool_node = nodes_[v].op < 0 ? v : w;
           break;
-        case Why::kEvent: event = true; break;
-        case Why::kThreadHostBlock: case Why::kThreadBlockedOn: case Why::kStreamDrain: other = true; break;
-        default: break;
+        case Why::kEvent:
+          event = true;
+          break;
+        case Why::kThreadHostBlock:
+        case Why::kThreadBlockedOn:
+        case Why::kStreamDrain:
+          other = true;
+          break;
+        default:
+          break;
       }
       if (owner(v) < 0) {
         const Special& s = specials_[nodes_[v].special];
@@ -899,12 +933,18 @@ class Analyzer {
       const Special& ps = specials_[nodes_[pool_node].special];
       pool_capacity = static_cast<int>(ps.ops.size()) - k_[pool_node] + 1;
     }
-    if (queue) f.kind = Kind::kTaskQueueDeadlock;
-    else if (pool && !(pool_capacity == 1 && pgs.size() >= 2 && any_coll)) f.kind = Kind::kResourceDeadlock;
-    else if (pgs.size() >= 2 && any_coll) f.kind = Kind::kOrderInversion;
-    else if (event) f.kind = Kind::kStreamCycle;
-    else if (only_p2p && !other) f.kind = Kind::kP2pCycle;
-    else f.kind = Kind::kWaitCycle;
+    if (queue)
+      f.kind = Kind::kTaskQueueDeadlock;
+    else if (pool && !(pool_capacity == 1 && pgs.size() >= 2 && any_coll))
+      f.kind = Kind::kResourceDeadlock;
+    else if (pgs.size() >= 2 && any_coll)
+      f.kind = Kind::kOrderInversion;
+    else if (event)
+      f.kind = Kind::kStreamCycle;
+    else if (only_p2p && !other)
+      f.kind = Kind::kP2pCycle;
+    else
+      f.kind = Kind::kWaitCycle;
     // Ranks in wait order, and the one to look at first.
     for (OpId op : ops) {
       model::Rank r = job_.ops[op].rank;
@@ -914,7 +954,7 @@ class Analyzer {
     std::vector<model::Rank> ranks(f.cycle);
     std::sort(ranks.begin(), ranks.end());
     ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-    model::Rank first = f.kind == Kind::kTaskQueueDeadlock ? queue_rank
+    model::Rank first = f.kind == Kind::kTaskQueueDeadlock  ? queue_rank
                         : f.kind == Kind::kResourceDeadlock ? specials_[nodes_[pool_node].special].rank
                                                             : -1;
     std::set<model::Rank> named;
@@ -947,15 +987,16 @@ class Analyzer {
     chain += ops.size() > 4 ? " -> ... (" + std::to_string(ops.size()) + " steps)" : " -> back";
     switch (f.kind) {
       case Kind::kTaskQueueDeadlock:
-        f.summary = "the per-device task queue of rank " + std::to_string(queue_rank) +
-                    " (task_queue " + model::QueueModeName(job_.queue_mode) +
+        f.summary = "the per-device task queue of rank " + std::to_string(queue_rank) + " (task_queue " +
+                    model::QueueModeName(job_.queue_mode) +
                     ") puts ops of different threads into an order that deadlocks: " + chain;
         if (job_.queue_mode == QueueMode::kPerStream)
-          f.summary = "the per-stream task queues (task_queue per_stream) dispatch in an order that deadlocks: " + chain;
+          f.summary =
+              "the per-stream task queues (task_queue per_stream) dispatch in an order that deadlocks: " + chain;
         break;
       case Kind::kResourceDeadlock:
-        f.summary = specials_[nodes_[pool_node].special].label +
-                    " is held by ops that wait for an op needing a unit: " + chain;
+        f.summary =
+            specials_[nodes_[pool_node].special].label + " is held by ops that wait for an op needing a unit: " + chain;
         break;
       case Kind::kOrderInversion: {
         std::vector<std::string> pg_list(pgs.begin(), pgs.end());
@@ -1037,7 +1078,11 @@ class Analyzer {
     std::vector<int> path;
     for (int v = far; v >= 0; v = next[v]) path.push_back(v);
     // Steps: a run of nodes of one op is one step; special nodes sit between.
-    struct StepOut { OpId op; Why why; int via; };
+    struct StepOut {
+      OpId op;
+      Why why;
+      int via;
+    };
     std::vector<StepOut> steps;
     auto owner = [&](int v) { return nodes_[v].op; };
     for (size_t i = 0; i + 1 < path.size(); ++i) {
@@ -1052,8 +1097,10 @@ class Analyzer {
       int via = w;
       size_t j = i + 1;
       while (j < path.size() && owner(path[j]) < 0) ++j;
-      if (j < path.size()) steps.push_back({owner(v), why == Why::kCollectiveNeed ? Why::kCollectiveMember : why, via});
-      else steps.push_back({owner(v), Why::kMissing, via});
+      if (j < path.size())
+        steps.push_back({owner(v), why == Why::kCollectiveNeed ? Why::kCollectiveMember : why, via});
+      else
+        steps.push_back({owner(v), Why::kMissing, via});
     }
     std::vector<std::string> lines;
     for (size_t i = 0; i < steps.size(); ++i) {
@@ -1124,15 +1171,16 @@ class Analyzer {
               path += (path.empty() ? "rank " : " -> rank ") + std::to_string(r);
           if (s.rank >= 0 && (in_chain.empty() || in_chain.back() != s.rank))
             path += (path.empty() ? "rank " : " -> rank ") + std::to_string(s.rank);
-          f.summary = (chain.empty() ? DR(live[0]) : DR(chain.front())) + " waits, through " + path + ", for a cause: " +
-                      s.label;
+          f.summary = (chain.empty() ? DR(live[0]) : DR(chain.front())) + " waits, through " + path +
+                      ", for a cause: " + s.label;
           if (s.rank >= 0) f.culprit_ranks = {s.rank};
           std::vector<model::Rank> chain_ranks(in_chain);
           if (s.rank >= 0) chain_ranks.push_back(s.rank);
           std::sort(chain_ranks.begin(), chain_ranks.end());
           chain_ranks.erase(std::unique(chain_ranks.begin(), chain_ranks.end()), chain_ranks.end());
           f.roles.push_back({"chain", chain_ranks});
-          if (s.rank >= 0) f.roles.push_back({s.missing == Special::Missing::kFailed ? "failed" : "never sent", {s.rank}});
+          if (s.rank >= 0)
+            f.roles.push_back({s.missing == Special::Missing::kFailed ? "failed" : "never sent", {s.rank}});
           for (auto& step : steps) f.details.push_back(std::move(step));
           f.fix_hint = s.missing == Special::Missing::kFailed
                            ? "look at the failed task on " + RankWord(s.rank) +
@@ -1146,11 +1194,13 @@ class Analyzer {
         }
         case Special::Missing::kEvent:
           f.kind = Kind::kUndecided;
-          f.summary = DR(live[0]) + " waits for " + s.label + (live.size() > 1 ? " (and " + std::to_string(live.size() - 1) +
-                      " more ops wait for it)" : "") + ": nothing in this snapshot will ever record it";
+          f.summary = DR(live[0]) + " waits for " + s.label +
+                      (live.size() > 1 ? " (and " + std::to_string(live.size() - 1) + " more ops wait for it)" : "") +
+                      ": nothing in this snapshot will ever record it";
           f.culprit_ranks = ranks;
           f.roles.push_back({"waiting", ranks});
-          f.fix_hint = "record event " + o.event + " before (or on another stream than) the wait, or check that its "
+          f.fix_hint = "record event " + o.event +
+                       " before (or on another stream than) the wait, or check that its "
                        "producer was issued";
           break;
         case Special::Missing::kNoData:
@@ -1191,9 +1241,12 @@ class Analyzer {
     if (!dr) return RankWord(r) + " has no data";
     std::vector<std::string> parts;
     for (const auto& t : dr->threads) {
-      if (Live(t.blocked_on)) parts.push_back("thread " + t.name + " is blocked on " + D(t.blocked_on));
-      else if (!t.pending.empty() && Live(t.pending[0])) parts.push_back("thread " + t.name + " has yet to issue " + D(t.pending[0]));
-      else parts.push_back("thread " + t.name + " has issued everything");
+      if (Live(t.blocked_on))
+        parts.push_back("thread " + t.name + " is blocked on " + D(t.blocked_on));
+      else if (!t.pending.empty() && Live(t.pending[0]))
+        parts.push_back("thread " + t.name + " has yet to issue " + D(t.pending[0]));
+      else
+        parts.push_back("thread " + t.name + " has issued everything");
     }
     for (const auto& s : dr->streams)
       if (!s.tasks.empty() && Live(s.tasks[0]))
@@ -1233,9 +1286,10 @@ class Analyzer {
     f.severity = Severity::kInfo;
     f.hang = false;
     std::string name = job_.origin.empty() ? "this input" : job_.origin;
-    f.summary = name + " is a schedule (programs only, nothing issued), not a snapshot: analyze reports only what "
-                       "deadlocks whatever the interleaving; run `hangdx simulate " + name +
-                "` to explore the interleavings";
+    f.summary = name +
+                " is a schedule (programs only, nothing issued), not a snapshot: analyze reports only what "
+                "deadlocks whatever the interleaving; run `hangdx simulate " +
+                name + "` to explore the interleavings";
     f.fix_hint = "hangdx simulate " + name;
     out_.findings.push_back(std::move(f));
   }

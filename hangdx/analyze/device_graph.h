@@ -55,7 +55,7 @@ struct DeviceAnalysis {
   // finish), "blocked" (waits for a missing op), "running" or "idle"
   // (nothing unfinished); `current` says where its streams and threads are.
   std::vector<RankSummary> ranks;
-  bool schedule = false;                        // nothing issued: a schedule, not a snapshot
+  bool schedule = false;  // nothing issued: a schedule, not a snapshot
 };
 
 // Analyzes `job`. Never fails: ids out of range and other inconsistencies

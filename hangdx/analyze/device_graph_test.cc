@@ -173,11 +173,15 @@ model::DeviceJob QueueJob(QueueMode mode, bool dispatched) {
   OpId r = b.Op(0, Kd::kRecord, "compute", "e1");
   b.Thread(0, "B", {}).Thread(0, "A", {});
   if (mode == QueueMode::kPerDevice) {
-    if (dispatched) b.Queue(0, "device", {r}, w).Stream(0, "comm", {w});
-    else b.Queue(0, "device", {w, r});
+    if (dispatched)
+      b.Queue(0, "device", {r}, w).Stream(0, "comm", {w});
+    else
+      b.Queue(0, "device", {w, r});
   } else {
-    if (dispatched) b.Queue(0, "comm", {}, w).Stream(0, "comm", {w});
-    else b.Queue(0, "comm", {w});
+    if (dispatched)
+      b.Queue(0, "comm", {}, w).Stream(0, "comm", {w});
+    else
+      b.Queue(0, "comm", {w});
     b.Queue(0, "compute", {r});
   }
   return b.Build();

@@ -25,10 +25,10 @@ enum class Kind {
   kP2pCycle,            // circular wait of P2P ops
   kWaitCycle,           // circular wait not only of P2P ops
   kStreamCycle,
-  kOrderInversion,      // pgs sharing ranks, issued in different orders: a cycle across pgs
+  kOrderInversion,  // pgs sharing ranks, issued in different orders: a cycle across pgs
   kResourceDeadlock,
   kTaskQueueDeadlock,
-  kUndecided,           // the evidence cannot decide (say what is missing)
+  kUndecided,  // the evidence cannot decide (say what is missing)
 };
 const char* KindName(Kind kind);
 
@@ -62,9 +62,9 @@ struct Finding {
   std::vector<Rank> culprit_ranks;  // global ranks to look at first, most likely first
   bool ranks_are_pg_local = false;  // culprit_ranks are ranks inside `pg`, global ranks unknown
   std::vector<RoleGroup> roles;
-  std::vector<Rank> cycle;          // cycle findings: ranks in wait order
-  std::vector<Rank> blocked_behind; // ranks stuck because of this finding
-  std::vector<std::string> details; // one line each: where each missing rank is instead, ...
+  std::vector<Rank> cycle;           // cycle findings: ranks in wait order
+  std::vector<Rank> blocked_behind;  // ranks stuck because of this finding
+  std::vector<std::string> details;  // one line each: where each missing rank is instead, ...
   std::vector<Evidence> evidence;
   std::string fix_hint;
 };
@@ -73,36 +73,36 @@ struct Finding {
 struct PgSummary {
   std::string name, desc;
   std::vector<Rank> ranks;
-  bool ranks_inferred = false;      // not recorded in the dumps: inferred
-  int64_t stuck_seq = -1;           // first seq not completed on every member, -1 none
+  bool ranks_inferred = false;  // not recorded in the dumps: inferred
+  int64_t stuck_seq = -1;       // first seq not completed on every member, -1 none
   std::string stuck_op;
   int64_t max_seq = -1;
-  int64_t mismatched_seqs = 0;      // seqs whose members disagree
+  int64_t mismatched_seqs = 0;  // seqs whose members disagree
 };
 
 // Per rank: what it last finished and where it is now.
 struct RankSummary {
   Rank rank = -1;
-  std::string file;                 // "" when there is no dump
-  std::string state;                // "blocked", "idle", "no dump", "snapshot"
-  std::string last_completed;       // "pg 0 seq 12 all_reduce", "" if none
-  std::string current;              // where it is blocked / last op
+  std::string file;            // "" when there is no dump
+  std::string state;           // "blocked", "idle", "no dump", "snapshot"
+  std::string last_completed;  // "pg 0 seq 12 all_reduce", "" if none
+  std::string current;         // where it is blocked / last op
   int64_t last_activity_ns = 0;
 };
 
 struct RankEdge {
   Rank from = -1, to = -1;
-  std::string label;                // "pg 0 seq 5 all_reduce"
+  std::string label;  // "pg 0 seq 5 all_reduce"
   bool in_cycle = false;
 };
 
 struct Diagnosis {
-  bool hang = false;                // some finding of severity error
-  std::string verdict;              // one sentence, the first line of the text report
-  std::vector<Finding> findings;    // most important first
+  bool hang = false;              // some finding of severity error
+  std::string verdict;            // one sentence, the first line of the text report
+  std::vector<Finding> findings;  // most important first
   std::vector<PgSummary> pgs;
   std::vector<RankSummary> ranks;
-  std::vector<RankEdge> edges;      // rank-level wait-for graph
+  std::vector<RankEdge> edges;  // rank-level wait-for graph
   std::vector<Rank> ranks_without_dump;
   int64_t world_size = -1;
   bool world_size_inferred = true;

@@ -42,11 +42,10 @@ std::vector<PgOps> CollectivesByPg(const RankDump& d) {
     it->by_seq.emplace_back(op.collective_seq, i);
   }
   for (auto& p : out) {
-    std::stable_sort(p.by_seq.begin(), p.by_seq.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
-    p.by_seq.erase(std::unique(p.by_seq.begin(), p.by_seq.end(),
-                               [](const auto& a, const auto& b) { return a.first == b.first; }),
-                   p.by_seq.end());
+    std::stable_sort(p.by_seq.begin(), p.by_seq.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    p.by_seq.erase(
+        std::unique(p.by_seq.begin(), p.by_seq.end(), [](const auto& a, const auto& b) { return a.first == b.first; }),
+        p.by_seq.end());
   }
   if (out.size() > kMaxPgsPerRank) {
     std::stable_sort(out.begin(), out.end(),
@@ -103,7 +102,6 @@ std::string Label(std::string_view name, std::string_view desc) {
   return "pg " + std::string(name) + (show ? " (" + std::string(desc) + ")" : "");
 }
 
-
 // " issues " after one rank, " issue " after several.
 const char* Verb(const std::vector<model::Rank>& ranks) { return ranks.size() == 1 ? " issues " : " issue "; }
 
@@ -138,7 +136,7 @@ std::vector<Finding> LatentOrderInversions(const model::Job& job, size_t max_fin
   struct PairRange {
     std::string_view p, q;  // names, p < q
     int pid, qid;
-    size_t begin, end;      // rows
+    size_t begin, end;  // rows
   };
   std::vector<PairRange> pairs;
   for (size_t i = 0; i < rows.size();) {
@@ -151,9 +149,8 @@ std::vector<Finding> LatentOrderInversions(const model::Job& job, size_t max_fin
     }
     i = j;
   }
-  std::sort(pairs.begin(), pairs.end(), [](const PairRange& x, const PairRange& y) {
-    return x.p != y.p ? x.p < y.p : x.q < y.q;
-  });
+  std::sort(pairs.begin(), pairs.end(),
+            [](const PairRange& x, const PairRange& y) { return x.p != y.p ? x.p < y.p : x.q < y.q; });
   std::vector<Finding> out;
   size_t more = 0;
   std::vector<size_t> dumps;
@@ -217,9 +214,18 @@ std::vector<Finding> LatentOrderInversions(const model::Job& job, size_t max_fin
       const Order& a = ref.order;
       const Order& b = oth.order;
       for (size_t i = 0, j = 0; i < a.p_seqs.size() && j < b.p_seqs.size();) {
-        if (a.p_seqs[i] < b.p_seqs[j]) { ++i; continue; }
-        if (a.p_seqs[i] > b.p_seqs[j]) { ++j; continue; }
-        if (a.q_before[i] == b.q_before[j]) { ++i, ++j; continue; }
+        if (a.p_seqs[i] < b.p_seqs[j]) {
+          ++i;
+          continue;
+        }
+        if (a.p_seqs[i] > b.p_seqs[j]) {
+          ++j;
+          continue;
+        }
+        if (a.q_before[i] == b.q_before[j]) {
+          ++i, ++j;
+          continue;
+        }
         // Side "early" issues P seq s before Q's k-th collective in the
         // window; side "late" issues that Q collective first.
         bool ref_early = a.q_before[i] < b.q_before[j];
@@ -244,15 +250,15 @@ std::vector<Finding> LatentOrderInversions(const model::Job& job, size_t max_fin
         f.op = std::string(ep_op.op);
         std::string pop = pl + " seq " + std::to_string(s) + " " + std::string(ep_op.op);
         std::string qop = ql + " seq " + std::to_string(t) + " " + std::string(lq_op.op);
-        f.summary = "latent deadlock: " + pl + " and " + ql + " share " +
-                    RankWords([&] {
+        f.summary = "latent deadlock: " + pl + " and " + ql + " share " + RankWords([&] {
                       std::vector<model::Rank> all;
                       for (const auto& cl : classes) all.insert(all.end(), cl.ranks.begin(), cl.ranks.end());
                       std::sort(all.begin(), all.end());
                       return all;
                     }()) +
-                    " but are issued in different orders: " + RankWords(early.ranks) + Verb(early.ranks) + pop + " before " +
-                    qop + ", " + RankWords(late.ranks) + Verb(late.ranks) + "it after; this run did not hang, but on one serial "
+                    " but are issued in different orders: " + RankWords(early.ranks) + Verb(early.ranks) + pop +
+                    " before " + qop + ", " + RankWords(late.ranks) + Verb(late.ranks) +
+                    "it after; this run did not hang, but on one serial "
                     "device resource these orders deadlock";
         f.details.push_back(RankWords(early.ranks) + ": " + pop + ", then " + qop);
         f.details.push_back(RankWords(late.ranks) + ": " + qop + ", then " + pop);
@@ -267,11 +273,13 @@ std::vector<Finding> LatentOrderInversions(const model::Job& job, size_t max_fin
     }
     std::sort(f.culprit_ranks.begin(), f.culprit_ranks.end());
     if (!witnessed) continue;  // the classes differ only where one side has a gap
-    f.details.push_back("collectives of different pgs on the same devices must be issued in one order on every "
-                        "rank: a device that runs one at a time (AICPU slot, launch queue) waits for a peer that "
-                        "waits for it");
-    f.fix_hint = "issue the operations of all process groups in one fixed order on every rank (one communication "
-                 "thread, or wait for one pg's op before issuing the other's)";
+    f.details.push_back(
+        "collectives of different pgs on the same devices must be issued in one order on every "
+        "rank: a device that runs one at a time (AICPU slot, launch queue) waits for a peer that "
+        "waits for it");
+    f.fix_hint =
+        "issue the operations of all process groups in one fixed order on every rank (one communication "
+        "thread, or wait for one pg's op before issuing the other's)";
     out.push_back(std::move(f));
   }
   if (more && !out.empty())

@@ -6,19 +6,25 @@ namespace hangdx::analyze {
 
 const char* MatchStateName(MatchState s) {
   switch (s) {
-    case MatchState::kFullyMatched: return "FULLY_MATCHED";
-    case MatchState::kTypeMismatch: return "COLLECTIVE_TYPE_MISMATCH";
-    case MatchState::kSizeMismatch: return "SIZE_OR_SYNTAX_MISMATCH";
-    case MatchState::kDtypeMismatch: return "COLLECTIVE_DTYPE_MISMATCH";
-    case MatchState::kStateMismatch: return "COLLECTIVE_STATE_MISMATCH";
-    case MatchState::kUndecided: return "UNDECIDED";
+    case MatchState::kFullyMatched:
+      return "FULLY_MATCHED";
+    case MatchState::kTypeMismatch:
+      return "COLLECTIVE_TYPE_MISMATCH";
+    case MatchState::kSizeMismatch:
+      return "SIZE_OR_SYNTAX_MISMATCH";
+    case MatchState::kDtypeMismatch:
+      return "COLLECTIVE_DTYPE_MISMATCH";
+    case MatchState::kStateMismatch:
+      return "COLLECTIVE_STATE_MISMATCH";
+    case MatchState::kUndecided:
+      return "UNDECIDED";
   }
   return "?";
 }
 
 bool IsAllToAll(std::string_view op) {
-  return op == "all_to_all" || op == "all_to_all_single" || op == "all_to_all_v_single" ||
-         op == "alltoall" || op == "alltoall_base";
+  return op == "all_to_all" || op == "all_to_all_single" || op == "all_to_all_v_single" || op == "alltoall" ||
+         op == "alltoall_base";
 }
 
 namespace {
@@ -90,8 +96,7 @@ MatchState MatchOps(const model::OpRecord& a, const model::OpRecord& b) {
     if (a.output_sizes != b.output_sizes && !AllEmpty(a.output_sizes) && !AllEmpty(b.output_sizes))
       return MatchState::kSizeMismatch;
   }
-  if (InplaceSameSize(op) &&
-      (a.input_sizes != a.output_sizes || b.input_sizes != b.output_sizes))
+  if (InplaceSameSize(op) && (a.input_sizes != a.output_sizes || b.input_sizes != b.output_sizes))
     return MatchState::kSizeMismatch;
   auto dset = [](const std::vector<std::string>& d) {
     std::set<std::string> s(d.begin(), d.end());
@@ -99,8 +104,7 @@ MatchState MatchOps(const model::OpRecord& a, const model::OpRecord& b) {
     return s;
   };
   if (CompareInputs(op) && !a.input_dtypes->empty() && !b.input_dtypes->empty() &&
-      dset(a.input_dtypes) != dset(b.input_dtypes) && !dset(b.input_dtypes).empty() &&
-      !dset(a.input_dtypes).empty())
+      dset(a.input_dtypes) != dset(b.input_dtypes) && !dset(b.input_dtypes).empty() && !dset(a.input_dtypes).empty())
     return MatchState::kDtypeMismatch;
   if (CompareOutputs(op) && !dset(a.output_dtypes).empty() && !dset(b.output_dtypes).empty() &&
       dset(a.output_dtypes) != dset(b.output_dtypes))

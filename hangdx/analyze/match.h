@@ -17,7 +17,7 @@ enum class MatchState {
   kSizeMismatch,
   kDtypeMismatch,
   kStateMismatch,
-  kUndecided,   // all_to_all: per-rank sizes legitimately differ
+  kUndecided,  // all_to_all: per-rank sizes legitimately differ
 };
 const char* MatchStateName(MatchState s);
 

@@ -28,32 +28,48 @@ model::OpRecord Event(const std::string& op, std::vector<model::Shape> in, std::
 
 TEST(MatchOps, PyTorchMatchOneEvent) {
   auto ar = Event("all_reduce", {{4, 4}}, {{4, 4}});
-  EXPECT_EQ(MatchOps(ar, ar), MatchState::kFullyMatched);                                         // 1
-  EXPECT_EQ(MatchOps(ar, Event("all_gather", {{4, 4}}, {{4, 4}})), MatchState::kTypeMismatch);     // 2
+  EXPECT_EQ(MatchOps(ar, ar), MatchState::kFullyMatched);                                       // 1
+  EXPECT_EQ(MatchOps(ar, Event("all_gather", {{4, 4}}, {{4, 4}})), MatchState::kTypeMismatch);  // 2
   auto a2a = Event("all_to_all", {{4, 4}}, {{4, 4}});
-  EXPECT_EQ(MatchOps(a2a, a2a), MatchState::kUndecided);                                          // 3
-  EXPECT_EQ(MatchOps(ar, Event("all_reduce", {{5, 4}}, {{4, 4}})), MatchState::kSizeMismatch);    // 4
-  EXPECT_EQ(MatchOps(ar, Event("all_reduce", {{4, 4}}, {{5, 4}})), MatchState::kSizeMismatch);    // 5
+  EXPECT_EQ(MatchOps(a2a, a2a), MatchState::kUndecided);                                        // 3
+  EXPECT_EQ(MatchOps(ar, Event("all_reduce", {{5, 4}}, {{4, 4}})), MatchState::kSizeMismatch);  // 4
+  EXPECT_EQ(MatchOps(ar, Event("all_reduce", {{4, 4}}, {{5, 4}})), MatchState::kSizeMismatch);  // 5
   auto bad = Event("all_reduce", {{4, 4}}, {{5, 4}});
-  EXPECT_EQ(MatchOps(bad, bad), MatchState::kSizeMismatch);                                       // 6
+  EXPECT_EQ(MatchOps(bad, bad), MatchState::kSizeMismatch);  // 6
   EXPECT_EQ(MatchOps(ar, Event("all_reduce", {{4, 4}}, {{4, 4}}, "completed")),
-            MatchState::kStateMismatch);                                                           // 7
+            MatchState::kStateMismatch);  // 7
   EXPECT_EQ(MatchOps(Event("all_reduce", {{4, 4}}, {{4, 4}}, "completed", "float32", "float16"),
                      Event("all_reduce", {{4, 4}}, {{4, 4}}, "completed")),
-            MatchState::kDtypeMismatch);                                                           // 8
+            MatchState::kDtypeMismatch);  // 8
   auto gather = Event("gather", {{4, 4}}, {{4, 4}, {4, 4}}, "completed");
   EXPECT_EQ(MatchOps(gather, Event("gather", {{4, 4}}, {{}}, "completed", "float32", "")),
-            MatchState::kFullyMatched);                                                            // 9
+            MatchState::kFullyMatched);  // 9
   EXPECT_EQ(MatchOps(gather, Event("gather", {{4, 4}}, {{4, 4}}, "completed", "float32", "")),
-            MatchState::kFullyMatched);                                                            // 10
+            MatchState::kFullyMatched);  // 10
 }
 
 TEST(MatchOps, PyTorchAllEvents) {
-  for (const char* op : {"broadcast", "_broadcast_oop", "reduce", "_reduce_oop", "all_gather", "all_gather_single",
-                         "all_reduce", "_all_gather_base", "all_gather_into_tensor_coalesced", "reduce_scatter",
-                         "reduce_scatter_tensor_coalesced", "_reduce_scatter_base", "gather", "scatter",
-                         "all_to_all", "all_to_all_single", "all_reduce_barrier", "barrier",
-                         "allreduce_coalesced", "ALLGATHER_coalesced", "REDUCE_SCATTER_coalesced"}) {
+  for (const char* op : {"broadcast",
+                         "_broadcast_oop",
+                         "reduce",
+                         "_reduce_oop",
+                         "all_gather",
+                         "all_gather_single",
+                         "all_reduce",
+                         "_all_gather_base",
+                         "all_gather_into_tensor_coalesced",
+                         "reduce_scatter",
+                         "reduce_scatter_tensor_coalesced",
+                         "_reduce_scatter_base",
+                         "gather",
+                         "scatter",
+                         "all_to_all",
+                         "all_to_all_single",
+                         "all_reduce_barrier",
+                         "barrier",
+                         "allreduce_coalesced",
+                         "ALLGATHER_coalesced",
+                         "REDUCE_SCATTER_coalesced"}) {
     std::string name = op;
     std::vector<model::Shape> out = {{4, 4}};
     if (name.find("reduce_scatter") != std::string::npos || name.find("REDUCE_SCATTER") != std::string::npos)

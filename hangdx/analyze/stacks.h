@@ -16,13 +16,13 @@
 namespace hangdx::analyze {
 
 struct StackNode {
-  std::string frame;               // "name (file:line)" or "name"
-  std::vector<model::Rank> ranks;  // sorted, distinct: ranks with a stack through here
-  std::vector<StackNode> children; // ordered by their first rank
+  std::string frame;                // "name (file:line)" or "name"
+  std::vector<model::Rank> ranks;   // sorted, distinct: ranks with a stack through here
+  std::vector<StackNode> children;  // ordered by their first rank
 };
 
 struct StackTree {
-  StackNode root;                  // frame "", all ranks with a stack
+  StackNode root;  // frame "", all ranks with a stack
   // Ranks whose stack came from the frames of their last Flight Recorder
   // entry (the call site of that op) rather than from a stack dump.
   std::vector<model::Rank> from_flight_recorder;

@@ -26,10 +26,18 @@ std::vector<bool> WaitGraph::Deadlocked() const {
     for (int w : succ_[v]) pred[w].push_back(v);
     int deg = static_cast<int>(succ_[v].size());
     switch (kind_[v]) {
-      case NodeKind::kAnd: need[v] = deg; break;
-      case NodeKind::kOr: need[v] = deg == 0 ? 0 : 1; break;
-      case NodeKind::kKofN: need[v] = std::min(std::max(k_[v], 0), deg); break;
-      case NodeKind::kSink: need[v] = 0; break;
+      case NodeKind::kAnd:
+        need[v] = deg;
+        break;
+      case NodeKind::kOr:
+        need[v] = deg == 0 ? 0 : 1;
+        break;
+      case NodeKind::kKofN:
+        need[v] = std::min(std::max(k_[v], 0), deg);
+        break;
+      case NodeKind::kSink:
+        need[v] = 0;
+        break;
     }
   }
   std::vector<bool> reduced(n, false);
@@ -63,7 +71,10 @@ std::vector<std::vector<int>> WaitGraph::CyclicComponents(const std::vector<bool
   std::vector<int> stack;
   std::vector<std::vector<int>> out;
   int counter = 0;
-  struct Frame { int v; size_t next; };
+  struct Frame {
+    int v;
+    size_t next;
+  };
   for (int root = 0; root < n; ++root) {
     if (!in(root) || index[root] >= 0) continue;
     std::vector<Frame> call{{root, 0}};
@@ -98,8 +109,7 @@ std::vector<std::vector<int>> WaitGraph::CyclicComponents(const std::vector<bool
         on_stack[w] = false;
         comp.push_back(w);
       } while (w != v);
-      bool cyclic = comp.size() > 1 ||
-                    std::binary_search(succ_[v].begin(), succ_[v].end(), v);
+      bool cyclic = comp.size() > 1 || std::binary_search(succ_[v].begin(), succ_[v].end(), v);
       if (cyclic) {
         std::sort(comp.begin(), comp.end());
         out.push_back(std::move(comp));

@@ -1,9 +1,10 @@
 #include "hangdx/base/file.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <sys/stat.h>
 
 namespace hangdx {
 
@@ -15,8 +16,8 @@ StatusOr<std::string> ReadFile(const std::string& path, uint64_t max_bytes) {
   }
   if (!S_ISREG(st.st_mode)) return InvalidArgument(path + ": not a regular file");
   if (static_cast<uint64_t>(st.st_size) > max_bytes)
-    return InvalidArgument(path + ": " + std::to_string(st.st_size) +
-                           " bytes is over the limit of " + std::to_string(max_bytes));
+    return InvalidArgument(path + ": " + std::to_string(st.st_size) + " bytes is over the limit of " +
+                           std::to_string(max_bytes));
   FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) return IoError(path + ": " + std::strerror(errno));
   std::string data;

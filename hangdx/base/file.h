@@ -13,7 +13,6 @@ namespace hangdx {
 // Reads the file at `path` into memory. Errors: kNotFound if it does not
 // exist, kIo if it cannot be read, kInvalidArgument if it is larger than
 // `max_bytes` (the message gives its size and the cap).
-StatusOr<std::string> ReadFile(const std::string& path,
-                               uint64_t max_bytes = uint64_t{4} << 30);
+StatusOr<std::string> ReadFile(const std::string& path, uint64_t max_bytes = uint64_t{4} << 30);
 
 }  // namespace hangdx

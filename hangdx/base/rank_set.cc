@@ -53,9 +53,7 @@ bool ParseRanks(const std::string& text, std::vector<int64_t>* out, int64_t max_
     } else if (!parse(item.substr(0, dash), &lo) || !parse(item.substr(dash + 1), &hi)) {
       return false;
     }
-    if (hi < lo || hi - lo >= max_count ||
-        static_cast<int64_t>(out->size()) + (hi - lo) >= max_count)
-      return false;
+    if (hi < lo || hi - lo >= max_count || static_cast<int64_t>(out->size()) + (hi - lo) >= max_count) return false;
     for (int64_t r = lo; r <= hi; ++r) out->push_back(r);
     pos = end + 1;
   }

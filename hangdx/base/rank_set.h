@@ -20,7 +20,6 @@ std::string RankWords(std::vector<int64_t> ranks);
 
 // Parses "0-3,5,7-9" back into sorted ranks. Returns false (and leaves *out
 // partial) on malformed text or a range wider than `max_count` ranks.
-bool ParseRanks(const std::string& text, std::vector<int64_t>* out,
-                int64_t max_count = 10'000'000);
+bool ParseRanks(const std::string& text, std::vector<int64_t>* out, int64_t max_count = 10'000'000);
 
 }  // namespace hangdx

@@ -30,12 +30,16 @@ int64_t TooDeep(std::string_view data) {
   for (size_t i = 0; i < data.size(); ++i) {
     char c = data[i];
     if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
       continue;
     }
-    if (c == '"') in_string = true;
+    if (c == '"')
+      in_string = true;
     else if (c == '{' || c == '[') {
       if (++depth > kMaxDepth) return static_cast<int64_t>(i);
     } else if (c == '}' || c == ']') {
@@ -47,9 +51,8 @@ int64_t TooDeep(std::string_view data) {
 
 bool KindFromString(const std::string& s, DevOp::Kind* kind) {
   static const std::pair<const char*, DevOp::Kind> kKinds[] = {
-      {"compute", DevOp::Kind::kCompute}, {"record", DevOp::Kind::kRecord},
-      {"wait", DevOp::Kind::kWait},       {"collective", DevOp::Kind::kCollective},
-      {"send", DevOp::Kind::kSend},       {"recv", DevOp::Kind::kRecv},
+      {"compute", DevOp::Kind::kCompute},       {"record", DevOp::Kind::kRecord}, {"wait", DevOp::Kind::kWait},
+      {"collective", DevOp::Kind::kCollective}, {"send", DevOp::Kind::kSend},     {"recv", DevOp::Kind::kRecv},
       {"host_sync", DevOp::Kind::kHostSync}};
   for (const auto& [name, k] : kKinds) {
     if (s == name) {
@@ -72,10 +75,10 @@ class Reader {
 
  private:
   struct ThreadInfo {
-    size_t rank_index;       // into out_->ranks
-    size_t thread_index;     // into DeviceRank::threads
-    std::string path;        // "ranks[0].threads[1]"
-    std::vector<OpId> ops;   // per JSON position; -1 where the op was skipped
+    size_t rank_index;      // into out_->ranks
+    size_t thread_index;    // into DeviceRank::threads
+    std::string path;       // "ranks[0].threads[1]"
+    std::vector<OpId> ops;  // per JSON position; -1 where the op was skipped
     int64_t issued = 0;
     bool issued_given = false;
     OpId blocked_on = -1;
@@ -103,8 +106,7 @@ class Reader {
       *out = x;
       return true;
     }
-    Warn(path, "want an integer from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got " +
-                   Short(v), rank);
+    Warn(path, "want an integer from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got " + Short(v), rank);
     return false;
   }
   bool Str(const json& v, const std::string& path, std::string* out, Rank rank = -1) {
@@ -144,15 +146,15 @@ class Reader {
   model::DeviceJob* out_;
   std::vector<model::Diagnostic>* diags_;
   bool snapshot_ = false;
-  std::vector<Rank> rank_of_entry_;            // per entry of "ranks": its rank, -1 when skipped
+  std::vector<Rank> rank_of_entry_;  // per entry of "ranks": its rank, -1 when skipped
   std::set<Rank> ranks_;
   std::map<std::string, OpId> ids_;
-  std::vector<std::string> op_ids_;            // per op
+  std::vector<std::string> op_ids_;  // per op
   std::vector<ThreadInfo> threads_;
-  std::vector<bool> referenced_;               // per op: in a queue, on a stream, held, blocked on
-  std::vector<bool> placed_;                   // per op: in a queue or on a stream
-  std::map<Rank, size_t> rank_index_;          // rank -> index into out_->ranks
-  std::map<std::string, size_t> thread_at_;    // JSON path of a thread -> index into threads_
+  std::vector<bool> referenced_;             // per op: in a queue, on a stream, held, blocked on
+  std::vector<bool> placed_;                 // per op: in a queue or on a stream
+  std::map<Rank, size_t> rank_index_;        // rank -> index into out_->ranks
+  std::map<std::string, size_t> thread_at_;  // JSON path of a thread -> index into threads_
   std::set<std::string> unknown_keys_;
 };
 
@@ -166,16 +168,20 @@ bool Reader::Read(const json& doc) {
   if (Int(doc[marker], marker, 0, kMaxSeq, &version) && version != 1)
     Warn(marker, "format version " + std::to_string(version) + " is not 1 (the one this hangdx reads); read as 1");
   static const std::set<std::string> kTop = {"hangdx_schedule", "hangdx_snapshot", "task_queue", "pgs",
-                                             "ranks", "recorded_events", "comment"};
+                                             "ranks",           "recorded_events", "comment"};
   for (auto it = doc.begin(); it != doc.end(); ++it)
     if (!kTop.count(it.key())) Warn("", "unknown key \"" + it.key() + "\"; ignored");
   if (auto it = doc.find("task_queue"); it != doc.end()) {
     std::string mode;
     if (Str(*it, "task_queue", &mode)) {
-      if (mode == "off") out_->queue_mode = model::QueueMode::kOff;
-      else if (mode == "per_device") out_->queue_mode = model::QueueMode::kPerDevice;
-      else if (mode == "per_stream") out_->queue_mode = model::QueueMode::kPerStream;
-      else Warn("task_queue", "must be one of \"off\", \"per_device\", \"per_stream\"; read as \"off\"");
+      if (mode == "off")
+        out_->queue_mode = model::QueueMode::kOff;
+      else if (mode == "per_device")
+        out_->queue_mode = model::QueueMode::kPerDevice;
+      else if (mode == "per_stream")
+        out_->queue_mode = model::QueueMode::kPerStream;
+      else
+        Warn("task_queue", "must be one of \"off\", \"per_device\", \"per_stream\"; read as \"off\"");
     }
   }
   auto ranks = doc.find("ranks");
@@ -248,8 +254,11 @@ void Reader::ReadPgs(const json& pgs) {
       std::string p = path + "[" + std::to_string(i) + "]";
       if (!Int((*it)[i], p, 0, kMaxRank - 1, &r)) continue;
       if (!ranks_.count(r))
-        Warn(p, "rank " + std::to_string(r) + " is a member but not in \"ranks\": ops that need it wait for a "
-                "rank with no data", r);
+        Warn(p,
+             "rank " + std::to_string(r) +
+                 " is a member but not in \"ranks\": ops that need it wait for a "
+                 "rank with no data",
+             r);
       members.push_back(r);
     }
     std::sort(members.begin(), members.end());
@@ -329,8 +338,10 @@ void Reader::ReadRank(const json& r, size_t index) {
       } else if (Int(*it, tp + ".issued", 0, kMaxSeq, &info.issued, rank)) {
         info.issued_given = true;
         if (info.issued > static_cast<int64_t>(info.ops.size())) {
-          Warn(tp + ".issued", "is " + std::to_string(info.issued) + " but the thread has " +
-                                   std::to_string(info.ops.size()) + " ops; read as all issued", rank);
+          Warn(tp + ".issued",
+               "is " + std::to_string(info.issued) + " but the thread has " + std::to_string(info.ops.size()) +
+                   " ops; read as all issued",
+               rank);
           info.issued = static_cast<int64_t>(info.ops.size());
         }
       }
@@ -347,8 +358,8 @@ void Reader::ReadOp(const json& v, const std::string& path, Rank rank, const std
     Warn(path, "want an object {\"op\": kind, ...}; skipped", rank);
     return;
   }
-  static const std::set<std::string> kKeys = {"op", "name", "stream", "event", "pg", "peer", "pool",
-                                              "blocking", "id", "seq", "comment"};
+  static const std::set<std::string> kKeys = {"op",   "name",     "stream", "event", "pg",     "peer",
+                                              "pool", "blocking", "id",     "seq",   "comment"};
   for (auto it = v.begin(); it != v.end(); ++it)
     if (!kKeys.count(it.key()) && unknown_keys_.insert(it.key()).second)
       Warn(path, "unknown key \"" + it.key() + "\"; ignored (reported once per file)", rank);
@@ -358,9 +369,11 @@ void Reader::ReadOp(const json& v, const std::string& path, Rank rank, const std
   op.source = path;
   auto k = v.find("op");
   if (k == v.end() || !k->is_string() || !KindFromString(k->get<std::string>(), &op.kind)) {
-    Warn(path, "\"op\" must be one of \"compute\", \"record\", \"wait\", \"collective\", \"send\", \"recv\", "
-               "\"host_sync\"" + (k == v.end() ? std::string("; it is missing") : ", not " + Short(*k)) +
-               "; op skipped", rank);
+    Warn(path,
+         "\"op\" must be one of \"compute\", \"record\", \"wait\", \"collective\", \"send\", \"recv\", "
+         "\"host_sync\"" +
+             (k == v.end() ? std::string("; it is missing") : ", not " + Short(*k)) + "; op skipped",
+         rank);
     return;
   }
   auto str = [&](const char* key, std::string* out) {
@@ -373,8 +386,10 @@ void Reader::ReadOp(const json& v, const std::string& path, Rank rank, const std
   str("pg", &op.pg);
   str("pool", &op.pool);
   if (auto it = v.find("blocking"); it != v.end()) {
-    if (it->is_boolean()) op.host_blocking = it->get<bool>();
-    else Warn(path + ".blocking", "want true or false; read as false", rank);
+    if (it->is_boolean())
+      op.host_blocking = it->get<bool>();
+    else
+      Warn(path + ".blocking", "want true or false; read as false", rank);
   }
   if (auto it = v.find("seq"); it != v.end()) {
     int64_t s;
@@ -443,8 +458,7 @@ void Reader::ReadOp(const json& v, const std::string& path, Rank rank, const std
     if (Str(*it, path + ".id", &given, rank) && !given.empty()) id = given;
   }
   if (ids_.count(id)) {
-    Warn(path + ".id", "id \"" + id + "\" is already used by " + out_->ops[ids_[id]].source + "; op skipped",
-         rank);
+    Warn(path + ".id", "id \"" + id + "\" is already used by " + out_->ops[ids_[id]].source + "; op skipped", rank);
     return;
   }
   OpId oid = static_cast<OpId>(out_->ops.size());
@@ -462,8 +476,10 @@ void Reader::ReadPlacement(const json& r, size_t index) {
   auto own = [&](OpId id, const std::string& p) {
     if (id < 0) return false;
     if (out_->ops[id].rank != rank) {
-      Warn(p, "op \"" + op_ids_[id] + "\" belongs to rank " + std::to_string(out_->ops[id].rank) +
-                  ", not this one; ignored", rank);
+      Warn(p,
+           "op \"" + op_ids_[id] + "\" belongs to rank " + std::to_string(out_->ops[id].rank) +
+               ", not this one; ignored",
+           rank);
       return false;
     }
     return true;
@@ -551,8 +567,10 @@ void Reader::ReadPlacement(const json& r, size_t index) {
         continue;
       }
       if (auto h = sv.find("head_started"); h != sv.end()) {
-        if (h->is_boolean()) s.head_started = h->get<bool>();
-        else Warn(p + ".head_started", "want true or false; read as false", rank);
+        if (h->is_boolean())
+          s.head_started = h->get<bool>();
+        else
+          Warn(p + ".head_started", "want true or false; read as false", rank);
       }
       if (auto tk = sv.find("tasks"); tk != sv.end()) {
         if (!tk->is_array()) Warn(p + ".tasks", "want an array of op ids; ignored", rank);
@@ -565,8 +583,8 @@ void Reader::ReadPlacement(const json& r, size_t index) {
             continue;
           }
           if (out_->ops[id].stream != s.name)
-            Warn(tp, "op \"" + op_ids_[id] + "\" targets stream \"" + out_->ops[id].stream +
-                         "\"; read as on this one", rank);
+            Warn(tp, "op \"" + op_ids_[id] + "\" targets stream \"" + out_->ops[id].stream + "\"; read as on this one",
+                 rank);
           if (place(id, tp)) s.tasks.push_back(id);
         }
       }
@@ -599,8 +617,7 @@ void Reader::ReadPlacement(const json& r, size_t index) {
       OpId id = Lookup(hs[j], hp, rank);
       if (!own(id, hp)) continue;
       if (out_->ops[id].pool != name)
-        Warn(hp, "op \"" + op_ids_[id] + "\" does not use pool \"" + name + "\"; read as holding a unit anyway",
-             rank);
+        Warn(hp, "op \"" + op_ids_[id] + "\" does not use pool \"" + name + "\"; read as holding a unit anyway", rank);
       if (std::find(pool->holders.begin(), pool->holders.end(), id) != pool->holders.end()) continue;
       pool->holders.push_back(id);
       referenced_[id] = true;
@@ -618,14 +635,14 @@ void Reader::Finish() {
       const std::string& pool_name = out_->ops[head].pool;
       if (pool_name.empty()) continue;
       for (auto& pool : dr.pools)
-        if (pool.name == pool_name &&
-            std::find(pool.holders.begin(), pool.holders.end(), head) == pool.holders.end())
+        if (pool.name == pool_name && std::find(pool.holders.begin(), pool.holders.end(), head) == pool.holders.end())
           pool.holders.push_back(head);
     }
     for (const auto& pool : dr.pools)
       if (static_cast<int64_t>(pool.holders.size()) > pool.capacity)
-        Warn("", "rank " + std::to_string(dr.rank) + ": pool \"" + pool.name + "\" has " +
-                     std::to_string(pool.holders.size()) + " holders but capacity " + std::to_string(pool.capacity),
+        Warn("",
+             "rank " + std::to_string(dr.rank) + ": pool \"" + pool.name + "\" has " +
+                 std::to_string(pool.holders.size()) + " holders but capacity " + std::to_string(pool.capacity),
              dr.rank);
   }
   // Issued: ops a snapshot places are issued, whatever "issued" says.
@@ -651,8 +668,10 @@ void Reader::Finish() {
     for (size_t i = 0; i < info.ops.size(); ++i) {
       OpId id = info.ops[i];
       if (id < 0) continue;
-      if (static_cast<int64_t>(i) >= info.issued) ht.pending.push_back(id);
-      else if (!referenced_[id]) out_->finished[id] = true;
+      if (static_cast<int64_t>(i) >= info.issued)
+        ht.pending.push_back(id);
+      else if (!referenced_[id])
+        out_->finished[id] = true;
     }
   }
   // A finished record has recorded its event.
@@ -693,8 +712,9 @@ bool ParseDeviceJson(std::string_view data, const std::string& file, model::Devi
     return false;
   };
   if (int64_t at = TooDeep(data); at >= 0)
-    return fail("JSON nested deeper than " + std::to_string(kMaxDepth) + " levels at byte " + std::to_string(at) +
-                    "; not read", at);
+    return fail(
+        "JSON nested deeper than " + std::to_string(kMaxDepth) + " levels at byte " + std::to_string(at) + "; not read",
+        at);
   json doc;
   try {
     doc = json::parse(data.begin(), data.end());
@@ -705,7 +725,8 @@ bool ParseDeviceJson(std::string_view data, const std::string& file, model::Devi
     return fail("unreadable JSON: " + JsonWhy(e));
   }
   if (!doc.is_object() || (!doc.contains("hangdx_schedule") && !doc.contains("hangdx_snapshot")))
-    return fail("not a device schedule or snapshot: want {\"hangdx_schedule\": 1, ...} or {\"hangdx_snapshot\": 1, ...}");
+    return fail(
+        "not a device schedule or snapshot: want {\"hangdx_schedule\": 1, ...} or {\"hangdx_snapshot\": 1, ...}");
   Reader reader(file, out, diags);
   if (!reader.Read(doc)) return fail("no usable rank in this schedule or snapshot");
   return true;

@@ -14,7 +14,6 @@
 namespace hangdx::ingest {
 namespace {
 
-
 using model::Diagnostic;
 using Sev = model::Diagnostic::Severity;
 constexpr int64_t kMaxRank = int64_t{1} << 24;  // more ranks than any job has had
@@ -33,8 +32,14 @@ struct PNode {
   }
   bool integer(int64_t* out) const {
     if (!v) return false;
-    if (v->kind == PickleValue::Kind::kInt) { *out = v->i; return true; }
-    if (v->kind == PickleValue::Kind::kBool) { *out = v->b; return true; }
+    if (v->kind == PickleValue::Kind::kInt) {
+      *out = v->i;
+      return true;
+    }
+    if (v->kind == PickleValue::Kind::kBool) {
+      *out = v->b;
+      return true;
+    }
     if (v->kind == PickleValue::Kind::kStr) {  // seq ids passed as strings in PyTorch's tests
       auto r = std::from_chars(v->s.data(), v->s.data() + v->s.size(), *out);
       return r.ec == std::errc() && r.ptr == v->s.data() + v->s.size();
@@ -43,14 +48,26 @@ struct PNode {
   }
   bool number(double* out) const {
     if (!v) return false;
-    if (v->kind == PickleValue::Kind::kFloat) { *out = v->f; return true; }
-    if (v->kind == PickleValue::Kind::kInt) { *out = static_cast<double>(v->i); return true; }
+    if (v->kind == PickleValue::Kind::kFloat) {
+      *out = v->f;
+      return true;
+    }
+    if (v->kind == PickleValue::Kind::kInt) {
+      *out = static_cast<double>(v->i);
+      return true;
+    }
     return false;
   }
   bool boolean(bool* out) const {
     if (!v) return false;
-    if (v->kind == PickleValue::Kind::kBool) { *out = v->b; return true; }
-    if (v->kind == PickleValue::Kind::kInt) { *out = v->i != 0; return true; }
+    if (v->kind == PickleValue::Kind::kBool) {
+      *out = v->b;
+      return true;
+    }
+    if (v->kind == PickleValue::Kind::kInt) {
+      *out = v->i != 0;
+      return true;
+    }
     return false;
   }
   PNode get(std::string_view key) const { return PNode{v ? v->Get(key) : nullptr}; }
@@ -69,9 +86,12 @@ struct PNode {
     const auto& it = v->c->items;
     for (size_t i = 0; i + 1 < it.size(); i += 2) {
       std::string key;
-      if (it[i].kind == PickleValue::Kind::kStr) key = std::string(it[i].s);
-      else if (it[i].kind == PickleValue::Kind::kInt) key = std::to_string(it[i].i);
-      else continue;
+      if (it[i].kind == PickleValue::Kind::kStr)
+        key = std::string(it[i].s);
+      else if (it[i].kind == PickleValue::Kind::kInt)
+        key = std::to_string(it[i].i);
+      else
+        continue;
       f(key, PNode{&it[i + 1]});
     }
   }
@@ -92,14 +112,20 @@ struct JNode {
   }
   bool integer(int64_t* out) const {
     if (!v) return false;
-    if (v->is_number_integer()) { *out = v->get<int64_t>(); return true; }
+    if (v->is_number_integer()) {
+      *out = v->get<int64_t>();
+      return true;
+    }
     if (v->is_number_unsigned()) {
       uint64_t u = v->get<uint64_t>();
       if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return false;
       *out = static_cast<int64_t>(u);
       return true;
     }
-    if (v->is_boolean()) { *out = v->get<bool>(); return true; }
+    if (v->is_boolean()) {
+      *out = v->get<bool>();
+      return true;
+    }
     if (v->is_string()) {  // pg_status values are strings in JSON dumps
       const auto& s = v->get_ref<const std::string&>();
       auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
@@ -114,8 +140,14 @@ struct JNode {
   }
   bool boolean(bool* out) const {
     if (!v) return false;
-    if (v->is_boolean()) { *out = v->get<bool>(); return true; }
-    if (v->is_number_integer()) { *out = v->get<int64_t>() != 0; return true; }
+    if (v->is_boolean()) {
+      *out = v->get<bool>();
+      return true;
+    }
+    if (v->is_number_integer()) {
+      *out = v->get<int64_t>() != 0;
+      return true;
+    }
     return false;
   }
   JNode get(std::string_view key) const {
@@ -146,8 +178,8 @@ class DiagSink {
       : file_(file), rank_(rank), out_(out) {}
   ~DiagSink() {
     for (auto& [msg, n] : counts_)
-      out_->push_back(model::MakeDiagnostic(Sev::kWarning, file_,
-                                            n > 1 ? msg + " (" + std::to_string(n) + " times)" : msg, rank_));
+      out_->push_back(
+          model::MakeDiagnostic(Sev::kWarning, file_, n > 1 ? msg + " (" + std::to_string(n) + " times)" : msg, rank_));
   }
   void Warn(const std::string& msg) {
     auto [it, fresh] = counts_.try_emplace(msg, 0);
@@ -261,21 +293,54 @@ bool ReadRankList(N n, RankListCache* cache, model::SharedRanks* out) {
 // The entry keys the converter reads, gathered in one pass over an entry's
 // items instead of one search per key.
 enum Field {
-  kProfilingName, kRecordId, kPgId, kCollectiveSeq, kP2pSeq, kOpId, kTimeCreated, kTimeStarted, kTimeCompleted,
-  kTimeout, kProcessGroup, kInputSizes, kOutputSizes, kInputDtypes, kOutputDtypes, kState, kRetired, kIsP2p,
-  kDuration, kThreadName, kThreadId, kFrames, kFieldCount
+  kProfilingName,
+  kRecordId,
+  kPgId,
+  kCollectiveSeq,
+  kP2pSeq,
+  kOpId,
+  kTimeCreated,
+  kTimeStarted,
+  kTimeCompleted,
+  kTimeout,
+  kProcessGroup,
+  kInputSizes,
+  kOutputSizes,
+  kInputDtypes,
+  kOutputDtypes,
+  kState,
+  kRetired,
+  kIsP2p,
+  kDuration,
+  kThreadName,
+  kThreadId,
+  kFrames,
+  kFieldCount
 };
 
 int FieldOf(std::string_view key) {
-  static const std::unordered_map<std::string_view, int> kFields = {
-      {"profiling_name", kProfilingName}, {"record_id", kRecordId}, {"pg_id", kPgId},
-      {"collective_seq_id", kCollectiveSeq}, {"p2p_seq_id", kP2pSeq}, {"op_id", kOpId},
-      {"time_created_ns", kTimeCreated}, {"time_discovered_started_ns", kTimeStarted},
-      {"time_discovered_completed_ns", kTimeCompleted}, {"timeout_ms", kTimeout},
-      {"process_group", kProcessGroup}, {"input_sizes", kInputSizes}, {"output_sizes", kOutputSizes},
-      {"input_dtypes", kInputDtypes}, {"output_dtypes", kOutputDtypes}, {"state", kState}, {"retired", kRetired},
-      {"is_p2p", kIsP2p}, {"duration_ms", kDuration}, {"thread_name", kThreadName}, {"thread_id", kThreadId},
-      {"frames", kFrames}};
+  static const std::unordered_map<std::string_view, int> kFields = {{"profiling_name", kProfilingName},
+                                                                    {"record_id", kRecordId},
+                                                                    {"pg_id", kPgId},
+                                                                    {"collective_seq_id", kCollectiveSeq},
+                                                                    {"p2p_seq_id", kP2pSeq},
+                                                                    {"op_id", kOpId},
+                                                                    {"time_created_ns", kTimeCreated},
+                                                                    {"time_discovered_started_ns", kTimeStarted},
+                                                                    {"time_discovered_completed_ns", kTimeCompleted},
+                                                                    {"timeout_ms", kTimeout},
+                                                                    {"process_group", kProcessGroup},
+                                                                    {"input_sizes", kInputSizes},
+                                                                    {"output_sizes", kOutputSizes},
+                                                                    {"input_dtypes", kInputDtypes},
+                                                                    {"output_dtypes", kOutputDtypes},
+                                                                    {"state", kState},
+                                                                    {"retired", kRetired},
+                                                                    {"is_p2p", kIsP2p},
+                                                                    {"duration_ms", kDuration},
+                                                                    {"thread_name", kThreadName},
+                                                                    {"thread_id", kThreadId},
+                                                                    {"frames", kFrames}};
   auto it = kFields.find(key);
   return it == kFields.end() ? -1 : it->second;
 }
@@ -290,8 +355,7 @@ model::OpState ParseState(std::string_view s) {
 template <typename N>
 class Converter {
  public:
-  Converter(model::RankDump* dump, DiagSink* sink, RankListCache* cache)
-      : dump_(dump), sink_(sink), cache_(cache) {}
+  Converter(model::RankDump* dump, DiagSink* sink, RankListCache* cache) : dump_(dump), sink_(sink), cache_(cache) {}
 
   bool Run(N root) {
     N entries{nullptr};
@@ -334,8 +398,7 @@ class Converter {
         dump_->version = std::string(s);
         int major = 0, minor = 0;
         size_t dot = s.find('.');
-        bool ok = dot != std::string_view::npos &&
-                  std::from_chars(s.data(), s.data() + dot, major).ec == std::errc() &&
+        bool ok = dot != std::string_view::npos && std::from_chars(s.data(), s.data() + dot, major).ec == std::errc() &&
                   std::from_chars(s.data() + dot + 1, s.data() + s.size(), minor).ec == std::errc();
         if (!ok || major != 2 || minor < 2 || minor > 10)
           sink_->Add(Sev::kWarning, "unknown Flight Recorder version '" + std::string(s) +
@@ -416,7 +479,8 @@ class Converter {
     model::ParseProfilingName(&op);
     auto int_field = [&](Field i, const char* key, int64_t* out) {
       N f = field[i];
-      if (f.present() && !f.null() && !f.integer(out)) sink_->Warn(std::string("field '") + key + "' is not an integer");
+      if (f.present() && !f.null() && !f.integer(out))
+        sink_->Warn(std::string("field '") + key + "' is not an integer");
     };
     int_field(kRecordId, "record_id", &op.record_id);
     int_field(kPgId, "pg_id", &op.pg_id);
@@ -474,7 +538,11 @@ class Converter {
   model::Stack stack_;
   // Pickle dumps memoise the keys: the same key comes back at the same
   // address, so a small address-keyed cache skips the lookup.
-  struct KeySlot { const char* data = nullptr; size_t size = 0; int field = -1; };
+  struct KeySlot {
+    const char* data = nullptr;
+    size_t size = 0;
+    int field = -1;
+  };
   KeySlot key_cache_[64];
   int FieldCached(std::string_view key) {
     KeySlot& slot = key_cache_[(reinterpret_cast<uintptr_t>(key.data()) >> 3) & 63];
@@ -500,8 +568,7 @@ void DeriveCompletion(model::RankDump* dump) {
     }
     if (!op.completed && !op.is_p2p && op.collective_seq >= 0) {
       auto it = dump->pg_status.find(op.pg_id);
-      if (it != dump->pg_status.end() && op.collective_seq <= it->second.last_completed)
-        op.completed = true;
+      if (it != dump->pg_status.end() && op.collective_seq <= it->second.last_completed) op.completed = true;
     }
   }
   // NCCL runs a pg's ops in order on one stream: once a later op of the pg
@@ -511,13 +578,15 @@ void DeriveCompletion(model::RankDump* dump) {
   std::set<std::string_view> later_done;
   for (auto it = dump->ops.rbegin(); it != dump->ops.rend(); ++it) {
     if (it->backend == "gloo") continue;
-    if (it->completed) later_done.insert(it->pg_name);
-    else if (later_done.count(it->pg_name)) it->completed = true;
+    if (it->completed)
+      later_done.insert(it->pg_name);
+    else if (later_done.count(it->pg_name))
+      it->completed = true;
   }
 }
 
-bool ParseFlightRecorderPickle(std::string_view data, const std::string& file,
-                               model::RankDump* dump, std::vector<Diagnostic>* diags, RankListCache* cache) {
+bool ParseFlightRecorderPickle(std::string_view data, const std::string& file, model::RankDump* dump,
+                               std::vector<Diagnostic>* diags, RankListCache* cache) {
   DiagSink sink(file, dump->rank, diags);
   if (data.empty()) {
     sink.Add(Sev::kError, "empty file", 0);
@@ -528,9 +597,10 @@ bool ParseFlightRecorderPickle(std::string_view data, const std::string& file,
   PickleError err;
   size_t size = data.size();
   if (!doc.ParseView(data, &err)) {
-    sink.Add(Sev::kError, "unreadable pickle at byte " + std::to_string(err.offset) + " of " +
-                              std::to_string(size) + ": " + err.message,
-             err.offset);
+    sink.Add(
+        Sev::kError,
+        "unreadable pickle at byte " + std::to_string(err.offset) + " of " + std::to_string(size) + ": " + err.message,
+        err.offset);
     return false;
   }
   dump->format = "fr-pickle";
@@ -542,14 +612,15 @@ bool ParseFlightRecorderPickle(std::string_view data, const std::string& file,
   return true;
 }
 
-bool ParseFlightRecorderJson(std::string_view data, const std::string& file,
-                             model::RankDump* dump, std::vector<Diagnostic>* diags, RankListCache* cache) {
+bool ParseFlightRecorderJson(std::string_view data, const std::string& file, model::RankDump* dump,
+                             std::vector<Diagnostic>* diags, RankListCache* cache) {
   DiagSink sink(file, dump->rank, diags);
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(data.begin(), data.end());
   } catch (const nlohmann::json::parse_error& e) {
-    sink.Add(Sev::kError, std::string("unreadable JSON at byte ") + std::to_string(e.byte > 0 ? e.byte - 1 : 0) + ": " + JsonWhy(e),
+    sink.Add(Sev::kError,
+             std::string("unreadable JSON at byte ") + std::to_string(e.byte > 0 ? e.byte - 1 : 0) + ": " + JsonWhy(e),
              static_cast<int64_t>(e.byte > 0 ? e.byte - 1 : 0));
     return false;
   } catch (const nlohmann::json::exception& e) {

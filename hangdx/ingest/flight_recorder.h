@@ -51,16 +51,12 @@ class RankListCache {
 // found (refused or malformed pickle, wrong top-level shape); every problem,
 // fatal or not, is appended to *diags with the file, and for pickle errors
 // the byte offset. Partial problems (one bad entry) skip that entry only.
-bool ParseFlightRecorderPickle(std::string_view data, const std::string& file,
-                               model::RankDump* dump,
-                               std::vector<model::Diagnostic>* diags,
-                               RankListCache* ranks_cache = nullptr);
+bool ParseFlightRecorderPickle(std::string_view data, const std::string& file, model::RankDump* dump,
+                               std::vector<model::Diagnostic>* diags, RankListCache* ranks_cache = nullptr);
 
 // Same for a JSON dump. Byte offsets of JSON syntax errors are reported.
-bool ParseFlightRecorderJson(std::string_view data, const std::string& file,
-                             model::RankDump* dump,
-                             std::vector<model::Diagnostic>* diags,
-                             RankListCache* ranks_cache = nullptr);
+bool ParseFlightRecorderJson(std::string_view data, const std::string& file, model::RankDump* dump,
+                             std::vector<model::Diagnostic>* diags, RankListCache* ranks_cache = nullptr);
 
 // Derives OpRecord::completed for every op of *dump from `state`, from
 // pg_status last_completed, and for gloo (which never updates `state`) from

@@ -136,7 +136,11 @@ TEST(FlightRecorder, BatchedP2PSettledByItsCompletedGroupEnd) {
 
 TEST(FlightRecorder, BadInputBecomesDiagnostics) {
   std::string good = TestFile("gloo_rank0.pickle");
-  struct Case { std::string data; bool pickle; const char* needle; };
+  struct Case {
+    std::string data;
+    bool pickle;
+    const char* needle;
+  };
   std::vector<Case> cases = {
       {"", true, "empty"},
       {good.substr(0, good.size() / 3), true, "truncated"},
@@ -145,16 +149,19 @@ TEST(FlightRecorder, BadInputBecomesDiagnostics) {
       {"\"text\"", false, "neither a dict nor a list"},
       {"{\"version\": \"7.1\", \"entries\": []}", false, "unknown Flight Recorder version '7.1'"},
       // Found by the fuzzer: nlohmann throws out_of_range, not parse_error.
-      {"{\"version\": \"2.10\", \"entries\": [{\"profiling_name\": \"x\", \"collective_seq_id\": 1E400}]}",
-       false, "number overflow"},
+      {"{\"version\": \"2.10\", \"entries\": [{\"profiling_name\": \"x\", \"collective_seq_id\": 1E400}]}", false,
+       "number overflow"},
       {"{\"version\": \"2.10\", \"entries\": [{\"profiling_name\": \"nccl:all_reduce\", "
-       "\"collective_seq_id\": \"x\"}]}", false, "'collective_seq_id' is not an integer"},
+       "\"collective_seq_id\": \"x\"}]}",
+       false, "'collective_seq_id' is not an integer"},
   };
   for (const auto& c : cases) {
     model::RankDump d;
     std::vector<model::Diagnostic> diags;
-    if (c.pickle) ParseFlightRecorderPickle(c.data, "f", &d, &diags);
-    else ParseFlightRecorderJson(c.data, "f", &d, &diags);
+    if (c.pickle)
+      ParseFlightRecorderPickle(c.data, "f", &d, &diags);
+    else
+      ParseFlightRecorderJson(c.data, "f", &d, &diags);
     bool found = false;
     for (const auto& diag : diags) {
       EXPECT_EQ(diag.file, "f");

@@ -2,22 +2,22 @@
 
 #include <algorithm>
 #include <atomic>
-#include <set>
 #include <cctype>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "hangdx/base/mapped_file.h"
+#include "hangdx/ingest/device_json.h"
 #include "hangdx/ingest/flight_recorder.h"
 #include "hangdx/ingest/log_completion.h"
 #include "hangdx/ingest/logs/line_util.h"
 #include "hangdx/ingest/merge.h"
 #include "hangdx/ingest/pg_ranks.h"
-#include "hangdx/ingest/plog_chain.h"
 #include "hangdx/ingest/pickle.h"
-#include "hangdx/ingest/device_json.h"
+#include "hangdx/ingest/plog_chain.h"
 #include "hangdx/ingest/snapshot.h"
 #include "hangdx/ingest/text_logs.h"
 
@@ -109,8 +109,8 @@ Format SniffFormat(std::string_view data) {
   // "comm_lib_version" or "entries"; a truncated dump still counts (the
   // parser then says where it breaks).
   std::string_view head = data.substr(0, 4096);
-  for (const char* key : {"\"entries\"", "\"pg_config\"", "\"pg_status\"", "\"comm_lib_version\"",
-                          "\"nccl_comm_state\"", "\"version\""})
+  for (const char* key :
+       {"\"entries\"", "\"pg_config\"", "\"pg_status\"", "\"comm_lib_version\"", "\"nccl_comm_state\"", "\"version\""})
     if (head.find(key) != std::string_view::npos) return Format::kFlightRecorderJson;
   if (head.find("\"waiting_for_ranks\"") != std::string_view::npos ||
       head.find("\"current_op\"") != std::string_view::npos)
@@ -171,13 +171,15 @@ void LoadOne(const std::string& path, int64_t rank_hint, const LoadOptions& opt,
   }
   if (f == Format::kUnknown) {
     res->outcome = FileResult::Outcome::kSkipped;
-    const char* what = enc == logs::TextEncoding::kBinary ? "binary data, "
+    const char* what = enc == logs::TextEncoding::kBinary  ? "binary data, "
                        : enc == logs::TextEncoding::kUtf16 ? "UTF-16 text (read as its ASCII characters), "
                                                            : "";
-    if (data.empty()) add(Sev::kWarning, "empty file; skipped", 0);
-    else add(Sev::kInfo, std::string(what) +
-                         "not a format hangdx reads (Flight Recorder pickle or JSON, wait snapshot, NCCL/PyTorch "
-                         "log, stack dump, HCCL plog, NCCL RAS); skipped");
+    if (data.empty())
+      add(Sev::kWarning, "empty file; skipped", 0);
+    else
+      add(Sev::kInfo, std::string(what) +
+                          "not a format hangdx reads (Flight Recorder pickle or JSON, wait snapshot, NCCL/PyTorch "
+                          "log, stack dump, HCCL plog, NCCL RAS); skipped");
     return;
   }
   if (f == Format::kDeviceJson) {
@@ -195,17 +197,18 @@ void LoadOne(const std::string& path, int64_t rank_hint, const LoadOptions& opt,
   model::RankDump dump;
   dump.file = path;
   dump.rank = rank_hint;
-  bool ok = f == Format::kFlightRecorderPickle
-                ? ParseFlightRecorderPickle(data, path, &dump, &res->diags, cache)
-                : ParseFlightRecorderJson(data, path, &dump, &res->diags, cache);
+  bool ok = f == Format::kFlightRecorderPickle ? ParseFlightRecorderPickle(data, path, &dump, &res->diags, cache)
+                                               : ParseFlightRecorderJson(data, path, &dump, &res->diags, cache);
   if (!ok) {
     res->outcome = FileResult::Outcome::kUnreadable;
     res->unreadable_rank = rank_hint;
     return;
   }
   if (dump.rank < 0) {
-    add(Sev::kError, "cannot tell which rank this dump belongs to: its name does not end in a "
-                     "rank number; pass --rank " + path + "=RANK");
+    add(Sev::kError,
+        "cannot tell which rank this dump belongs to: its name does not end in a "
+        "rank number; pass --rank " +
+            path + "=RANK");
     return;
   }
   res->dumps.push_back(std::move(dump));
@@ -215,8 +218,8 @@ void Walk(const fs::path& p, std::vector<std::string>* out, std::vector<Diagnost
   std::error_code ec;
   if (fs::is_directory(p, ec)) {
     std::vector<fs::path> kids;
-    for (fs::recursive_directory_iterator it(p, fs::directory_options::skip_permission_denied, ec), end;
-         it != end; it.increment(ec)) {
+    for (fs::recursive_directory_iterator it(p, fs::directory_options::skip_permission_denied, ec), end; it != end;
+         it.increment(ec)) {
       if (ec) break;
       std::string name = it->path().filename().string();
       if (!name.empty() && name[0] == '.') {
@@ -361,8 +364,12 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
   for (auto& r : results) {
     for (auto& d : r.diags) job.diagnostics.push_back(std::move(d));
     switch (r.outcome) {
-      case FileResult::Outcome::kUsed: ++job.inputs.used; break;
-      case FileResult::Outcome::kSkipped: ++job.inputs.skipped; break;
+      case FileResult::Outcome::kUsed:
+        ++job.inputs.used;
+        break;
+      case FileResult::Outcome::kSkipped:
+        ++job.inputs.skipped;
+        break;
       case FileResult::Outcome::kUnreadable:
         ++job.inputs.unreadable;
         if (r.unreadable_rank >= 0 && !job.unreadable.count(r.unreadable_rank))

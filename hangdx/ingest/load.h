@@ -21,9 +21,9 @@
 namespace hangdx::ingest {
 
 struct LoadOptions {
-  int threads = 0;                          // 0: all cores
-  std::map<std::string, int64_t> rank_of;   // file path -> rank (overrides the name)
-  int64_t world_size = -1;                  // -1: infer
+  int threads = 0;                         // 0: all cores
+  std::map<std::string, int64_t> rank_of;  // file path -> rank (overrides the name)
+  int64_t world_size = -1;                 // -1: infer
   uint64_t max_file_bytes = uint64_t{1} << 40;
   // Called from the parser threads after each file with (files done, files
   // in all, bytes done); must be thread-safe. For progress bars.

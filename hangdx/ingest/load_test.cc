@@ -47,7 +47,8 @@ TEST(LoadJob, RealDumpsAndJunkInOneFolder) {
   EXPECT_EQ(job->dumps[1].rank, 1);
   bool evil_refused = false;
   for (const auto& d : job->diagnostics)
-    if (d.file.find("evil_proto2_data.pickle") != std::string::npos && d.message.find("refused opcode") != std::string::npos)
+    if (d.file.find("evil_proto2_data.pickle") != std::string::npos &&
+        d.message.find("refused opcode") != std::string::npos)
       evil_refused = true;
   EXPECT_TRUE(evil_refused);
 }

@@ -54,12 +54,12 @@ void MatchAnonymousNcclComms(model::Job* job) {
         node.mapped().name = to;
         node.mapped().desc = "NCCL communicator of " + std::to_string(n) + " ranks";
         d.pg_config.insert(std::move(node));
-        job->diagnostics.push_back(model::MakeDiagnostic(
-            model::Diagnostic::Severity::kInfo, d.file,
-            "rank " + std::to_string(d.rank) + " logs ops of an NCCL communicator of " + std::to_string(n) +
-                " ranks with no Init line; taken as communicator " + to +
-                ", the only one of that size that the other ranks log and this rank does not",
-            d.rank));
+        job->diagnostics.push_back(
+            model::MakeDiagnostic(model::Diagnostic::Severity::kInfo, d.file,
+                                  "rank " + std::to_string(d.rank) + " logs ops of an NCCL communicator of " +
+                                      std::to_string(n) + " ranks with no Init line; taken as communicator " + to +
+                                      ", the only one of that size that the other ranks log and this rank does not",
+                                  d.rank));
         continue;
       }
       for (const auto& name : names) {

@@ -18,7 +18,8 @@ std::string RankLog(int rank, std::vector<int> op_counts, bool with_send = false
             " sendbuff 0x1 recvbuff 0x1 count 8 datatype 7 op 0 root 0 comm 0xc" + std::to_string(rank) +
             " [nranks=2] stream 0x2\n";
   if (with_send)
-    text += host + " [0] NCCL INFO Send: opCount 9 sendbuff 0x1 recvbuff (nil) count 8 datatype 7 op 0 root 1 comm 0xc" +
+    text += host +
+            " [0] NCCL INFO Send: opCount 9 sendbuff 0x1 recvbuff (nil) count 8 datatype 7 op 0 root 1 comm 0xc" +
             std::to_string(rank) + " [nranks=2] stream 0x2\n";
   return text;
 }

@@ -182,8 +182,8 @@ void MergeRankOps(model::RankDump* into, const model::RankDump& from, std::vecto
         diags->push_back(model::MakeDiagnostic(
             model::Diagnostic::Severity::kWarning, FileOf(from, op),
             "rank " + std::to_string(into->rank) + ", pg " + std::string(op.pg_name) + " seq " + std::to_string(seq) +
-                ": this file says " + Describe(op) + ", " + FileOf(*into, base) + " says " + Describe(base) +
-                " (" + what + " differ); using the latter",
+                ": this file says " + Describe(op) + ", " + FileOf(*into, base) + " says " + Describe(base) + " (" +
+                what + " differ); using the latter",
             into->rank));
       }
       continue;
@@ -195,8 +195,10 @@ void MergeRankOps(model::RankDump* into, const model::RankDump& from, std::vecto
     if (seq >= 0 && pg != by_pg.end()) {
       const auto& list = pg->second;
       auto it = std::lower_bound(list.begin(), list.end(), std::make_pair(seq, size_t{0}));
-      if (it != list.begin()) pos = std::prev(it)->second + 1;
-      else pos = it->second;
+      if (it != list.begin())
+        pos = std::prev(it)->second + 1;
+      else
+        pos = it->second;
     }
     added.emplace_back(pos, copy.Copy(op));
   }

@@ -14,8 +14,8 @@ using model::OpRecord;
 using model::RankDump;
 
 // An op of `d` at (pg, seq) as a parser would make it.
-OpRecord Op(RankDump* d, std::string_view pg, int64_t seq, std::string_view prof, model::Shape shape,
-            std::string dtype, bool p2p = false) {
+OpRecord Op(RankDump* d, std::string_view pg, int64_t seq, std::string_view prof, model::Shape shape, std::string dtype,
+            bool p2p = false) {
   model::Interner& pool = *d->interner;
   OpRecord r;
   r.record_id = static_cast<int64_t>(d->ops.size());
@@ -75,11 +75,11 @@ TEST(MergeRankOps, SameSeqIsOneOpFilledFromTheLog) {
   EXPECT_TRUE(diags.empty());
   ASSERT_EQ(Seqs(fr), (std::vector<int64_t>{1, 2, 3, 4}));
   const OpRecord& three = fr.ops[2];
-  EXPECT_EQ(three.source, -1);                               // still the dump's record
-  EXPECT_EQ(*three.input_sizes, (model::Shapes{{2, 4}}));    // the dump's shape wins
-  EXPECT_EQ(three.state, model::OpState::kScheduled);        // the dump's state wins
+  EXPECT_EQ(three.source, -1);                             // still the dump's record
+  EXPECT_EQ(*three.input_sizes, (model::Shapes{{2, 4}}));  // the dump's shape wins
+  EXPECT_EQ(three.state, model::OpState::kScheduled);      // the dump's state wins
   EXPECT_TRUE(three.completed);
-  EXPECT_EQ(three.timeout_ms, 4000);                         // filled from the log
+  EXPECT_EQ(three.timeout_ms, 4000);  // filled from the log
   EXPECT_EQ(three.duration_ms, 4012);
   const OpRecord& four = fr.ops[3];
   EXPECT_EQ(four.op, "broadcast");
@@ -118,12 +118,12 @@ TEST(MergeRankOps, LogOnlyOpsArePlacedBySeqAndKeyedPerPgAndKind) {
   log.file = "nccl.log";
   log.frames.push_back({"unused", "x.py", 1});
   log.frames.push_back({"fwd", "model.py", 7});
-  log.ops.push_back(Op(&log, "0", 4, "nccl:all_reduce", {8}, "Float"));   // evicted from the ring buffer
-  log.ops.push_back(Op(&log, "0", 7, "nccl:all_reduce", {8}, "Float"));   // after the dump
+  log.ops.push_back(Op(&log, "0", 4, "nccl:all_reduce", {8}, "Float"));  // evicted from the ring buffer
+  log.ops.push_back(Op(&log, "0", 7, "nccl:all_reduce", {8}, "Float"));  // after the dump
   log.ops.back().frames = log.interner->Intern(model::Stack{1});
   log.ops.push_back(Op(&log, "0", 5, "nccl:send 1->0", {8}, "Float", true));  // P2P seq 5 is not coll seq 5
-  log.ops.push_back(Op(&log, "0x77", 1, "nccl:all_gather", {4}, "Half"));  // a pg the dump lacks
-  log.ops.push_back(Op(&log, "0", -1, "nccl:all_reduce", {}, ""));         // no seq: no key
+  log.ops.push_back(Op(&log, "0x77", 1, "nccl:all_gather", {4}, "Half"));     // a pg the dump lacks
+  log.ops.push_back(Op(&log, "0", -1, "nccl:all_reduce", {}, ""));            // no seq: no key
   model::PgConfig cfg;
   cfg.name = "0x77";
   log.pg_config["0x77"] = cfg;
@@ -161,13 +161,15 @@ std::string FrJson(std::vector<int64_t> seqs) {
                R"(, "profiling_name": "nccl:all_reduce", "input_sizes": [[4]], "output_sizes": [[4]],)"
                R"( "input_dtypes": ["Float"], "output_dtypes": ["Float"], "state": "completed"})";
   return R"({"version": "2.4", "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1]"}},)"
-         R"( "entries": [)" + entries + "]}";
+         R"( "entries": [)" +
+         entries + "]}";
 }
 
 // rank 0's watchdog timeout at `seq`, as ProcessGroupNCCL prints it.
 std::string WatchdogLine(int64_t seq) {
   return "[rank0]:[E1218 10:00:00.000000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective "
-         "operation timeout: WorkNCCL(SeqNum=" + std::to_string(seq) +
+         "operation timeout: WorkNCCL(SeqNum=" +
+         std::to_string(seq) +
          ", OpType=ALLREDUCE, NumelIn=4, NumelOut=4, Timeout(ms)=600000) ran for 600010 milliseconds before "
          "timing out.\n";
 }
@@ -205,7 +207,8 @@ TEST(LoadJob, DumpAndLogOfOneRankMerge) {
 // second dump of the rank with more entries replaces it. The log's record
 // must survive the swap; the first dump's own entries do not.
 TEST(LoadJob, LogRecordsSurviveASecondDumpOfTheRank) {
-  auto job = LoadFiles({{"a_fr_0.json", FrJson({1, 2})}, {"b_0.log", WatchdogLine(5)}, {"c_fr_0.json", FrJson({2, 3, 4})}});
+  auto job =
+      LoadFiles({{"a_fr_0.json", FrJson({1, 2})}, {"b_0.log", WatchdogLine(5)}, {"c_fr_0.json", FrJson({2, 3, 4})}});
   ASSERT_TRUE(job.ok());
   ASSERT_EQ(job->dumps.size(), 1u);
   const RankDump& d = job->dumps[0];

@@ -17,14 +17,15 @@ int64_t PgSize(std::string_view desc) {
   if (p == std::string_view::npos) return -1;
   n = 0;
   size_t i = p + 10, digits = 0;
-  for (; i < desc.size() && desc[i] >= '0' && desc[i] <= '9' && digits < 12; ++i, ++digits) n = n * 10 + (desc[i] - '0');
+  for (; i < desc.size() && desc[i] >= '0' && desc[i] <= '9' && digits < 12; ++i, ++digits)
+    n = n * 10 + (desc[i] - '0');
   return digits > 0 && i < desc.size() && desc[i] == ')' ? n : -1;
 }
 
 }  // namespace
 
 std::map<std::string, std::map<int64_t, model::Rank>> PgLocalRankMap(const model::Job& job,
-                                                                   std::vector<model::Diagnostic>* diags) {
+                                                                     std::vector<model::Diagnostic>* diags) {
   std::map<std::string, std::map<int64_t, model::Rank>> map;
   std::set<std::pair<std::string, int64_t>> clash;
   for (const auto& d : job.dumps)
@@ -71,10 +72,9 @@ void MapPgLocalRanks(model::Job* job) {
     if (global.size() != d.wait->waiting_for.size()) continue;
     d.wait->waiting_for = std::move(global);
     d.wait->pg_local = false;
-    job->diagnostics.push_back(model::MakeDiagnostic(model::Diagnostic::Severity::kInfo, d.file,
-                                                     "the wait of rank " + std::to_string(d.rank) +
-                                                         " named pg-local ranks: " + how,
-                                                     d.rank));
+    job->diagnostics.push_back(
+        model::MakeDiagnostic(model::Diagnostic::Severity::kInfo, d.file,
+                              "the wait of rank " + std::to_string(d.rank) + " named pg-local ranks: " + how, d.rank));
   }
   // Members of pgs of known size whose local ranks are all mapped.
   for (const auto& [name, locals] : map) {

@@ -79,9 +79,8 @@ std::string NcclProc(int global, int local) {
   std::string h = "node01:" + std::to_string(200 + global) + ":" + std::to_string(200 + global) + " [" +
                   std::to_string(global) + "] NCCL INFO ";
   return h + "comm 0xa" + std::to_string(global) + " rank " + std::to_string(global) +
-         " nranks 8 cudaDev 0 busId 1000 commId 0xworld0 - Init COMPLETE\n" + h + "comm 0xb" +
-         std::to_string(global) + " rank " + std::to_string(local) +
-         " nRanks 2 cudaDev 0 busId 1000 commId 0x9f - Init COMPLETE\n" + h +
+         " nranks 8 cudaDev 0 busId 1000 commId 0xworld0 - Init COMPLETE\n" + h + "comm 0xb" + std::to_string(global) +
+         " rank " + std::to_string(local) + " nRanks 2 cudaDev 0 busId 1000 commId 0x9f - Init COMPLETE\n" + h +
          "AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x1 count 8 datatype 7 op 0 root 0 comm 0xb" +
          std::to_string(global) + " [nranks=2] stream 0x2\n";
 }
@@ -94,7 +93,7 @@ TEST(PgLocalRanks, NcclInitLinesGiveASubCommunicatorItsMembers) {
     set.MoveTo(&job.dumps);
   }
   ASSERT_EQ(job.dumps.size(), 2u);
-  EXPECT_EQ(job.dumps[0].rank, 4);  // its rank in the largest communicator
+  EXPECT_EQ(job.dumps[0].rank, 4);                              // its rank in the largest communicator
   EXPECT_FALSE(job.dumps[0].pg_config.at("0x9f").ranks_known);  // one file cannot tell
   MapPgLocalRanks(&job);
   for (const auto& d : job.dumps) {

@@ -16,37 +16,57 @@ const PickleValue* PickleValue::Get(std::string_view key) const {
 
 size_t PickleValue::size() const {
   switch (kind) {
-    case Kind::kDict: return c->items.size() / 2;
-    case Kind::kList: case Kind::kTuple: case Kind::kSet: return c->items.size();
-    default: return 0;
+    case Kind::kDict:
+      return c->items.size() / 2;
+    case Kind::kList:
+    case Kind::kTuple:
+    case Kind::kSet:
+      return c->items.size();
+    default:
+      return 0;
   }
 }
 
 bool LooksLikePickle(std::string_view data) {
-  return data.size() >= 2 && static_cast<unsigned char>(data[0]) == 0x80 &&
-         data[1] >= 2 && data[1] <= 5;
+  return data.size() >= 2 && static_cast<unsigned char>(data[0]) == 0x80 && data[1] >= 2 && data[1] <= 5;
 }
 
 namespace {
 
 const char* OpcodeName(unsigned char op) {
   switch (op) {
-    case 'c': return "GLOBAL";
-    case 0x93: return "STACK_GLOBAL";
-    case 'R': return "REDUCE";
-    case 'b': return "BUILD";
-    case 'i': return "INST";
-    case 'o': return "OBJ";
-    case 0x81: return "NEWOBJ";
-    case 0x92: return "NEWOBJ_EX";
-    case 'P': return "PERSID";
-    case 'Q': return "BINPERSID";
-    case 0x82: return "EXT1";
-    case 0x83: return "EXT2";
-    case 0x84: return "EXT4";
-    case 0x97: return "NEXT_BUFFER";
-    case 0x98: return "READONLY_BUFFER";
-    default: return nullptr;
+    case 'c':
+      return "GLOBAL";
+    case 0x93:
+      return "STACK_GLOBAL";
+    case 'R':
+      return "REDUCE";
+    case 'b':
+      return "BUILD";
+    case 'i':
+      return "INST";
+    case 'o':
+      return "OBJ";
+    case 0x81:
+      return "NEWOBJ";
+    case 0x92:
+      return "NEWOBJ_EX";
+    case 'P':
+      return "PERSID";
+    case 'Q':
+      return "BINPERSID";
+    case 0x82:
+      return "EXT1";
+    case 0x83:
+      return "EXT2";
+    case 0x84:
+      return "EXT4";
+    case 0x97:
+      return "NEXT_BUFFER";
+    case 0x98:
+      return "READONLY_BUFFER";
+    default:
+      return nullptr;
   }
 }
 
@@ -58,8 +78,13 @@ std::string Hex(unsigned char op) {
 class Machine {
  public:
   Machine(std::string_view data, PickleScratch* scratch)
-      : d_(data), arena_(&scratch->arena), used_(scratch->used), stack_(scratch->stack), marks_(scratch->marks),
-        memo_(scratch->memo), memo_set_(scratch->memo_set) {}
+      : d_(data),
+        arena_(&scratch->arena),
+        used_(scratch->used),
+        stack_(scratch->stack),
+        marks_(scratch->marks),
+        memo_(scratch->memo),
+        memo_set_(scratch->memo_set) {}
 
   bool Run(PickleValue* root, int* protocol, PickleError* err);
 
@@ -71,14 +96,13 @@ class Machine {
   }
   bool Need(size_t n, const char* what) {
     if (d_.size() - pos_ < n)
-      return Fail(std::string("truncated: ") + what + " needs " + std::to_string(n) +
-                  " bytes, " + std::to_string(d_.size() - pos_) + " left");
+      return Fail(std::string("truncated: ") + what + " needs " + std::to_string(n) + " bytes, " +
+                  std::to_string(d_.size() - pos_) + " left");
     return true;
   }
   uint64_t ReadLE(size_t n) {
     uint64_t v = 0;
-    for (size_t k = 0; k < n; ++k)
-      v |= static_cast<uint64_t>(static_cast<unsigned char>(d_[pos_ + k])) << (8 * k);
+    for (size_t k = 0; k < n; ++k) v |= static_cast<uint64_t>(static_cast<unsigned char>(d_[pos_ + k])) << (8 * k);
     pos_ += n;
     return v;
   }
@@ -135,8 +159,7 @@ class Machine {
     return true;
   }
   bool Fetch(uint64_t idx) {
-    if (idx >= memo_.size() || !memo_set_[idx])
-      return Fail("memo key " + std::to_string(idx) + " was never stored");
+    if (idx >= memo_.size() || !memo_set_[idx]) return Fail("memo key " + std::to_string(idx) + " was never stored");
     stack_.push_back(memo_[idx]);
     return true;
   }
@@ -207,17 +230,36 @@ bool Machine::Run(PickleValue* root, int* protocol, PickleError* err) {
         break;
       case '.': {  // STOP
         if (stack_.size() != 1 || !marks_.empty())
-          return Fail("STOP with " + std::to_string(stack_.size()) + " values and " +
-                      std::to_string(marks_.size()) + " marks on the stack (want 1 and 0)");
+          return Fail("STOP with " + std::to_string(stack_.size()) + " values and " + std::to_string(marks_.size()) +
+                      " marks on the stack (want 1 and 0)");
         *root = stack_.back();
         return true;
       }
-      case '(': marks_.push_back(stack_.size()); break;
-      case '0': { PickleValue v; if (!Pop(&v)) return false; break; }
-      case '1': { size_t m; if (!PopMark(&m)) return false; stack_.resize(m); break; }
-      case '2': { PickleValue* t; if (!Top(&t)) return false; stack_.push_back(*t); break; }
-      case 'N': stack_.push_back(PickleValue{}); break;
-      case 0x88: case 0x89: {
+      case '(':
+        marks_.push_back(stack_.size());
+        break;
+      case '0': {
+        PickleValue v;
+        if (!Pop(&v)) return false;
+        break;
+      }
+      case '1': {
+        size_t m;
+        if (!PopMark(&m)) return false;
+        stack_.resize(m);
+        break;
+      }
+      case '2': {
+        PickleValue* t;
+        if (!Top(&t)) return false;
+        stack_.push_back(*t);
+        break;
+      }
+      case 'N':
+        stack_.push_back(PickleValue{});
+        break;
+      case 0x88:
+      case 0x89: {
         PickleValue x;
         x.kind = K::kBool;
         x.b = op == 0x88;
@@ -247,7 +289,8 @@ bool Machine::Run(PickleValue* root, int* protocol, PickleError* err) {
         if (!PushLong(n)) return false;
         break;
       }
-      case 'I': case 'L': {  // text INT / LONG (protocol 0/1)
+      case 'I':
+      case 'L': {  // text INT / LONG (protocol 0/1)
         std::string_view line;
         if (!ReadLine(&line)) return false;
         if (op == 'L' && !line.empty() && line.back() == 'L') line.remove_suffix(1);
@@ -260,8 +303,7 @@ bool Machine::Run(PickleValue* root, int* protocol, PickleError* err) {
         }
         int64_t v;
         auto r = std::from_chars(line.data(), line.data() + line.size(), v);
-        if (r.ec != std::errc() || r.ptr != line.data() + line.size())
-          return Fail("malformed text integer");
+        if (r.ec != std::errc() || r.ptr != line.data() + line.size()) return Fail("malformed text integer");
         PushInt(v);
         break;
       }
@@ -321,18 +363,30 @@ bool Machine::Run(PickleValue* root, int* protocol, PickleError* err) {
         if (!Need(1, "SHORT_BINBYTES")) return false;
         if (!PushStr(ReadLE(1), K::kBytes, "SHORT_BINBYTES")) return false;
         break;
-      case 0x8e: case 0x96: {
+      case 0x8e:
+      case 0x96: {
         if (!Need(8, "BINBYTES8")) return false;
         uint64_t n = ReadLE(8);
         if (n > d_.size()) return Fail("BINBYTES8 length beyond the input");
         if (!PushStr(n, K::kBytes, "BINBYTES8")) return false;
         break;
       }
-      case ']': stack_.push_back(MakeContainer(K::kList)); break;
-      case ')': stack_.push_back(MakeContainer(K::kTuple)); break;
-      case '}': stack_.push_back(MakeContainer(K::kDict)); break;
-      case 0x8f: stack_.push_back(MakeContainer(K::kSet)); break;
-      case 'l': case 't': case 'd': case 0x91: {  // LIST, TUPLE, DICT, FROZENSET from MARK
+      case ']':
+        stack_.push_back(MakeContainer(K::kList));
+        break;
+      case ')':
+        stack_.push_back(MakeContainer(K::kTuple));
+        break;
+      case '}':
+        stack_.push_back(MakeContainer(K::kDict));
+        break;
+      case 0x8f:
+        stack_.push_back(MakeContainer(K::kSet));
+        break;
+      case 'l':
+      case 't':
+      case 'd':
+      case 0x91: {  // LIST, TUPLE, DICT, FROZENSET from MARK
         size_t m;
         if (!PopMark(&m)) return false;
         K kind = op == 'l' ? K::kList : op == 't' ? K::kTuple : op == 'd' ? K::kDict : K::kSet;
@@ -343,7 +397,9 @@ bool Machine::Run(PickleValue* root, int* protocol, PickleError* err) {
         stack_.push_back(v);
         break;
       }
-      case 0x85: case 0x86: case 0x87: {  // TUPLE1..3
+      case 0x85:
+      case 0x86:
+      case 0x87: {  // TUPLE1..3
         size_t n = op - 0x84;
         if (stack_.size() < BaseIndex() + n) return Fail("stack underflow in TUPLE" + std::to_string(n));
         PickleValue v = MakeContainer(K::kTuple);
@@ -361,7 +417,9 @@ bool Machine::Run(PickleValue* root, int* protocol, PickleError* err) {
         list->c->items.push_back(item);
         break;
       }
-      case 'e': case 'u': case 0x90: {  // APPENDS, SETITEMS, ADDITEMS
+      case 'e':
+      case 'u':
+      case 0x90: {  // APPENDS, SETITEMS, ADDITEMS
         size_t m;
         if (!PopMark(&m)) return false;
         if (m == 0 || m <= BaseIndex()) return Fail("no container below MARK");
@@ -402,13 +460,13 @@ bool Machine::Run(PickleValue* root, int* protocol, PickleError* err) {
         if (!Need(4, "LONG_BINGET")) return false;
         if (!Fetch(ReadLE(4))) return false;
         break;
-      case 'p': case 'g': {  // text PUT / GET
+      case 'p':
+      case 'g': {  // text PUT / GET
         std::string_view line;
         if (!ReadLine(&line)) return false;
         uint64_t idx;
         auto r = std::from_chars(line.data(), line.data() + line.size(), idx);
-        if (r.ec != std::errc() || r.ptr != line.data() + line.size())
-          return Fail("malformed memo key");
+        if (r.ec != std::errc() || r.ptr != line.data() + line.size()) return Fail("malformed memo key");
         if (!(op == 'p' ? Memoize(idx) : Fetch(idx))) return false;
         break;
       }

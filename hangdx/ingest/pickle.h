@@ -34,14 +34,13 @@ struct PickleContainer;
 // buffer (or its arena), containers are pointers into the document's arena:
 // a PickleValue is valid only while its PickleDocument lives.
 struct PickleValue {
-  enum class Kind : uint8_t { kNone, kBool, kInt, kBigInt, kFloat, kStr, kBytes,
-                              kList, kTuple, kDict, kSet };
+  enum class Kind : uint8_t { kNone, kBool, kInt, kBigInt, kFloat, kStr, kBytes, kList, kTuple, kDict, kSet };
   Kind kind = Kind::kNone;
   bool b = false;
   int64_t i = 0;
   double f = 0;
-  std::string_view s;                  // kStr (UTF-8), kBytes, kBigInt (LE two's complement)
-  PickleContainer* c = nullptr;        // kList, kTuple, kSet, kDict
+  std::string_view s;            // kStr (UTF-8), kBytes, kBigInt (LE two's complement)
+  PickleContainer* c = nullptr;  // kList, kTuple, kSet, kDict
 
   bool is_dict() const { return kind == Kind::kDict; }
   bool is_seq() const { return kind == Kind::kList || kind == Kind::kTuple; }
@@ -59,7 +58,7 @@ struct PickleContainer {
 
 // Where and why parsing stopped.
 struct PickleError {
-  int64_t offset = -1;   // byte offset of the offending opcode
+  int64_t offset = -1;  // byte offset of the offending opcode
   std::string message;
 };
 

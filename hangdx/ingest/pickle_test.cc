@@ -69,7 +69,8 @@ TEST(Pickle, RefusesCodeExecutionWithoutSideEffects) {
 }
 
 TEST(Pickle, RefusesEveryObjectBuildingOpcode) {
-  for (int op : {int{'c'}, 0x93, int{'R'}, int{'b'}, int{'i'}, int{'o'}, 0x81, 0x92, int{'P'}, int{'Q'}, 0x82, 0x83, 0x84}) {
+  for (int op :
+       {int{'c'}, 0x93, int{'R'}, int{'b'}, int{'i'}, int{'o'}, 0x81, 0x92, int{'P'}, int{'Q'}, 0x82, 0x83, 0x84}) {
     std::string data = "\x80\x02";
     data += "N";  // something on the stack
     data += static_cast<char>(op);
@@ -95,16 +96,25 @@ TEST(Pickle, TruncationNamesTheOffset) {
 }
 
 TEST(Pickle, MalformedStructure) {
-  struct Case { std::string data; const char* needle; };
+  struct Case {
+    std::string data;
+    const char* needle;
+  };
   std::vector<Case> cases = {
       {std::string("\x80\x02h\x05.", 5), "never stored"},
-      {std::string("\x80\x02" "e.", 4), "no MARK"},
+      {std::string("\x80\x02"
+                   "e.",
+                   4),
+       "no MARK"},
       {std::string("\x80\x02NN.", 5), "STOP with 2 values"},
       {std::string("\x80\x02(N.", 5), "marks"},
       {std::string("\x80\x02N\xff.", 5), "unknown"},
       {std::string("\x80\x09N.", 4), "protocol 9"},
       {std::string("\x80\x02X\xff\xff\xff\x7f", 7), "truncated"},
-      {std::string("\x80\x02NN" "a.", 6), "non-list"},
+      {std::string("\x80\x02NN"
+                   "a.",
+                   6),
+       "non-list"},
   };
   for (const auto& c : cases) {
     PickleDocument doc;
@@ -116,7 +126,10 @@ TEST(Pickle, MalformedStructure) {
 
 TEST(Pickle, SelfReferentialListDoesNotHang) {
   // l = []; l.append(l): EMPTY_LIST BINPUT 0 BINGET 0 APPEND STOP
-  std::string data("\x80\x02]q\x00h\x00" "a.", 9);
+  std::string data(
+      "\x80\x02]q\x00h\x00"
+      "a.",
+      9);
   PickleDocument doc;
   PickleError err;
   ASSERT_TRUE(doc.Parse(data, &err)) << err.message;

@@ -9,8 +9,8 @@
 namespace hangdx::ingest {
 namespace {
 
-using model::DevOp;
 using model::DeviceTaskReport;
+using model::DevOp;
 
 // "0x0000000000000213" -> "0x213".
 std::string ShortId(const std::string& id) {
@@ -20,9 +20,7 @@ std::string ShortId(const std::string& id) {
   return "0x" + id.substr(i);
 }
 
-std::string Where(const DeviceTaskReport& t) {
-  return t.line > 0 ? t.file + ":" + std::to_string(t.line) : t.file;
-}
+std::string Where(const DeviceTaskReport& t) { return t.line > 0 ? t.file + ":" + std::to_string(t.line) : t.file; }
 
 class Builder {
  public:
@@ -74,8 +72,8 @@ class Builder {
     if (t.failed) {
       op.kind = DevOp::Kind::kCompute;
       op.failed = true;
-      op.name = (t.task_type.empty() ? std::string("task") : t.task_type) + id +
-                (t.what.empty() ? "" : " (" + t.what + ")");
+      op.name =
+          (t.task_type.empty() ? std::string("task") : t.task_type) + id + (t.what.empty() ? "" : " (" + t.what + ")");
     } else if (t.remote_local >= 0) {
       op.kind = DevOp::Kind::kWait;
       op.event = "notify " + (t.notify.empty() ? std::string("?") : ShortId(t.notify)) + " from rank " +
@@ -125,9 +123,7 @@ class Builder {
     for (int pass = 0; pass < 3 && !where; ++pass)
       for (const auto& s : dr->streams) {
         const DevOp& head = out_.ops[s.tasks.front()];
-        bool ok = pass == 0 ? (!head.failed && !t.group.empty() && head.pg == t.group)
-                : pass == 1 ? head.failed
-                            : true;
+        bool ok = pass == 0 ? (!head.failed && !t.group.empty() && head.pg == t.group) : pass == 1 ? head.failed : true;
         if (ok) {
           where = &s;
           break;

@@ -23,9 +23,7 @@ TEST(PlogChain, NotifyWaitsAcrossRanksEndAtTheFailedTask) {
   //   rank 0 stream 109: [Notify Wait task 38 (notify 0x213 from rank 1)]
   //   rank 1 stream 111: [Notify Wait task 52 (notify 0x215 from rank 2), Record of 0x213]
   //   rank 2 stream 2:   [AICPU task 19016 (failed), Record of 0x215]
-  auto head = [&](size_t r, size_t pos) -> const DevOp& {
-    return d.ops[d.ranks[r].streams.at(0).tasks.at(pos)];
-  };
+  auto head = [&](size_t r, size_t pos) -> const DevOp& { return d.ops[d.ranks[r].streams.at(0).tasks.at(pos)]; };
   EXPECT_EQ(d.ranks[0].streams[0].name, "109");
   ASSERT_EQ(d.ranks[0].streams[0].tasks.size(), 1u);
   EXPECT_EQ(head(0, 0).kind, DevOp::Kind::kWait);

@@ -7,7 +7,6 @@
 namespace hangdx::ingest {
 namespace {
 
-
 constexpr int64_t kMaxRank = int64_t{1} << 24;  // more ranks than any job has had
 
 bool RankKey(const std::string& key, int64_t* r) {
@@ -19,8 +18,8 @@ bool IsSnapshot(const nlohmann::json& j) {
   if (!j.is_object() || j.empty()) return false;
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& k = it.key();
-    bool digits = !k.empty() && k.size() <= 19 &&
-                  std::all_of(k.begin(), k.end(), [](char c) { return c >= '0' && c <= '9'; });
+    bool digits =
+        !k.empty() && k.size() <= 19 && std::all_of(k.begin(), k.end(), [](char c) { return c >= '0' && c <= '9'; });
     if (!digits || !it->is_object()) return false;
     if (!it->contains("waiting_for_ranks") && !it->contains("current_op")) return false;
   }
@@ -44,8 +43,7 @@ bool LooksLikeWaitSnapshot(std::string_view data) {
   }
 }
 
-bool ParseWaitSnapshot(std::string_view data, const std::string& file,
-                       std::vector<model::RankDump>* out,
+bool ParseWaitSnapshot(std::string_view data, const std::string& file, std::vector<model::RankDump>* out,
                        std::vector<model::Diagnostic>* diags) {
   auto diag = [&](model::Rank rank, std::string msg, int64_t offset = -1) {
     diags->push_back(model::MakeDiagnostic(model::Diagnostic::Severity::kWarning, file, std::move(msg), rank, offset));
@@ -79,27 +77,37 @@ bool ParseWaitSnapshot(std::string_view data, const std::string& file,
     const auto& v = *it;
     bool ok = true;
     if (auto f = v.find("current_op"); f != v.end()) {
-      if (f->is_string()) w.current_op = f->get<std::string>();
-      else ok = false;
+      if (f->is_string())
+        w.current_op = f->get<std::string>();
+      else
+        ok = false;
     }
     if (auto f = v.find("op_seq"); f != v.end() && !f->is_null()) {
-      if (f->is_number_integer()) w.op_seq = f->get<int64_t>();
-      else ok = false;
+      if (f->is_number_integer())
+        w.op_seq = f->get<int64_t>();
+      else
+        ok = false;
     }
     if (auto f = v.find("wait_kind"); f != v.end()) {
-      if (f->is_string() && (*f == "any" || *f == "all")) w.any_of = *f == "any";
-      else ok = false;
+      if (f->is_string() && (*f == "any" || *f == "all"))
+        w.any_of = *f == "any";
+      else
+        ok = false;
     }
     if (auto f = v.find("waiting_for_ranks"); f != v.end() && !f->is_null()) {
       if (!f->is_array()) ok = false;
       for (const auto& x : *f) {
-        if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= kMaxRank) { ok = false; break; }
+        if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= kMaxRank) {
+          ok = false;
+          break;
+        }
         w.waiting_for.push_back(x.get<int64_t>());
       }
     }
     if (!ok) {
-      diag(d.rank, "rank " + it.key() + ": malformed wait state (want current_op: str, "
-                   "waiting_for_ranks: [ranks 0 to 16777215], op_seq: int); skipped");
+      diag(d.rank, "rank " + it.key() +
+                       ": malformed wait state (want current_op: str, "
+                       "waiting_for_ranks: [ranks 0 to 16777215], op_seq: int); skipped");
       continue;
     }
     std::sort(w.waiting_for.begin(), w.waiting_for.end());

@@ -16,7 +16,6 @@
 
 #include "hangdx/model/job.h"
 
-
 namespace hangdx::ingest {
 
 // A JSON parser exception's message without nlohmann's "[json.exception...] "
@@ -30,8 +29,7 @@ bool LooksLikeWaitSnapshot(std::string_view data);
 // Parses a wait snapshot from `file` into one RankDump per rank (format
 // "wait-snapshot"). Bad members are skipped with a diagnostic naming the
 // rank key; returns false when nothing usable was found.
-bool ParseWaitSnapshot(std::string_view data, const std::string& file,
-                       std::vector<model::RankDump>* out,
+bool ParseWaitSnapshot(std::string_view data, const std::string& file, std::vector<model::RankDump>* out,
                        std::vector<model::Diagnostic>* diags);
 
 }  // namespace hangdx::ingest

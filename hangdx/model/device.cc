@@ -7,22 +7,32 @@ namespace hangdx::model {
 
 const char* DevOpKindName(DevOp::Kind kind) {
   switch (kind) {
-    case DevOp::Kind::kCompute: return "compute";
-    case DevOp::Kind::kRecord: return "record";
-    case DevOp::Kind::kWait: return "wait";
-    case DevOp::Kind::kCollective: return "collective";
-    case DevOp::Kind::kSend: return "send";
-    case DevOp::Kind::kRecv: return "recv";
-    case DevOp::Kind::kHostSync: return "host_sync";
+    case DevOp::Kind::kCompute:
+      return "compute";
+    case DevOp::Kind::kRecord:
+      return "record";
+    case DevOp::Kind::kWait:
+      return "wait";
+    case DevOp::Kind::kCollective:
+      return "collective";
+    case DevOp::Kind::kSend:
+      return "send";
+    case DevOp::Kind::kRecv:
+      return "recv";
+    case DevOp::Kind::kHostSync:
+      return "host_sync";
   }
   return "unknown";
 }
 
 const char* QueueModeName(QueueMode mode) {
   switch (mode) {
-    case QueueMode::kOff: return "off";
-    case QueueMode::kPerDevice: return "per_device";
-    case QueueMode::kPerStream: return "per_stream";
+    case QueueMode::kOff:
+      return "off";
+    case QueueMode::kPerDevice:
+      return "per_device";
+    case QueueMode::kPerStream:
+      return "per_stream";
   }
   return "unknown";
 }
@@ -32,8 +42,7 @@ DeviceRank* DeviceJob::FindRank(Rank r) {
 }
 
 const DeviceRank* DeviceJob::FindRank(Rank r) const {
-  auto it = std::lower_bound(ranks.begin(), ranks.end(), r,
-                             [](const DeviceRank& d, Rank x) { return d.rank < x; });
+  auto it = std::lower_bound(ranks.begin(), ranks.end(), r, [](const DeviceRank& d, Rank x) { return d.rank < x; });
   return it != ranks.end() && it->rank == r ? &*it : nullptr;
 }
 
@@ -44,10 +53,17 @@ void DeviceJob::Number() {
   using Key = std::tuple<std::string, Rank, Rank, int>;
   auto key_of = [](const DevOp& op, Key* key) {
     switch (op.kind) {
-      case DevOp::Kind::kCollective: *key = Key(op.pg, op.rank, -2, 0); return true;
-      case DevOp::Kind::kSend: *key = Key(op.pg, op.rank, op.peer, 1); return true;
-      case DevOp::Kind::kRecv: *key = Key(op.pg, op.peer < 0 ? -1 : op.peer, op.rank, 2); return true;
-      default: return false;
+      case DevOp::Kind::kCollective:
+        *key = Key(op.pg, op.rank, -2, 0);
+        return true;
+      case DevOp::Kind::kSend:
+        *key = Key(op.pg, op.rank, op.peer, 1);
+        return true;
+      case DevOp::Kind::kRecv:
+        *key = Key(op.pg, op.peer < 0 ? -1 : op.peer, op.rank, 2);
+        return true;
+      default:
+        return false;
     }
   };
   std::map<Key, int64_t> next;

@@ -60,20 +60,20 @@ struct DevOp {
     kHostSync,    // host waits for `event` (or for `stream` to drain); never on a stream
   };
   Kind kind = Kind::kCompute;
-  std::string name;             // for reports: "all_reduce", "matmul", "record e1"
-  Rank rank = -1;               // the rank (device) that issues it
-  std::string thread;           // issuing host thread
-  std::string stream;           // target stream, device-local name
-  std::string event;            // kRecord, kWait, kHostSync
-  std::string pg;               // kCollective, kSend, kRecv
-  Rank peer = -1;               // kSend, kRecv
-  std::string pool;             // needs and holds one unit of this pool while running; "" none
-  bool host_blocking = false;   // its issuer waits for it to finish
-  bool failed = false;          // the device reported it failed (a device log): it never
-                                // finishes, and whatever waits for it waits for a cause
-  int64_t seq = -1;             // per-pg seq (collectives) or per-pair count (P2P), from 0;
-                                // filled by DeviceJob::Number()
-  std::string source;           // evidence: "file:line", or "schedule ranks[0].threads[1].ops[3]"
+  std::string name;            // for reports: "all_reduce", "matmul", "record e1"
+  Rank rank = -1;              // the rank (device) that issues it
+  std::string thread;          // issuing host thread
+  std::string stream;          // target stream, device-local name
+  std::string event;           // kRecord, kWait, kHostSync
+  std::string pg;              // kCollective, kSend, kRecv
+  Rank peer = -1;              // kSend, kRecv
+  std::string pool;            // needs and holds one unit of this pool while running; "" none
+  bool host_blocking = false;  // its issuer waits for it to finish
+  bool failed = false;         // the device reported it failed (a device log): it never
+                               // finishes, and whatever waits for it waits for a cause
+  int64_t seq = -1;            // per-pg seq (collectives) or per-pair count (P2P), from 0;
+                               // filled by DeviceJob::Number()
+  std::string source;          // evidence: "file:line", or "schedule ranks[0].threads[1].ops[3]"
 };
 
 const char* DevOpKindName(DevOp::Kind kind);
@@ -87,26 +87,26 @@ using OpId = int32_t;
 
 struct HostThread {
   std::string name;
-  std::vector<OpId> pending;    // not yet issued, in program order
-  OpId blocked_on = -1;         // the host-blocking op it waits for, -1 when free
+  std::vector<OpId> pending;  // not yet issued, in program order
+  OpId blocked_on = -1;       // the host-blocking op it waits for, -1 when free
 };
 
 struct TaskQueue {
-  std::string name;             // "device" (kPerDevice) or the stream's name (kPerStream)
-  std::vector<OpId> entries;    // issued, not yet dispatched, FIFO order
-  OpId dispatching = -1;        // a host-blocking op the dispatcher waits for, -1 when free
+  std::string name;           // "device" (kPerDevice) or the stream's name (kPerStream)
+  std::vector<OpId> entries;  // issued, not yet dispatched, FIFO order
+  OpId dispatching = -1;      // a host-blocking op the dispatcher waits for, -1 when free
 };
 
 struct Stream {
   std::string name;
-  std::vector<OpId> tasks;      // unfinished tasks in order; tasks[0] is the head
-  bool head_started = false;    // the head has started (and holds its pool unit, if any)
+  std::vector<OpId> tasks;    // unfinished tasks in order; tasks[0] is the head
+  bool head_started = false;  // the head has started (and holds its pool unit, if any)
 };
 
 struct Pool {
-  std::string name;             // e.g. "aicpu"
-  int capacity = 1;             // units
-  std::vector<OpId> holders;    // started ops holding one unit each
+  std::string name;           // e.g. "aicpu"
+  int capacity = 1;           // units
+  std::vector<OpId> holders;  // started ops holding one unit each
 };
 
 struct DeviceRank {
@@ -123,10 +123,10 @@ struct DeviceJob {
   QueueMode queue_mode = QueueMode::kOff;
   std::map<std::string, std::vector<Rank>> pgs;  // pg -> global member ranks, sorted
   std::vector<DevOp> ops;
-  std::vector<DeviceRank> ranks;                 // sorted by rank
-  std::vector<std::string> recorded_events;      // sorted
-  std::vector<bool> finished;                    // per op; size == ops.size()
-  std::string origin;                            // file or "schedule" it came from
+  std::vector<DeviceRank> ranks;             // sorted by rank
+  std::vector<std::string> recorded_events;  // sorted
+  std::vector<bool> finished;                // per op; size == ops.size()
+  std::string origin;                        // file or "schedule" it came from
   // Events that no op in the job records but whose producer the evidence
   // names (an HCCL notify that a remote rank should record): event -> who
   // ("rank 2 (no log from it in these files)"), and the global rank when known.

@@ -52,13 +52,13 @@ DevOp Op(DevOp::Kind kind, Rank rank, std::string pg, Rank peer = -1, int64_t se
 // queues and threads; seqs already set are kept and counted after.
 TEST(DeviceJob, NumberCollectives) {
   DeviceJob job;
-  job.ops = {Op(DevOp::Kind::kCollective, 0, "tp"),   // 0: finished
-             Op(DevOp::Kind::kCollective, 0, "tp"),   // 1: pending in thread
-             Op(DevOp::Kind::kCollective, 0, "tp"),   // 2: on stream
-             Op(DevOp::Kind::kCollective, 0, "pp"),   // 3: in queue
+  job.ops = {Op(DevOp::Kind::kCollective, 0, "tp"),         // 0: finished
+             Op(DevOp::Kind::kCollective, 0, "tp"),         // 1: pending in thread
+             Op(DevOp::Kind::kCollective, 0, "tp"),         // 2: on stream
+             Op(DevOp::Kind::kCollective, 0, "pp"),         // 3: in queue
              Op(DevOp::Kind::kCollective, 1, "tp", -1, 7),  // 4: set already
-             Op(DevOp::Kind::kCollective, 1, "tp"),   // 5: pending
-             Op(DevOp::Kind::kCompute, 0, "")};       // 6: not numbered
+             Op(DevOp::Kind::kCollective, 1, "tp"),         // 5: pending
+             Op(DevOp::Kind::kCompute, 0, "")};             // 6: not numbered
   job.finished = {true, false, false, false, false, false, false};
   DeviceRank r0;
   r0.rank = 0;
@@ -84,12 +84,12 @@ TEST(DeviceJob, NumberCollectives) {
 // from recvs that name the sender.
 TEST(DeviceJob, NumberP2p) {
   DeviceJob job;
-  job.ops = {Op(DevOp::Kind::kSend, 0, "pp", 1),    // 0
-             Op(DevOp::Kind::kSend, 0, "pp", 2),    // 1
-             Op(DevOp::Kind::kSend, 0, "pp", 1),    // 2
-             Op(DevOp::Kind::kRecv, 1, "pp", 0),    // 3
-             Op(DevOp::Kind::kRecv, 1, "pp", -1),   // 4
-             Op(DevOp::Kind::kRecv, 1, "pp", 0)};   // 5
+  job.ops = {Op(DevOp::Kind::kSend, 0, "pp", 1),   // 0
+             Op(DevOp::Kind::kSend, 0, "pp", 2),   // 1
+             Op(DevOp::Kind::kSend, 0, "pp", 1),   // 2
+             Op(DevOp::Kind::kRecv, 1, "pp", 0),   // 3
+             Op(DevOp::Kind::kRecv, 1, "pp", -1),  // 4
+             Op(DevOp::Kind::kRecv, 1, "pp", 0)};  // 5
   job.finished.assign(job.ops.size(), false);
   DeviceRank r0;
   r0.rank = 0;

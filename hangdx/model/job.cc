@@ -7,8 +7,7 @@
 namespace hangdx::model {
 
 const RankDump* Job::Find(Rank r) const {
-  auto it = std::lower_bound(dumps.begin(), dumps.end(), r,
-                             [](const RankDump& d, Rank x) { return d.rank < x; });
+  auto it = std::lower_bound(dumps.begin(), dumps.end(), r, [](const RankDump& d, Rank x) { return d.rank < x; });
   return it != dumps.end() && it->rank == r ? &*it : nullptr;
 }
 
@@ -65,8 +64,7 @@ int64_t Numel(const Shape& shape) {
   int64_t n = 1;
   for (int64_t d : shape) {
     if (d < 0) return 0;
-    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d)
-      return std::numeric_limits<int64_t>::max();
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d) return std::numeric_limits<int64_t>::max();
     n *= d;
   }
   return n;

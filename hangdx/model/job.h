@@ -24,7 +24,7 @@
 
 namespace hangdx::model {
 
-using Rank = int64_t;   // global rank
+using Rank = int64_t;  // global rank
 using Shape = std::vector<int64_t>;
 
 // A problem with the input data: never fatal. `offset` is a byte offset into
@@ -40,8 +40,8 @@ struct Diagnostic {
 
 // A Diagnostic in one expression: severity, file, message, and where known
 // the rank and byte offset.
-inline Diagnostic MakeDiagnostic(Diagnostic::Severity severity, std::string file, std::string message,
-                                 Rank rank = -1, int64_t offset = -1) {
+inline Diagnostic MakeDiagnostic(Diagnostic::Severity severity, std::string file, std::string message, Rank rank = -1,
+                                 int64_t offset = -1) {
   Diagnostic d;
   d.severity = severity;
   d.file = std::move(file);
@@ -115,7 +115,11 @@ class Interner {
   std::set<std::string, std::less<>> strings_;
   // Pickle dumps memoise strings: the same bytes come back at the same
   // address, so a pointer-keyed cache skips most lookups.
-  struct Slot { const char* data = nullptr; size_t size = 0; std::string_view value; };
+  struct Slot {
+    const char* data = nullptr;
+    size_t size = 0;
+    std::string_view value;
+  };
   std::vector<Slot> cache_ = std::vector<Slot>(1024);
   std::set<Shapes> shapes_;
   std::set<Dtypes> dtypes_;
@@ -130,17 +134,17 @@ class Interner {
 // unknown. Sizes are tensor shapes in elements per dimension. Strings and
 // shared values live in the owning RankDump's Interner.
 struct OpRecord {
-  int64_t record_id = -1;       // per-process ring-buffer id (all pgs)
-  int64_t pg_id = -1;           // the pg's process-local numeric id
-  std::string_view pg_name;     // joins RankDump::pg_config
+  int64_t record_id = -1;    // per-process ring-buffer id (all pgs)
+  int64_t pg_id = -1;        // the pg's process-local numeric id
+  std::string_view pg_name;  // joins RankDump::pg_config
   std::string_view pg_desc;
-  int64_t collective_seq = -1;  // per-pg collective counter
-  int64_t p2p_seq = -1;         // per-pg P2P counter
-  int64_t op_id = -1;           // per-pg logical op counter
+  int64_t collective_seq = -1;      // per-pg collective counter
+  int64_t p2p_seq = -1;             // per-pg P2P counter
+  int64_t op_id = -1;               // per-pg logical op counter
   std::string_view profiling_name;  // e.g. "nccl:all_reduce", "nccl:send 0->1"
-  std::string_view backend;     // "nccl", "gloo", ...
-  std::string_view op;          // "all_reduce", "send", "coalesced", ...
-  int32_t p2p_self_local = -1;  // group-local ranks parsed from "send 0->1"
+  std::string_view backend;         // "nccl", "gloo", ...
+  std::string_view op;              // "all_reduce", "send", "coalesced", ...
+  int32_t p2p_self_local = -1;      // group-local ranks parsed from "send 0->1"
   int32_t p2p_peer_local = -1;
   Ref<Shapes> input_sizes, output_sizes;
   Ref<Dtypes> input_dtypes, output_dtypes;
@@ -157,8 +161,8 @@ struct OpRecord {
   int64_t time_created_ns = 0;
   int64_t time_started_ns = 0;
   int64_t time_completed_ns = 0;
-  double duration_ms = -1;      // -1: not recorded
-  int64_t timeout_ms = -1;      // -1: not recorded
+  double duration_ms = -1;  // -1: not recorded
+  int64_t timeout_ms = -1;  // -1: not recorded
   std::string_view thread_name, thread_id;
 };
 
@@ -222,10 +226,10 @@ struct WaitSnapshot {
 // A stack of one thread of a rank, innermost frame first, as a stack dump
 // (py-spy, gdb, faulthandler) or a log traceback shows it.
 struct StackSample {
-  std::string thread;            // thread name or id as printed, "" if none
-  std::vector<Frame> frames;     // innermost first
-  std::string file;              // artifact it came from
-  int64_t line = -1;             // 1-based line in `file` where it starts
+  std::string thread;         // thread name or id as printed, "" if none
+  std::vector<Frame> frames;  // innermost first
+  std::string file;           // artifact it came from
+  int64_t line = -1;          // 1-based line in `file` where it starts
 };
 
 // A notable line in a rank's log: a watchdog timeout, a crash, a detected
@@ -233,10 +237,10 @@ struct StackSample {
 struct LogEvent {
   enum class Kind { kTimeout, kCrash, kMismatch, kExit, kOther };
   Kind kind = Kind::kOther;
-  std::string message;           // the line (or its key part), trimmed
+  std::string message;  // the line (or its key part), trimmed
   std::string file;
-  int64_t line = -1;             // 1-based
-  std::string pg;                // pg name as the log gives it, "" if none
+  int64_t line = -1;  // 1-based
+  std::string pg;     // pg name as the log gives it, "" if none
   int64_t seq = -1;
   std::string op;
 };
@@ -254,7 +258,7 @@ struct DeviceTaskReport {
   bool failed = false;                  // the device reports the task failed: it never finishes
   std::string what;                     // short description: "AICPU kernel failed (errorCode 2a)"
   std::string file;
-  int64_t line = -1;                    // 1-based line in `file`
+  int64_t line = -1;  // 1-based line in `file`
 };
 
 // Everything one rank's artifact says. `ops` are in recording order. Copies
@@ -262,19 +266,19 @@ struct DeviceTaskReport {
 struct RankDump {
   Rank rank = -1;
   std::shared_ptr<Interner> interner = std::make_shared<Interner>();
-  std::string file;        // path as given by the user
-  std::string format;      // "fr-pickle", "fr-json", "wait-snapshot"
-  std::string version;     // Flight Recorder "MAJOR.MINOR", "" if none
+  std::string file;     // path as given by the user
+  std::string format;   // "fr-pickle", "fr-json", "wait-snapshot"
+  std::string version;  // Flight Recorder "MAJOR.MINOR", "" if none
   std::string comm_lib_version;
   std::vector<OpRecord> ops;
-  std::vector<Frame> frames;                 // interned, shared by ops
-  std::map<std::string, PgConfig, std::less<>> pg_config; // by pg name
-  std::map<int64_t, PgStatus> pg_status;     // by pg_id
+  std::vector<Frame> frames;                               // interned, shared by ops
+  std::map<std::string, PgConfig, std::less<>> pg_config;  // by pg name
+  std::map<int64_t, PgStatus> pg_status;                   // by pg_id
   std::optional<WaitSnapshot> wait;
-  std::vector<StackSample> stacks;           // from stack dumps and tracebacks
-  std::vector<LogEvent> events;              // from text logs
+  std::vector<StackSample> stacks;             // from stack dumps and tracebacks
+  std::vector<LogEvent> events;                // from text logs
   std::vector<DeviceTaskReport> device_tasks;  // stuck or failed device tasks (HCCL plogs)
-  std::vector<std::string> extra_files;      // other artifacts merged into this rank
+  std::vector<std::string> extra_files;        // other artifacts merged into this rank
 };
 
 // The whole job: one RankDump per rank (sorted by rank, unique), plus every

@@ -12,9 +12,12 @@ using analyze::Finding;
 
 const char* DiagSeverity(model::Diagnostic::Severity s) {
   switch (s) {
-    case model::Diagnostic::Severity::kInfo: return "info";
-    case model::Diagnostic::Severity::kWarning: return "warning";
-    case model::Diagnostic::Severity::kError: return "error";
+    case model::Diagnostic::Severity::kInfo:
+      return "info";
+    case model::Diagnostic::Severity::kWarning:
+      return "warning";
+    case model::Diagnostic::Severity::kError:
+      return "error";
   }
   return "warning";
 }
@@ -54,8 +57,11 @@ std::string DiagLine(const model::Diagnostic& diag) {
 // One diagnostic in the JSON documents.
 nlohmann::ordered_json DiagJson(const model::Diagnostic& g) {
   using J = nlohmann::ordered_json;
-  return {{"severity", DiagSeverity(g.severity)}, {"file", g.file}, {"rank", g.rank >= 0 ? J(g.rank) : J(nullptr)},
-          {"offset", g.offset >= 0 ? J(g.offset) : J(nullptr)}, {"message", g.message}};
+  return {{"severity", DiagSeverity(g.severity)},
+          {"file", g.file},
+          {"rank", g.rank >= 0 ? J(g.rank) : J(nullptr)},
+          {"offset", g.offset >= 0 ? J(g.offset) : J(nullptr)},
+          {"message", g.message}};
 }
 
 std::string PgText(const Finding& f) {
@@ -102,12 +108,18 @@ std::string RenderText(const Diagnosis& d, size_t max_findings) {
     if (!f.blocked_behind.empty()) o += "  blocked behind it: ranks " + FormatRanks(f.blocked_behind) + "\n";
     size_t n = 0;
     for (const auto& line : f.details) {
-      if (n++ == 6) { o += "  ... " + std::to_string(f.details.size() - 6) + " more\n"; break; }
+      if (n++ == 6) {
+        o += "  ... " + std::to_string(f.details.size() - 6) + " more\n";
+        break;
+      }
       o += "  - " + C(line) + "\n";
     }
     n = 0;
     for (const auto& e : f.evidence) {
-      if (n++ == 6) { o += "  evidence: ... " + std::to_string(f.evidence.size() - 6) + " more\n"; break; }
+      if (n++ == 6) {
+        o += "  evidence: ... " + std::to_string(f.evidence.size() - 6) + " more\n";
+        break;
+      }
       if (e.file.empty() && e.rank < 0) {  // a count of records not listed
         o += "  evidence: " + C(e.note) + "\n";
         continue;
@@ -130,8 +142,7 @@ std::string RenderText(const Diagnosis& d, size_t max_findings) {
       }
       ++shown;
       o += "  pg " + C(p.name) + (p.desc.empty() || p.desc.size() > 32 ? "" : " (" + C(p.desc) + ")") + ": ranks " +
-           FormatRanks(p.ranks) +
-           (p.ranks_inferred ? " (inferred)" : "") + ", last seq " + std::to_string(p.max_seq);
+           FormatRanks(p.ranks) + (p.ranks_inferred ? " (inferred)" : "") + ", last seq " + std::to_string(p.max_seq);
       if (p.stuck_seq >= 0) o += ", first unfinished seq " + std::to_string(p.stuck_seq) + " " + p.stuck_op;
       if (p.mismatched_seqs > 0) o += ", " + std::to_string(p.mismatched_seqs) + " seqs where ranks disagree";
       o += "\n";
@@ -149,8 +160,7 @@ std::string RenderText(const Diagnosis& d, size_t max_findings) {
   }
   if (!d.ranks_without_dump.empty())
     o += "; without: " + FormatRanks(d.ranks_without_dump) +
-         (d.world_size_inferred ? " (world size " + std::to_string(d.world_size) + " inferred; set --world-size)"
-                                : "");
+         (d.world_size_inferred ? " (world size " + std::to_string(d.world_size) + " inferred; set --world-size)" : "");
   o += "\n";
   // Problems first, then notes (skipped files), at most 12 lines.
   if (!d.diagnostics.empty()) {
@@ -202,8 +212,8 @@ std::string RenderStacksText(const analyze::StackTree& t) {
   if (t.root.ranks.empty()) {
     o = "No stacks: no stack dump, traceback or Flight Recorder frames among the inputs.\n";
   } else {
-    o = std::to_string(t.root.ranks.size()) + (t.root.ranks.size() == 1 ? " rank" : " ranks") +
-        " with a stack (" + FormatRanks(t.root.ranks) + "), outermost frame first; [ranks] per branch:\n";
+    o = std::to_string(t.root.ranks.size()) + (t.root.ranks.size() == 1 ? " rank" : " ranks") + " with a stack (" +
+        FormatRanks(t.root.ranks) + "), outermost frame first; [ranks] per branch:\n";
     for (const auto& k : t.root.children) StackLines(k, 1, &o);
   }
   if (!t.from_flight_recorder.empty())
@@ -266,8 +276,10 @@ nlohmann::ordered_json FindingToJson(const Finding& f) {
   x["details"] = f.details;
   J ev = J::array();
   for (const auto& e : f.evidence)
-    ev.push_back({{"file", e.file}, {"rank", e.rank},
-                  {"record_id", e.record_id >= 0 ? J(e.record_id) : J(nullptr)}, {"note", e.note}});
+    ev.push_back({{"file", e.file},
+                  {"rank", e.rank},
+                  {"record_id", e.record_id >= 0 ? J(e.record_id) : J(nullptr)},
+                  {"note", e.note}});
   x["evidence"] = ev;
   x["fix_hint"] = f.fix_hint;
   return x;
@@ -286,21 +298,32 @@ nlohmann::ordered_json ToJson(const Diagnosis& d) {
   J unreadable = J::array();
   for (const auto& [r, file] : d.unreadable) unreadable.push_back({{"rank", r}, {"file", file}});
   j["unreadable_dumps"] = unreadable;
-  j["inputs"] = {{"files", d.inputs.files}, {"used", d.inputs.used}, {"skipped", d.inputs.skipped},
-                 {"unreadable", d.inputs.unreadable}, {"duplicates", d.inputs.duplicates}};
+  j["inputs"] = {{"files", d.inputs.files},
+                 {"used", d.inputs.used},
+                 {"skipped", d.inputs.skipped},
+                 {"unreadable", d.inputs.unreadable},
+                 {"duplicates", d.inputs.duplicates}};
   J findings = J::array();
   for (const auto& f : d.findings) findings.push_back(FindingToJson(f));
   j["findings"] = findings;
   J pgs = J::array();
   for (const auto& p : d.pgs)
-    pgs.push_back({{"name", p.name}, {"desc", p.desc}, {"ranks", p.ranks}, {"ranks_inferred", p.ranks_inferred},
-                   {"max_seq", p.max_seq}, {"stuck_seq", p.stuck_seq >= 0 ? J(p.stuck_seq) : J(nullptr)},
-                   {"stuck_op", p.stuck_op}, {"mismatched_seqs", p.mismatched_seqs}});
+    pgs.push_back({{"name", p.name},
+                   {"desc", p.desc},
+                   {"ranks", p.ranks},
+                   {"ranks_inferred", p.ranks_inferred},
+                   {"max_seq", p.max_seq},
+                   {"stuck_seq", p.stuck_seq >= 0 ? J(p.stuck_seq) : J(nullptr)},
+                   {"stuck_op", p.stuck_op},
+                   {"mismatched_seqs", p.mismatched_seqs}});
   j["process_groups"] = pgs;
   J ranks = J::array();
   for (const auto& r : d.ranks)
-    ranks.push_back({{"rank", r.rank}, {"file", r.file.empty() ? J(nullptr) : J(r.file)}, {"state", r.state},
-                     {"last_completed", r.last_completed}, {"current", r.current}});
+    ranks.push_back({{"rank", r.rank},
+                     {"file", r.file.empty() ? J(nullptr) : J(r.file)},
+                     {"state", r.state},
+                     {"last_completed", r.last_completed},
+                     {"current", r.current}});
   j["ranks"] = ranks;
   J edges = J::array();
   for (const auto& e : d.edges)
@@ -313,7 +336,9 @@ nlohmann::ordered_json ToJson(const Diagnosis& d) {
   return j;
 }
 
-std::string RenderJson(const Diagnosis& d) { return ToJson(d).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"; }
+std::string RenderJson(const Diagnosis& d) {
+  return ToJson(d).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
 
 std::string RenderDot(const Diagnosis& d) {
   std::set<int64_t> culprits, nodes;
@@ -335,9 +360,10 @@ std::string RenderDot(const Diagnosis& d) {
   for (int64_t r : nodes) {
     o += "  r" + std::to_string(r) + " [label=\"rank " + std::to_string(r) + (nodump.count(r) ? "\\n(no dump)" : "") +
          "\"";
-    if (culprits.count(r)) o += std::string(", style=\"filled") + (nodump.count(r) ? ",dashed" : "") +
-                               "\", fillcolor=\"#f4b6b6\"";
-    else if (nodump.count(r)) o += ", style=dashed";
+    if (culprits.count(r))
+      o += std::string(", style=\"filled") + (nodump.count(r) ? ",dashed" : "") + "\", fillcolor=\"#f4b6b6\"";
+    else if (nodump.count(r))
+      o += ", style=dashed";
     o += "];\n";
   }
   for (const auto& e : d.edges) {

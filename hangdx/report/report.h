@@ -4,9 +4,8 @@
 // Graphviz DOT of the rank-level wait-for graph. Renderers only format.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "hangdx/analyze/diagnosis.h"
 #include "hangdx/analyze/stacks.h"

@@ -111,8 +111,7 @@ bool ConsistentOrder(model::DeviceJob* job, const std::vector<size_t>& ranks_ord
         slots.push_back(i);
         keyed.push_back({key, pending[i]});
       }
-      std::stable_sort(keyed.begin(), keyed.end(),
-                       [](const auto& a, const auto& b) { return a.first < b.first; });
+      std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
       for (size_t i = 0; i < slots.size(); ++i) {
         if (pending[slots[i]] == keyed[i].second) continue;
         if (!changed) {
@@ -276,10 +275,10 @@ std::vector<FixTrial> SearchFixes(const model::DeviceJob& job, const ExploreResu
     int tries = 0;
     for (int cap = now + 1; cap <= most && tries < 8; ++cap) {
       ++tries;
-      FixCandidate c{"capacity",
-                     "pool " + pool + " capacity " + std::to_string(cap) + " on every rank (now " +
-                         std::to_string(now) + ")",
-                     job};
+      FixCandidate c{
+          "capacity",
+          "pool " + pool + " capacity " + std::to_string(cap) + " on every rank (now " + std::to_string(now) + ")",
+          job};
       for (auto& r : c.job.ranks) {
         for (auto& p : r.pools) {
           if (p.name == pool) p.capacity = std::max(p.capacity, cap);

@@ -52,8 +52,9 @@ TEST(SearchFixes, TwoCommunicatorsOneOrder) {
   std::set<std::string> p = Passing(Example("two-communicators/deadlock.json"));
   EXPECT_EQ(p.size(), 3u);
   EXPECT_TRUE(p.count("capacity: pool aicpu capacity 2 on every rank (now 1)"));
-  EXPECT_TRUE(p.count("order: issue the ops of pgs pg1, pg2 in one order on every rank (rank 0's order: rank 1 "
-                      "thread main issues reduce_scatter (pg1 seq 0) before recv_expert_map [recv from 0 (pg2 seq 0)])"))
+  EXPECT_TRUE(
+      p.count("order: issue the ops of pgs pg1, pg2 in one order on every rank (rank 0's order: rank 1 "
+              "thread main issues reduce_scatter (pg1 seq 0) before recv_expert_map [recv from 0 (pg2 seq 0)])"))
       << *p.begin();
   bool no_hold = false;
   for (const auto& s : p) no_hold |= s.rfind("no_hold: collectives and P2P ops do not hold a unit of aicpu", 0) == 0;

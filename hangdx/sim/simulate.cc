@@ -15,11 +15,16 @@ using Json = nlohmann::ordered_json;
 
 const char* StepKindName(Step::Kind k) {
   switch (k) {
-    case Step::Kind::kIssue: return "issue";
-    case Step::Kind::kDispatch: return "dispatch";
-    case Step::Kind::kStart: return "start";
-    case Step::Kind::kFinish: return "finish";
-    case Step::Kind::kSyncDone: return "sync_done";
+    case Step::Kind::kIssue:
+      return "issue";
+    case Step::Kind::kDispatch:
+      return "dispatch";
+    case Step::Kind::kStart:
+      return "start";
+    case Step::Kind::kFinish:
+      return "finish";
+    case Step::Kind::kSyncDone:
+      return "sync_done";
   }
   return "unknown";
 }
@@ -139,14 +144,14 @@ std::string RenderText(const SimulateReport& rep) {
         if (!t.passes) out += "  tried: " + t.change + ": still deadlocks\n";
       }
       if (rep.fixes_untried > 0) {
-        out += "  not tried: " + std::to_string(rep.fixes_untried) + " candidate" +
-               (rep.fixes_untried > 1 ? "s" : "") + " (the fix search's time bound, max seconds " + Bound(rep.max_seconds) +
-               ", ran out)\n";
+        out += "  not tried: " + std::to_string(rep.fixes_untried) + " candidate" + (rep.fixes_untried > 1 ? "s" : "") +
+               " (the fix search's time bound, max seconds " + Bound(rep.max_seconds) + ", ran out)\n";
       }
       if (rep.fixes.empty() && rep.fixes_untried == 0) {
-        out += "  nothing tried: no candidate change applies (queue modes need a schedule with nothing issued yet; "
-               "capacity and no_hold a full pool; order ops of several pgs not yet issued; parity a send and recv "
-               "pair not yet issued); see the stuck state above\n";
+        out +=
+            "  nothing tried: no candidate change applies (queue modes need a schedule with nothing issued yet; "
+            "capacity and no_hold a full pool; order ops of several pgs not yet issued; parity a send and recv "
+            "pair not yet issued); see the stuck state above\n";
       } else if (!found && !rep.fixes.empty()) {
         out += "  no fix found among the candidates; see the stuck state above\n";
       }

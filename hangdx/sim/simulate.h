@@ -22,18 +22,18 @@ namespace hangdx::sim {
 
 struct SimulateOptions {
   ExploreOptions explore;
-  bool search_fixes = true;   // after a deadlock, simulate the candidate fixes (fixes.h)
+  bool search_fixes = true;  // after a deadlock, simulate the candidate fixes (fixes.h)
 };
 
 struct SimulateReport {
-  model::DeviceJob job;                     // the input
-  bool reduction = true;                    // partial-order reduction was on
+  model::DeviceJob job;   // the input
+  bool reduction = true;  // partial-order reduction was on
   ExploreResult result;
-  std::vector<analyze::Finding> findings;   // the device wait-for graph of the stuck state (deadlock only)
-  std::vector<FixTrial> fixes;              // every candidate tried, passing or not
+  std::vector<analyze::Finding> findings;  // the device wait-for graph of the stuck state (deadlock only)
+  std::vector<FixTrial> fixes;             // every candidate tried, passing or not
   bool fixes_searched = false;
-  int fixes_untried = 0;                    // candidates left untried: the time bound ran out
-  double max_seconds = 300;                 // options.explore.max_seconds
+  int fixes_untried = 0;     // candidates left untried: the time bound ran out
+  double max_seconds = 300;  // options.explore.max_seconds
 };
 
 // Reads the schedule (or snapshot) file at `path` (docs/snapshot-format.md).

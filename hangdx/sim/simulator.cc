@@ -117,26 +117,26 @@ struct Table {
   int32_t cap = 0;
 };
 
-struct AnySender {   // an any-source recv's candidate sender
-  int32_t rank = -1;         // rank index of the sender
-  int32_t send_table = -1;   // (pg, sender, receiver) sends
-  int32_t recv_table = -1;   // (pg, sender, receiver) recvs
+struct AnySender {          // an any-source recv's candidate sender
+  int32_t rank = -1;        // rank index of the sender
+  int32_t send_table = -1;  // (pg, sender, receiver) sends
+  int32_t recv_table = -1;  // (pg, sender, receiver) recvs
 };
 
 struct COp {
   OpKind kind = OpKind::kCompute;
-  int32_t rank = -1;          // rank index
-  int32_t thread = -1;        // global thread index of its issuer; -1 when placed, not in a program
-  int32_t stream = -1;        // global stream index; -1 for host_sync on an event
-  int32_t queue = -1;         // global queue index (queue modes), -1 none
+  int32_t rank = -1;    // rank index
+  int32_t thread = -1;  // global thread index of its issuer; -1 when placed, not in a program
+  int32_t stream = -1;  // global stream index; -1 for host_sync on an event
+  int32_t queue = -1;   // global queue index (queue modes), -1 none
   int32_t event = -1;
   int32_t pool = -1;
   int32_t pg = -1;
-  int32_t peer = -1;          // rank index; -1 any source; -2 not a rank of the job
+  int32_t peer = -1;  // rank index; -1 any source; -2 not a rank of the job
   bool blocking = false;
-  bool failed = false;        // the device reported it failed: once started it never finishes
-  int32_t table = -1;         // the table it takes its seq from (collective, send, named recv)
-  int32_t partner_table = -1; // send: recvs (pg, a, b); named recv: sends (pg, a, b)
+  bool failed = false;             // the device reported it failed: once started it never finishes
+  int32_t table = -1;              // the table it takes its seq from (collective, send, named recv)
+  int32_t partner_table = -1;      // send: recvs (pg, a, b); named recv: sends (pg, a, b)
   std::vector<AnySender> senders;  // any-source recv
 };
 
@@ -150,7 +150,7 @@ struct ThreadInfo {
   // writes it, last that reads it (-1 none). See IssueSafe.
   std::unordered_map<int32_t, std::pair<int32_t, int32_t>> last_use;
   std::vector<std::array<int32_t, 3>> uses;  // last_use as a list: key, last write, last read
-  bool shares_rank = false;  // its rank has other threads (only then can its issues conflict)
+  bool shares_rank = false;                  // its rank has other threads (only then can its issues conflict)
 };
 
 struct StreamInfo {
@@ -162,23 +162,23 @@ struct StreamInfo {
 
 struct QueueInfo {
   int32_t rank = -1;
-  std::string name;    // "device" or the stream's name
+  std::string name;  // "device" or the stream's name
   int32_t cap = 0;
-  int32_t word = 0;    // [head, tail, dispatching, slots...]
+  int32_t word = 0;  // [head, tail, dispatching, slots...]
 };
 
 struct PoolInfo {
   int32_t rank = -1;
   std::string name;
   int32_t capacity = 1;
-  int32_t total = 0;   // ops that use it
-  int32_t word = 0;    // [holders, done]
+  int32_t total = 0;  // ops that use it
+  int32_t word = 0;   // [holders, done]
 };
 
 struct Trans {
   Step::Kind kind = Step::Kind::kIssue;
-  int32_t idx = -1;   // thread, queue or stream
-  int32_t arg = -1;   // kFinish of an any-source recv: index into its senders
+  int32_t idx = -1;  // thread, queue or stream
+  int32_t arg = -1;  // kFinish of an any-source recv: index into its senders
 };
 
 // Members or holders named in one line of Blocked; the rest are counted.
@@ -390,11 +390,12 @@ Status Program::Compile(const model::DeviceJob& job) {
     const int32_t r = c.rank;
     const std::string who = OpWhere(op, static_cast<OpId>(i));
     if (op.kind == OpKind::kHostSync) {
-      if (op.event.empty() && op.stream.empty())
-        return InvalidArgument(who + ": host_sync needs an event or a stream");
+      if (op.event.empty() && op.stream.empty()) return InvalidArgument(who + ": host_sync needs an event or a stream");
       if (placed[i] != 1 && !finished[i]) return InvalidArgument(who + ": a host_sync never sits on a stream or queue");
-      if (!op.event.empty()) c.event = event_of(op.event);
-      else c.stream = stream_of(r, op.stream);
+      if (!op.event.empty())
+        c.event = event_of(op.event);
+      else
+        c.stream = stream_of(r, op.stream);
       continue;
     }
     if (op.stream.empty()) return InvalidArgument(who + ": " + DevOpKindName(op.kind) + " needs a stream");
@@ -510,8 +511,10 @@ Status Program::Compile(const model::DeviceJob& job) {
       auto it = rank_index.find(m);
       int32_t t = it == rank_index.end() ? -1 : find(coll_table, std::make_pair(it->second, static_cast<int32_t>(p)));
       pg_member_tables_[p].push_back(t);
-      if (t < 0) pg_ready_[p] = false;
-      else pg_seqs[p] = std::max(pg_seqs[p], tables_[t].cap);
+      if (t < 0)
+        pg_ready_[p] = false;
+      else
+        pg_seqs[p] = std::max(pg_seqs[p], tables_[t].cap);
     }
     pg_need_[p] = static_cast<int32_t>(pg_sorted[p].size());
   }
@@ -520,13 +523,28 @@ Status Program::Compile(const model::DeviceJob& job) {
 
   // Layout.
   int64_t w = 3 * static_cast<int64_t>(n);
-  for (auto& t : threads_) { t.word = static_cast<int32_t>(w); w += 2; }
-  for (auto& q : queues_) { q.word = static_cast<int32_t>(w); w += 3 + q.cap; }
-  for (auto& s : streams_) { s.word = static_cast<int32_t>(w); w += 3 + s.cap; }
-  for (auto& p : pools_) { p.word = static_cast<int32_t>(w); w += 2; }
+  for (auto& t : threads_) {
+    t.word = static_cast<int32_t>(w);
+    w += 2;
+  }
+  for (auto& q : queues_) {
+    q.word = static_cast<int32_t>(w);
+    w += 3 + q.cap;
+  }
+  for (auto& s : streams_) {
+    s.word = static_cast<int32_t>(w);
+    w += 3 + s.cap;
+  }
+  for (auto& p : pools_) {
+    p.word = static_cast<int32_t>(w);
+    w += 2;
+  }
   event_word_ = static_cast<int32_t>(w);
   w += static_cast<int64_t>(events_.size());
-  for (auto& t : tables_) { t.word = static_cast<int32_t>(w); w += 1 + t.cap; }
+  for (auto& t : tables_) {
+    t.word = static_cast<int32_t>(w);
+    w += 1 + t.cap;
+  }
   for (size_t p = 0; p < pg_names_.size(); ++p) {
     if (pg_seqs[p] == 0) continue;
     pg_count_word_[p] = static_cast<int32_t>(w);
@@ -544,9 +562,15 @@ Status Program::Compile(const model::DeviceJob& job) {
     t.shares_rank = rank_threads_[t.rank].size() > 1;
     for (int32_t p = 0; p < static_cast<int32_t>(t.program.size()); ++p) {
       const COp& c = ops_[t.program[p]];
-      auto write = [&](int32_t k) { auto [it, f] = t.last_use.try_emplace(k, -1, -1); it->second.first = p; };
+      auto write = [&](int32_t k) {
+        auto [it, f] = t.last_use.try_emplace(k, -1, -1);
+        it->second.first = p;
+      };
       if (c.kind == OpKind::kHostSync) {
-        if (c.stream >= 0) { auto [it, f] = t.last_use.try_emplace(c.stream, -1, -1); it->second.second = p; }
+        if (c.stream >= 0) {
+          auto [it, f] = t.last_use.try_emplace(c.stream, -1, -1);
+          it->second.second = p;
+        }
         continue;
       }
       write(c.stream);
@@ -802,7 +826,10 @@ void Program::Ample(const State& s, bool por, std::vector<Trans>* out) const {
           if (AnySenderReady(s, h, c.senders[a])) out->push_back({Step::Kind::kFinish, st, a});
         }
       } else if (FinishCond(s, h)) {
-        if (por) { *out = {{Step::Kind::kFinish, st, -1}}; return; }
+        if (por) {
+          *out = {{Step::Kind::kFinish, st, -1}};
+          return;
+        }
         out->push_back({Step::Kind::kFinish, st, -1});
       }
       continue;
@@ -812,17 +839,26 @@ void Program::Ample(const State& s, bool por, std::vector<Trans>* out) const {
       if (s[p.word] >= p.capacity) continue;
       // Safe when the pool can never run short: its capacity covers every
       // unfinished op that uses it.
-      if (por && p.capacity >= p.total - s[p.word + 1]) { *out = {{Step::Kind::kStart, st, -1}}; return; }
+      if (por && p.capacity >= p.total - s[p.word + 1]) {
+        *out = {{Step::Kind::kStart, st, -1}};
+        return;
+      }
       out->push_back({Step::Kind::kStart, st, -1});
       continue;
     }
-    if (por) { *out = {{Step::Kind::kStart, st, -1}}; return; }
+    if (por) {
+      *out = {{Step::Kind::kStart, st, -1}};
+      return;
+    }
     out->push_back({Step::Kind::kStart, st, -1});
   }
   for (int32_t q = 0; q < static_cast<int32_t>(queues_.size()); ++q) {
     const QueueInfo& qi = queues_[q];
     if (s[qi.word + 2] >= 0 || s[qi.word] >= s[qi.word + 1]) continue;
-    if (por) { *out = {{Step::Kind::kDispatch, q, -1}}; return; }
+    if (por) {
+      *out = {{Step::Kind::kDispatch, q, -1}};
+      return;
+    }
     out->push_back({Step::Kind::kDispatch, q, -1});
   }
   size_t first_issue = out->size();
@@ -831,7 +867,10 @@ void Program::Ample(const State& s, bool por, std::vector<Trans>* out) const {
     OpId b = s[ti.word + 1];
     if (b >= 0) {
       if (ops_[b].kind == OpKind::kHostSync && SyncCond(s, b)) {
-        if (por) { *out = {{Step::Kind::kSyncDone, t, -1}}; return; }
+        if (por) {
+          *out = {{Step::Kind::kSyncDone, t, -1}};
+          return;
+        }
         out->push_back({Step::Kind::kSyncDone, t, -1});
       }
       continue;
@@ -1004,8 +1043,8 @@ std::string Program::Describe(const State& before, const State& after, const Tra
       if (c.pool >= 0) {
         const PoolInfo& p = pools_[c.pool];
         int32_t held = runs ? before[p.word] + 1 : after[p.word];
-        s += " (takes a unit of " + p.name + ": " + std::to_string(held) + "/" + std::to_string(p.capacity) +
-             " in use)";
+        s +=
+            " (takes a unit of " + p.name + ": " + std::to_string(held) + "/" + std::to_string(p.capacity) + " in use)";
       }
       return s;
     }
@@ -1108,8 +1147,8 @@ std::vector<std::string> Program::Blocked(const State& s) const {
   // Per event, the first unfinished op that records it (one pass, not one per waiter).
   std::vector<OpId> records(events_.size(), -1);
   for (size_t i = 0; i < ops_.size(); ++i) {
-    if (ops_[i].kind == OpKind::kRecord && ops_[i].event >= 0 && ops_[i].rank >= 0 &&
-        records[ops_[i].event] < 0 && OpStatus(s, static_cast<OpId>(i)) != kFinished)
+    if (ops_[i].kind == OpKind::kRecord && ops_[i].event >= 0 && ops_[i].rank >= 0 && records[ops_[i].event] < 0 &&
+        OpStatus(s, static_cast<OpId>(i)) != kFinished)
       records[ops_[i].event] = static_cast<OpId>(i);
   }
   auto recorder = [&](int32_t event) -> std::string {
@@ -1122,9 +1161,12 @@ std::vector<std::string> Program::Blocked(const State& s) const {
     if (b < 0) continue;
     std::string line = RankName(t.rank) + " thread " + t.name + ": blocked in " + Label(s, b);
     const COp& c = ops_[b];
-    if (c.kind == OpKind::kHostSync && c.event >= 0) line += ": event " + events_[c.event] + " not recorded" + recorder(c.event);
-    else if (c.kind == OpKind::kHostSync && Aux(s, b) >= 0) line += ": waits for " + Label(s, Aux(s, b)) + ", " + Where(s, Aux(s, b));
-    else if (c.kind != OpKind::kHostSync) line += " until it finishes; it is " + Where(s, b);
+    if (c.kind == OpKind::kHostSync && c.event >= 0)
+      line += ": event " + events_[c.event] + " not recorded" + recorder(c.event);
+    else if (c.kind == OpKind::kHostSync && Aux(s, b) >= 0)
+      line += ": waits for " + Label(s, Aux(s, b)) + ", " + Where(s, Aux(s, b));
+    else if (c.kind != OpKind::kHostSync)
+      line += " until it finishes; it is " + Where(s, b);
     int32_t left = static_cast<int32_t>(t.program.size()) - s[t.word];
     if (left > 0) line += " (" + std::to_string(left) + " op" + (left > 1 ? "s" : "") + " not issued)";
     out.push_back(line);
@@ -1160,8 +1202,10 @@ std::vector<std::string> Program::Blocked(const State& s) const {
         for (int32_t o = 0; o < static_cast<int32_t>(streams_.size()); ++o) {
           OpId hh = StreamHead(s, o);
           if (hh < 0 || !s[streams_[o].word + 2] || ops_[hh].pool != c.pool) continue;
-          if (named++ < kMaxNamed) holders += (holders.empty() ? "" : ", ") + Label(s, hh) + " on stream " + streams_[o].name;
-          else ++more;
+          if (named++ < kMaxNamed)
+            holders += (holders.empty() ? "" : ", ") + Label(s, hh) + " on stream " + streams_[o].name;
+          else
+            ++more;
         }
         if (more > 0) holders += " and " + std::to_string(more) + " more";
         if (!holders.empty()) line += " by " + holders;
@@ -1213,8 +1257,10 @@ model::DeviceJob Program::ToDeviceJob(const State& s) const {
   }
   j.finished.assign(j.ops.size(), false);
   for (size_t i = 0; i < ops_.size(); ++i) {
-    if (ops_[i].rank >= 0 && OpStatus(s, static_cast<OpId>(i)) == kFinished) j.finished[i] = true;
-    else if (i < job_->finished.size() && job_->finished[i]) j.finished[i] = true;
+    if (ops_[i].rank >= 0 && OpStatus(s, static_cast<OpId>(i)) == kFinished)
+      j.finished[i] = true;
+    else if (i < job_->finished.size() && job_->finished[i])
+      j.finished[i] = true;
   }
   std::vector<std::string> rec;
   for (size_t e = 0; e < events_.size(); ++e) {
@@ -1234,7 +1280,8 @@ model::DeviceJob Program::ToDeviceJob(const State& s) const {
       if (queues_[q].rank != static_cast<int32_t>(r)) continue;
       model::TaskQueue tq;
       tq.name = queues_[q].name;
-      for (int32_t i = s[queues_[q].word]; i < s[queues_[q].word + 1]; ++i) tq.entries.push_back(s[queues_[q].word + 3 + i]);
+      for (int32_t i = s[queues_[q].word]; i < s[queues_[q].word + 1]; ++i)
+        tq.entries.push_back(s[queues_[q].word + 3 + i]);
       tq.dispatching = s[queues_[q].word + 2];
       dr.queues.push_back(std::move(tq));
     }
@@ -1252,8 +1299,8 @@ model::DeviceJob Program::ToDeviceJob(const State& s) const {
       p.holders.clear();
       for (int32_t st = 0; st < static_cast<int32_t>(streams_.size()); ++st) {
         OpId h = StreamHead(s, st);
-        if (h >= 0 && s[streams_[st].word + 2] && ops_[h].pool >= 0 && pools_[ops_[h].pool].rank == static_cast<int32_t>(r) &&
-            pools_[ops_[h].pool].name == p.name)
+        if (h >= 0 && s[streams_[st].word + 2] && ops_[h].pool >= 0 &&
+            pools_[ops_[h].pool].rank == static_cast<int32_t>(r) && pools_[ops_[h].pool].name == p.name)
           p.holders.push_back(h);
       }
     }

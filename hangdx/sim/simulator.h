@@ -46,9 +46,9 @@ namespace hangdx::sim {
 // Limits of one exploration. A search that hits one stops and reports
 // bound_reached: it has not shown that no deadlock exists.
 struct ExploreOptions {
-  int64_t max_states = 1'000'000;   // distinct states visited
-  int64_t max_depth = 1'000'000;    // transitions from the start on one path
-  double max_seconds = 300;         // wall clock of this exploration
+  int64_t max_states = 1'000'000;       // distinct states visited
+  int64_t max_depth = 1'000'000;        // transitions from the start on one path
+  double max_seconds = 300;             // wall clock of this exploration
   bool partial_order_reduction = true;  // false: branch on every enabled transition
 };
 
@@ -63,20 +63,20 @@ struct Step {
   };
   Kind kind = Kind::kIssue;
   model::Rank rank = -1;
-  model::OpId op = -1;   // index into DeviceJob::ops
-  std::string text;      // "rank 0 thread comm issues all_reduce (tp seq 0) to the device queue"
+  model::OpId op = -1;  // index into DeviceJob::ops
+  std::string text;     // "rank 0 thread comm issues all_reduce (tp seq 0) to the device queue"
 };
 
 struct ExploreResult {
   bool deadlock = false;
-  bool bound_reached = false;       // a bound cut the search (no deadlock found within it)
-  std::string bound;                // which: "max states 1000000", "max depth 50", "max seconds 300", "memory: ..."
-  int64_t states = 0;               // distinct states visited
-  int64_t transitions = 0;          // transitions executed (including ones into visited states)
-  double seconds = 0;               // wall clock of the search
-  std::vector<Step> witness;        // deadlock: the transitions from the start to the stuck state
-  model::DeviceJob stuck;           // deadlock: the stuck state (queues, streams, holders, events)
-  std::vector<std::string> blocked; // deadlock: what each stuck thread, dispatcher and stream head waits for
+  bool bound_reached = false;        // a bound cut the search (no deadlock found within it)
+  std::string bound;                 // which: "max states 1000000", "max depth 50", "max seconds 300", "memory: ..."
+  int64_t states = 0;                // distinct states visited
+  int64_t transitions = 0;           // transitions executed (including ones into visited states)
+  double seconds = 0;                // wall clock of the search
+  std::vector<Step> witness;         // deadlock: the transitions from the start to the stuck state
+  model::DeviceJob stuck;            // deadlock: the stuck state (queues, streams, holders, events)
+  std::vector<std::string> blocked;  // deadlock: what each stuck thread, dispatcher and stream head waits for
 };
 
 // Explores every interleaving of `job` from its current state (for a

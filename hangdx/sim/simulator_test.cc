@@ -140,7 +140,8 @@ TEST(Explore, TaskQueuePerDeviceDeadlocks) {
   ExploreResult r = Sim(TaskQueue(QueueMode::kPerDevice));
   ASSERT_TRUE(r.deadlock);
   std::string w = Witness(r);
-  EXPECT_THAT(w, HasSubstr("thread comm0 issues all_reduce (tp seq 0) to the device queue and blocks until it finishes"));
+  EXPECT_THAT(w,
+              HasSubstr("thread comm0 issues all_reduce (tp seq 0) to the device queue and blocks until it finishes"));
   EXPECT_THAT(w, HasSubstr("dispatcher of the device queue moves all_reduce (tp seq 0) to stream comm0 and waits for "
                            "it to finish"));
   std::string blocked = Joined(r.blocked);
@@ -190,8 +191,10 @@ model::DeviceJob Pool(int capacity, bool hold) {
   for (const char* pg : {"g1", "g2", "g3", "g4"}) b.Pg(pg, {0, 1});
   for (model::Rank r : {0, 1}) {
     b.Pool(r, "aicpu", capacity);
-    std::vector<std::string> first = r == 0 ? std::vector<std::string>{"g1", "g2"} : std::vector<std::string>{"g3", "g4"};
-    std::vector<std::string> later = r == 0 ? std::vector<std::string>{"g3", "g4"} : std::vector<std::string>{"g1", "g2"};
+    std::vector<std::string> first =
+        r == 0 ? std::vector<std::string>{"g1", "g2"} : std::vector<std::string>{"g3", "g4"};
+    std::vector<std::string> later =
+        r == 0 ? std::vector<std::string>{"g3", "g4"} : std::vector<std::string>{"g1", "g2"};
     std::string e = "e" + std::to_string(r);
     for (const auto& g : first) b.Collective(r, "main", "s_" + g, g, "all_reduce", hold ? "aicpu" : "");
     b.Compute(r, "main", "aicpu_ops", "aicpu_op", "aicpu");
@@ -352,13 +355,20 @@ TEST(Explore, ReductionAgreesWithFullSearchOnRandomPrograms) {
     // One template for both ranks (so collectives and P2P mostly pair up),
     // with per-rank events, a random swap of two ops on rank 1 and random
     // send/recv order per rank.
-    struct T { int kind, thread, stream, event, pg, pool, blocking, sync_event; };
+    struct T {
+      int kind, thread, stream, event, pg, pool, blocking, sync_event;
+    };
     std::vector<T> tmpl;
     int n = 2 + static_cast<int>(rng() % 5);
     int recorded = 0;  // waits and host_syncs mostly use events recorded earlier in the template
     for (int k = 0; k < n; ++k) {
-      T t{static_cast<int>(rng() % 7), static_cast<int>(rng() % 2), static_cast<int>(rng() % 3),
-          static_cast<int>(rng() % 2), static_cast<int>(rng() % 2), rng() % 3 == 0, rng() % 5 == 0,
+      T t{static_cast<int>(rng() % 7),
+          static_cast<int>(rng() % 2),
+          static_cast<int>(rng() % 3),
+          static_cast<int>(rng() % 2),
+          static_cast<int>(rng() % 2),
+          rng() % 3 == 0,
+          rng() % 5 == 0,
           static_cast<int>(rng() % 2)};
       if (t.kind == 1) recorded |= 1 << t.event;
       if ((t.kind == 2 || (t.kind == 6 && t.sync_event)) && !(recorded & (1 << t.event)) && rng() % 4) t.kind = 0;
@@ -377,10 +387,18 @@ TEST(Explore, ReductionAgreesWithFullSearchOnRandomPrograms) {
         std::string pool = t.pool ? "aicpu" : "";
         model::DevOp* op = nullptr;
         switch (t.kind) {
-          case 0: op = &b.Compute(r, th, st, "k", pool); break;
-          case 1: op = &b.Record(r, th, st, ev); break;
-          case 2: op = &b.Wait(r, th, st, ev); break;
-          case 3: op = &b.Collective(r, th, st, pg, "all_reduce", pool); break;
+          case 0:
+            op = &b.Compute(r, th, st, "k", pool);
+            break;
+          case 1:
+            op = &b.Record(r, th, st, ev);
+            break;
+          case 2:
+            op = &b.Wait(r, th, st, ev);
+            break;
+          case 3:
+            op = &b.Collective(r, th, st, pg, "all_reduce", pool);
+            break;
           case 4:
           case 5: {
             bool send_first = (t.kind == 4) == (r == 0 || rng() % 2 == 0);
@@ -389,7 +407,9 @@ TEST(Explore, ReductionAgreesWithFullSearchOnRandomPrograms) {
             if (!send_first) b.Recv(r, th, st, pg, 1 - r);
             break;
           }
-          case 6: op = t.sync_event ? &b.SyncEvent(r, th, ev) : &b.SyncStream(r, th, st); break;
+          case 6:
+            op = t.sync_event ? &b.SyncEvent(r, th, ev) : &b.SyncStream(r, th, st);
+            break;
         }
         if (op->kind != model::DevOp::Kind::kHostSync && t.blocking) op->host_blocking = true;
       }

@@ -1,13 +1,14 @@
 // hangdx: the command line. Thin: parses flags, calls pipeline::Diagnose,
 // prints. Exit codes: 0 nothing wrong found, 1 a hang or mismatch found,
 // 2 unusable input or usage error.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <mutex>
-#include <unistd.h>
 
 #include "hangdx/pipeline/pipeline.h"
 #include "hangdx/sim/simulate.h"
@@ -105,14 +106,15 @@ int main(int argc, char** argv) {
   std::string format = "text", output;
   std::vector<std::string> rank_overrides;
   hangdx::pipeline::PipelineOptions options;
-  analyze->add_option("PATH", paths,
-                      "Flight Recorder dumps (pickle or JSON), NCCL/PyTorch/HCCL logs, stack dumps, NCCL RAS "
-                      "output, wait or device snapshots, or folders of them (formats sniffed from content)")
+  analyze
+      ->add_option("PATH", paths,
+                   "Flight Recorder dumps (pickle or JSON), NCCL/PyTorch/HCCL logs, stack dumps, NCCL RAS "
+                   "output, wait or device snapshots, or folders of them (formats sniffed from content)")
       ->required();
   analyze->add_option("--format", format, "Output format")->check(CLI::IsMember({"text", "json", "dot"}));
   analyze->add_option("-o,--output", output, "Write the report to FILE instead of stdout");
-  analyze->add_option("--world-size", options.load.world_size,
-                      "Number of ranks in the job (gloo dumps do not record it)")
+  analyze
+      ->add_option("--world-size", options.load.world_size, "Number of ranks in the job (gloo dumps do not record it)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   analyze->add_option("--rank", rank_overrides, "FILE=RANK: the rank of a dump whose name does not say it");
   analyze->add_option("-j,--threads", options.load.threads, "Parser threads (0: all cores)")
@@ -123,22 +125,26 @@ int main(int argc, char** argv) {
   auto* stacks = app.add_subcommand("stacks", "Merge all ranks' stacks into one tree of rank classes (as STAT does)");
   std::vector<std::string> stack_paths;
   std::string stack_format = "text", stack_output;
-  stacks->add_option("PATH", stack_paths, "stack dumps (py-spy, gdb, faulthandler), logs with tracebacks, "
-                                          "Flight Recorder pickles (frames of the last entry), or folders")
+  stacks
+      ->add_option("PATH", stack_paths,
+                   "stack dumps (py-spy, gdb, faulthandler), logs with tracebacks, "
+                   "Flight Recorder pickles (frames of the last entry), or folders")
       ->required();
   stacks->add_option("--format", stack_format, "Output format")->check(CLI::IsMember({"text", "json"}));
   stacks->add_option("-o,--output", stack_output, "Write to FILE instead of stdout");
   stacks->add_option("--rank", rank_overrides, "FILE=RANK: the rank of a file whose name does not say it");
 
-  auto* simulate = app.add_subcommand("simulate", "Explore every interleaving of a device-level schedule for a "
-                                                  "deadlock, and try fixes (docs/simulate.md)");
+  auto* simulate = app.add_subcommand("simulate",
+                                      "Explore every interleaving of a device-level schedule for a "
+                                      "deadlock, and try fixes (docs/simulate.md)");
   std::string schedule, sim_format = "text";
   hangdx::sim::SimulateOptions sim_options;
   bool no_fixes = false;
   simulate->add_option("SCHEDULE", schedule, "schedule file ({\"hangdx_schedule\": 1, ...})")->required();
   simulate->add_option("--format", sim_format, "Output format")->check(CLI::IsMember({"text", "json"}));
-  simulate->add_option("--max-states", sim_options.explore.max_states,
-                       "Stop after this many distinct states (then: no deadlock found within the bound)")
+  simulate
+      ->add_option("--max-states", sim_options.explore.max_states,
+                   "Stop after this many distinct states (then: no deadlock found within the bound)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   simulate->add_flag("--no-fixes", no_fixes, "Do not search for fixes after a deadlock");
 

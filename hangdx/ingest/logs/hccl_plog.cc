@@ -1,9 +1,9 @@
-#include <charconv>
 #include "hangdx/ingest/logs/hccl_plog.h"
 
 #include <re2/re2.h>
 
 #include <algorithm>
+#include <charconv>
 #include <map>
 
 #include "hangdx/ingest/logs/nccl_log.h"
@@ -30,9 +30,9 @@ std::string OpFromTag(std::string_view tag) {
 
 std::string DtypeName(std::string_view d) {
   static const std::map<std::string_view, std::string_view> kMap = {
-      {"float32", "Float"}, {"fp32", "Float"},   {"float16", "Half"},  {"fp16", "Half"},     {"bfloat16", "BFloat16"},
-      {"bf16", "BFloat16"}, {"int8", "Char"},    {"uint8", "Byte"},    {"int32", "Int"},     {"int64", "Long"},
-      {"uint64", "UInt64"}, {"float64", "Double"}, {"int16", "Short"}, {"uint32", "UInt32"}};
+      {"float32", "Float"}, {"fp32", "Float"},     {"float16", "Half"}, {"fp16", "Half"},    {"bfloat16", "BFloat16"},
+      {"bf16", "BFloat16"}, {"int8", "Char"},      {"uint8", "Byte"},   {"int32", "Int"},    {"int64", "Long"},
+      {"uint64", "UInt64"}, {"float64", "Double"}, {"int16", "Short"},  {"uint32", "UInt32"}};
   auto it = kMap.find(d);
   return it == kMap.end() ? std::string(d) : std::string(it->second);
 }
@@ -80,8 +80,10 @@ std::string_view HcclField(std::string_view msg, std::string_view key) {
     int depth = 0;
     size_t j = i;
     for (; j < msg.size(); ++j) {
-      if (msg[j] == '[') ++depth;
-      else if (msg[j] == ']' && --depth == 0) break;
+      if (msg[j] == '[')
+        ++depth;
+      else if (msg[j] == ']' && --depth == 0)
+        break;
     }
     if (j >= msg.size()) return msg.substr(i + 1);  // truncated line: take the rest
     return msg.substr(i + 1, j - i - 1);
@@ -90,10 +92,10 @@ std::string_view HcclField(std::string_view msg, std::string_view key) {
 }
 
 bool LooksLikeHcclPlog(std::string_view data) {
-  for (std::string_view k : {"] HCCL(", "]HCCL(", "EI0002", "Notify register", "Task run failed", "Entry-Hccl",
-                             "HeartbeatAbnormal", "PTA call acl api failed", "hccl fftsplus task timeout",
-                             "OPS call acl api failed", "during AICPU execution", "Aicpu kernel execute failed",
-                             "fftsplus task execute failed"})
+  for (std::string_view k :
+       {"] HCCL(", "]HCCL(", "EI0002", "Notify register", "Task run failed", "Entry-Hccl", "HeartbeatAbnormal",
+        "PTA call acl api failed", "hccl fftsplus task timeout", "OPS call acl api failed", "during AICPU execution",
+        "Aicpu kernel execute failed", "fftsplus task execute failed"})
     if (Contains(data, k)) return true;
   return false;
 }

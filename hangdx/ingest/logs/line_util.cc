@@ -18,8 +18,8 @@ size_t Digits(std::string_view s, size_t i) {
 
 // kubectl --timestamps: "2025-11-24T03:20:21.001125857Z ".
 size_t KubectlPrefix(std::string_view s) {
-  if (s.size() < 21 || Digits(s, 0) != 4 || s[4] != '-' || Digits(s, 5) != 2 || s[7] != '-' ||
-      Digits(s, 8) != 2 || s[10] != 'T')
+  if (s.size() < 21 || Digits(s, 0) != 4 || s[4] != '-' || Digits(s, 5) != 2 || s[7] != '-' || Digits(s, 8) != 2 ||
+      s[10] != 'T')
     return 0;
   size_t i = 11;
   while (i < s.size() && i < 48 && (IsDigit(s[i]) || s[i] == ':' || s[i] == '.')) ++i;
@@ -77,8 +77,10 @@ size_t BracketPrefix(std::string_view s, int64_t* rank, int64_t* local_rank) {
     if (!(isalpha(static_cast<unsigned char>(c)) || c == '_')) return 0;
   if (!word.empty()) {
     if (close + 1 >= s.size() || s[close + 1] != ':') return 0;
-    if (word == "rank") *rank = n;
-    else *local_rank = n;
+    if (word == "rank")
+      *rank = n;
+    else
+      *local_rank = n;
     return close + 2;
   }
   // "[1803] ": a launcher tag (pid or rank, ambiguous): peeled, not used.
@@ -287,9 +289,8 @@ void DumpSet::MoveTo(std::vector<model::RankDump>* out) {
 }
 
 std::string_view NcclDtypeName(int64_t v) {
-  static constexpr std::string_view kNames[] = {"Char",  "Byte",   "Int",      "UInt32",        "Long",       "UInt64",
-                                                "Half",  "Float",  "Double",   "BFloat16",      "Float8_e4m3fn",
-                                                "Float8_e5m2"};
+  static constexpr std::string_view kNames[] = {"Char", "Byte",  "Int",    "UInt32",   "Long",          "UInt64",
+                                                "Half", "Float", "Double", "BFloat16", "Float8_e4m3fn", "Float8_e5m2"};
   if (v < 0 || v >= static_cast<int64_t>(std::size(kNames))) return {};
   return kNames[v];
 }

@@ -29,10 +29,10 @@ inline constexpr size_t kMaxLineBytes = 64 * 1024;
 
 // One line of a text artifact, cleaned and with foreign prefixes peeled.
 struct Line {
-  std::string_view text;  // cleaned; valid until the next LineReader::Next()
-  int64_t number = 0;     // 1-based line number in the file
-  int64_t offset = 0;     // byte offset of the line's first byte
-  int64_t rank = -1;      // global rank a peeled prefix names ([rank3]:, `3: `, mpirun [1,3]), else -1
+  std::string_view text;    // cleaned; valid until the next LineReader::Next()
+  int64_t number = 0;       // 1-based line number in the file
+  int64_t offset = 0;       // byte offset of the line's first byte
+  int64_t rank = -1;        // global rank a peeled prefix names ([rank3]:, `3: `, mpirun [1,3]), else -1
   int64_t local_rank = -1;  // local rank a torchrun `[default0]:` prefix names, else -1
   bool truncated = false;   // longer than kMaxLineBytes
 };
@@ -81,8 +81,7 @@ bool Contains(std::string_view s, std::string_view needle);
 // The text between `open` (after its first occurrence at or after `from`)
 // and the next `close`, e.g. Between("tag[X], a", "tag[", "]") == "X".
 // Empty and *found=false when absent.
-std::string_view Between(std::string_view s, std::string_view open, std::string_view close,
-                         bool* found = nullptr);
+std::string_view Between(std::string_view s, std::string_view open, std::string_view close, bool* found = nullptr);
 
 // True when `data` holds NUL bytes or mostly non-text bytes in its head: a
 // binary file that no text format can be.

@@ -13,7 +13,8 @@ std::string_view Peel(std::string_view s, int64_t* rank, int64_t* local) {
 TEST(LineUtil, PeelsForeignPrefixes) {
   int64_t r, lr;
   EXPECT_EQ(Peel("(RayTrainWorker pid=615, ip=10.72.7.6) x NCCL INFO y", &r, &lr), "x NCCL INFO y");
-  EXPECT_EQ(Peel("Fri Aug 11 12:31:45 2023[1,3]<stdout>:host:1:1 [0] NCCL INFO z", &r, &lr), "host:1:1 [0] NCCL INFO z");
+  EXPECT_EQ(Peel("Fri Aug 11 12:31:45 2023[1,3]<stdout>:host:1:1 [0] NCCL INFO z", &r, &lr),
+            "host:1:1 [0] NCCL INFO z");
   EXPECT_EQ(r, 3);
   EXPECT_EQ(Peel("2025-11-24T03:20:21.001125857Z [rank3]:[E ProcessGroupNCCL.cpp:1] m", &r, &lr),
             "[E ProcessGroupNCCL.cpp:1] m");
@@ -83,7 +84,10 @@ TEST(DecodeText, NulPaddingIsNotBinary) {
   EXPECT_EQ(text, std::string(5000, 'x'));
   // All NULs, or NULs among control bytes: binary.
   EXPECT_EQ(DecodeText(std::string(64, '\0'), &text), TextEncoding::kBinary);
-  EXPECT_EQ(DecodeText(std::string("\x7f" "ELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x03\0\x3e\0\x01\0\0\0", 24), &text),
+  EXPECT_EQ(DecodeText(std::string("\x7f"
+                                   "ELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x03\0\x3e\0\x01\0\0\0",
+                                   24),
+                       &text),
             TextEncoding::kBinary);
   std::string random;
   for (int i = 0; i < 256; ++i) random.push_back(static_cast<char>((i * 167 + 13) & 0xff));
@@ -93,7 +97,11 @@ TEST(DecodeText, NulPaddingIsNotBinary) {
 TEST(DecodeText, Utf16) {
   std::string text;
   // BOM FF FE (little endian), a non-ASCII unit as '?'.
-  EXPECT_EQ(DecodeText(std::string("\xff\xfe" "a\0b\0\xe9\0\n\0", 10), &text), TextEncoding::kUtf16);
+  EXPECT_EQ(DecodeText(std::string("\xff\xfe"
+                                   "a\0b\0\xe9\0\n\0",
+                                   10),
+                       &text),
+            TextEncoding::kUtf16);
   EXPECT_EQ(text, "ab?\n");
   EXPECT_EQ(DecodeText(std::string("\xfe\xff\0a\0b\0\n", 8), &text), TextEncoding::kUtf16);
   EXPECT_EQ(text, "ab\n");

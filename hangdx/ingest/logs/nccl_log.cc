@@ -86,8 +86,8 @@ struct PendingOp {
 };
 
 struct Proc {
-  std::string key;           // host:pid, or "" for prefix-less lines of a one-process file
-  int64_t prefix_rank = -1;  // from a peeled [rankN]: / slurm prefix
+  std::string key;                    // host:pid, or "" for prefix-less lines of a one-process file
+  int64_t prefix_rank = -1;           // from a peeled [rankN]: / slurm prefix
   std::map<std::string, Comm> comms;  // by pointer
   std::vector<PendingOp> ops;
   std::vector<model::LogEvent> events;
@@ -107,12 +107,20 @@ model::LogEvent::Kind WarnKind(std::string_view msg) {
 }  // namespace
 
 std::string_view NcclOpToTorch(std::string_view n) {
-  static const std::map<std::string_view, std::string_view> kMap = {
-      {"AllReduce", "all_reduce"},         {"AllGather", "all_gather"}, {"ReduceScatter", "reduce_scatter"},
-      {"Broadcast", "broadcast"},          {"Bcast", "broadcast"},      {"Reduce", "reduce"},
-      {"Send", "send"},                    {"Recv", "recv"},            {"AlltoAll", "all_to_all"},
-      {"AllToAll", "all_to_all"},          {"Gather", "gather"},        {"Scatter", "scatter"},
-      {"AllGatherV", "all_gather"},        {"AlltoAllv", "all_to_all"}};
+  static const std::map<std::string_view, std::string_view> kMap = {{"AllReduce", "all_reduce"},
+                                                                    {"AllGather", "all_gather"},
+                                                                    {"ReduceScatter", "reduce_scatter"},
+                                                                    {"Broadcast", "broadcast"},
+                                                                    {"Bcast", "broadcast"},
+                                                                    {"Reduce", "reduce"},
+                                                                    {"Send", "send"},
+                                                                    {"Recv", "recv"},
+                                                                    {"AlltoAll", "all_to_all"},
+                                                                    {"AllToAll", "all_to_all"},
+                                                                    {"Gather", "gather"},
+                                                                    {"Scatter", "scatter"},
+                                                                    {"AllGatherV", "all_gather"},
+                                                                    {"AlltoAllv", "all_to_all"}};
   auto it = kMap.find(n);
   return it == kMap.end() ? std::string_view() : it->second;
 }
@@ -131,7 +139,7 @@ void ParseNcclLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
   std::vector<Proc> procs;
   std::map<int64_t, model::SharedRanks> world_lists;  // communicator size -> its ranks 0..size-1
   std::map<std::string, size_t> proc_index;
-  std::map<std::string, size_t> ptr_owner;  // comm pointer -> proc (pointers are per-process addresses)
+  std::map<std::string, size_t> ptr_owner;             // comm pointer -> proc (pointers are per-process addresses)
   std::vector<std::pair<PendingOp, int64_t>> orphans;  // prefix-less op lines, with their offset
   std::string file_version;
   auto proc_for = [&](const std::string& key, int64_t offset) -> Proc& {
@@ -236,8 +244,9 @@ void ParseNcclLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
     }
   }
   if (reader.truncated_lines() > 0)
-    out->Diag(Sev::kInfo, -1, -1, std::to_string(reader.truncated_lines()) + " over-long lines cut at " +
-                                      std::to_string(kMaxLineBytes) + " bytes");
+    out->Diag(Sev::kInfo, -1, -1,
+              std::to_string(reader.truncated_lines()) + " over-long lines cut at " + std::to_string(kMaxLineBytes) +
+                  " bytes");
 
   // Prefix-less op lines: the process whose comm pointer they name, else the
   // only process of the file.
@@ -261,7 +270,8 @@ void ParseNcclLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
   }
   // Keep file order of ops per process (orphans were appended last).
   for (auto& p : procs)
-    std::stable_sort(p.ops.begin(), p.ops.end(), [](const PendingOp& a, const PendingOp& b) { return a.line < b.line; });
+    std::stable_sort(p.ops.begin(), p.ops.end(),
+                     [](const PendingOp& a, const PendingOp& b) { return a.line < b.line; });
 
   size_t real_procs = 0;
   for (auto& p : procs)
@@ -289,8 +299,10 @@ void ParseNcclLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
     for (const auto& [ptr, c] : p.comms) largest = std::max(largest, c.nranks);
     model::RankDump& d = out->For(rank, "nccl-log");
     model::Interner& pool = *d.interner;
-    if (!p.version.empty()) d.comm_lib_version = p.version;
-    else if (!file_version.empty() && d.comm_lib_version.empty()) d.comm_lib_version = file_version;
+    if (!p.version.empty())
+      d.comm_lib_version = p.version;
+    else if (!file_version.empty() && d.comm_lib_version.empty())
+      d.comm_lib_version = file_version;
     // Names of communicators without a commId: by size and first use.
     std::map<std::string, std::string> anon_name;  // ptr -> name
     std::map<int64_t, int> anon_count;             // nranks -> how many so far
@@ -321,8 +333,10 @@ void ParseNcclLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
       r.profiling_name = pool.Str(prof);
       model::ParseProfilingName(&r);
       r.is_p2p = p2p;
-      if (p2p) r.p2p_seq = op.op_count;
-      else r.collective_seq = op.op_count;
+      if (p2p)
+        r.p2p_seq = op.op_count;
+      else
+        r.collective_seq = op.op_count;
       int64_t n = op.count;
       model::Shape in{n}, outs{n};
       if (torch_op == "all_gather" && nranks > 0 && n <= INT64_MAX / nranks) outs = {n * nranks};

@@ -63,7 +63,8 @@ TEST(NcclLog, InterleavedLinesAndPrefixlessLines) {
       "learnfair062:32619:32711 [2] NCCL INFO learnfair062:32629:32629 [7] NCCL INFO Broadcast: opCount 0 sendbuff "
       "0x1 recvbuff 0x1 count 53 datatype 4 op 0 root 0 comm 0xc7 [nranks=8] stream 0x2\n"
       "learnfair062:32629:32629 [7] NCCL INFO comm 0xc7 rank 7 nranks 8 cudaDev 7 busId 1000 - Init COMPLETE\n"
-      "Broadcast: opCount 1 sendbuff 0x1 recvbuff 0x1 count 53 datatype 4 op 0 root 0 comm 0xc7 [nranks=8] stream 0x2\n",
+      "Broadcast: opCount 1 sendbuff 0x1 recvbuff 0x1 count 53 datatype 4 op 0 root 0 comm 0xc7 [nranks=8] stream "
+      "0x2\n",
       -1);
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(d[0].rank, 7);
@@ -73,10 +74,12 @@ TEST(NcclLog, InterleavedLinesAndPrefixlessLines) {
 
 TEST(NcclLog, SendRecvAndWarn) {
   auto d = Parse(
-      "ubuntu:199574:201142 [1] NCCL INFO comm 0x7f5128002e10 rank 1 nranks 2 cudaDev 1 busId 2000 commId 0x77 - Init COMPLETE\n"
+      "ubuntu:199574:201142 [1] NCCL INFO comm 0x7f5128002e10 rank 1 nranks 2 cudaDev 1 busId 2000 commId 0x77 - Init "
+      "COMPLETE\n"
       "ubuntu:199574:201142 [1] NCCL INFO Recv: opCount d60 sendbuff (nil) recvbuff 0x7f5176000000 count 2420736 "
       "datatype 7 op 0 root 0 comm 0x7f5128002e10 [nranks=2] stream 0x55f1de727ae0\n"
-      "\nubuntu:199574:201142 [1] misc/socket.cc:49 NCCL WARN Cuda failure 'an illegal memory access was encountered'\n",
+      "\nubuntu:199574:201142 [1] misc/socket.cc:49 NCCL WARN Cuda failure 'an illegal memory access was "
+      "encountered'\n",
       -1);
   ASSERT_EQ(d.size(), 1u);
   ASSERT_EQ(d[0].ops.size(), 1u);

@@ -26,8 +26,8 @@ std::vector<std::string_view> Fields(std::string_view s) {
 }
 
 struct CountGroup {
-  int64_t n = -1;       // how many ranks (-1: one named rank)
-  int64_t op = -1;      // launched up to this operation (0: none)
+  int64_t n = -1;              // how many ranks (-1: one named rank)
+  int64_t op = -1;             // launched up to this operation (0: none)
   std::vector<int64_t> ranks;  // listed individually
 };
 
@@ -45,8 +45,9 @@ struct CommBlock {
 bool LooksLikeNcclRas(std::string_view data) {
   static const RE2 kHeading(R"re((?m)^#\d+-\d+ \([0-9a-fA-F]{16}\) )re");
   bool heading = Contains(data, "Communicators") || Contains(data, "Job summary");
-  return heading && (RE2::PartialMatch(re2::StringPiece(data.data(), std::min<size_t>(data.size(), 1 << 20)), kHeading) ||
-                     Contains(data, "Group     Comms"));
+  return heading &&
+         (RE2::PartialMatch(re2::StringPiece(data.data(), std::min<size_t>(data.size(), 1 << 20)), kHeading) ||
+          Contains(data, "Group     Comms"));
 }
 
 void ParseNcclRas(std::string_view data, DumpSet* out) {
@@ -71,8 +72,14 @@ void ParseNcclRas(std::string_view data, DumpSet* out) {
       continue;
     }
     auto f = Fields(t);
-    if (t.substr(0, 5) == "Group" && Contains(t, "Comms")) { in_table = true; continue; }
-    if (t.substr(0, 7) == "(total)") { in_summary = true; continue; }
+    if (t.substr(0, 5) == "Group" && Contains(t, "Comms")) {
+      in_table = true;
+      continue;
+    }
+    if (t.substr(0, 7) == "(total)") {
+      in_summary = true;
+      continue;
+    }
     if (in_summary) {
       // "Nodes Processes/node GPUs/process Processes GPUs": the last is the total.
       int64_t v;
@@ -117,9 +124,12 @@ void ParseNcclRas(std::string_view data, DumpSet* out) {
     } else if (Contains(t, "error(s) on") || Contains(t, "ranks reported")) {
       list = List::kError;
     } else if (RE2::PartialMatch(sp, kRankLine, &r)) {
-      if (list == List::kCount && !b.counts.empty()) b.counts.back().ranks.push_back(r);
-      else if (list == List::kMissing) b.missing.insert(r);
-      else if (list == List::kError) b.error_ranks.insert(r);
+      if (list == List::kCount && !b.counts.empty())
+        b.counts.back().ranks.push_back(r);
+      else if (list == List::kMissing)
+        b.missing.insert(r);
+      else if (list == List::kError)
+        b.error_ranks.insert(r);
     }
   }
 
@@ -130,7 +140,8 @@ void ParseNcclRas(std::string_view data, DumpSet* out) {
     // Every rank of the communicator becomes a dump: bounded, so that a
     // hostile size cannot exhaust memory (found by nccl_ras_fuzzer).
     if (size <= 0 || size > (1 << 17)) {
-      out->Diag(Sev::kWarning, -1, -1, "RAS communicator " + b.hash + ": size unknown; its operation counts are not used");
+      out->Diag(Sev::kWarning, -1, -1,
+                "RAS communicator " + b.hash + ": size unknown; its operation counts are not used");
       continue;
     }
     if (total_ranks > 0 && size != total_ranks) {
@@ -155,7 +166,8 @@ void ParseNcclRas(std::string_view data, DumpSet* out) {
         if (!count_of.count(r) && !b.missing.count(r)) count_of[r] = b.counts[unlisted_group].op;
     } else if (unlisted_groups > 1) {
       out->Diag(Sev::kWarning, -1, -1,
-                "RAS communicator " + b.hash + ": more than one count group lists no ranks; only listed ranks are used (run ncclras -v)");
+                "RAS communicator " + b.hash +
+                    ": more than one count group lists no ranks; only listed ranks are used (run ncclras -v)");
     }
     int64_t max_op = -1;
     for (const auto& [r, c] : count_of) max_op = std::max(max_op, c);

@@ -32,10 +32,13 @@ TEST(NcclRas, SingleOutlierForm) {
   std::string text =
       "Job summary\n===========\n\n  Nodes  Processes         GPUs  Processes     GPUs\n"
       "(total)   per node  per process    (total)  (total)\n      1          4            1          4        4\n\n"
-      "Communicators... (0.01s)\n=============\n\nGroup     Comms     Nodes     Ranks     Ranks     Ranks    Status  Errors\n"
-      "    #  in group  per comm  per node  per comm  in group\n    0         1         1         4         4         4   RUNNING  MISMATCH\n\n"
+      "Communicators... (0.01s)\n=============\n\nGroup     Comms     Nodes     Ranks     Ranks     Ranks    Status  "
+      "Errors\n"
+      "    #  in group  per comm  per node  per comm  in group\n    0         1         1         4         4         "
+      "4   RUNNING  MISMATCH\n\n"
       "#0-0 (fedcba9876543210) MISMATCH\n  Communicator ranks have different AllReduce operation counts\n"
-      "  3 ranks have launched up to operation 5004\n  Rank 1 has launched up to operation 5003 -- GPU 1 managed by process 4711 on node 10.0.0.5\n";
+      "  3 ranks have launched up to operation 5004\n  Rank 1 has launched up to operation 5003 -- GPU 1 managed by "
+      "process 4711 on node 10.0.0.5\n";
   std::vector<model::Diagnostic> diags;
   DumpSet set("f", &diags);
   ParseNcclRas(text, &set);

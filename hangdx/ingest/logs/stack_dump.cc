@@ -16,11 +16,13 @@ const RE2& PySpyThread() {
   return re;
 }
 const RE2& GdbThread() {
-  static const RE2 re(R"re(^Thread (\d+) \((?:Thread )?(0x[0-9a-fA-F]+)(?: \(LWP (\d+)\))?(?: "([^"]*)")?\)\)?:?\s*$)re");
+  static const RE2 re(
+      R"re(^Thread (\d+) \((?:Thread )?(0x[0-9a-fA-F]+)(?: \(LWP (\d+)\))?(?: "([^"]*)")?\)\)?:?\s*$)re");
   return re;
 }
 const RE2& FaultThread() {
-  static const RE2 re(R"re(^(?:Current thread|Thread) (0x[0-9a-fA-F]+)(?: \[[^\]]*\])? \(most recent call first\):\s*$)re");
+  static const RE2 re(
+      R"re(^(?:Current thread|Thread) (0x[0-9a-fA-F]+)(?: \[[^\]]*\])? \(most recent call first\):\s*$)re");
   return re;
 }
 const RE2& PyFrameLine() {
@@ -37,9 +39,9 @@ bool IsIdentLine(std::string_view t) {
 }
 
 bool NamesDistributedCall(std::string_view name) {
-  for (std::string_view k : {"all_reduce", "broadcast", "barrier", "all_gather", "reduce_scatter", "all_to_all",
-                             "allreduce", "allgather", "gather", "scatter", "send", "recv", "wait", "monitored_barrier",
-                             "broadcast_object_list", "all_gather_object"})
+  for (std::string_view k :
+       {"all_reduce", "broadcast", "barrier", "all_gather", "reduce_scatter", "all_to_all", "allreduce", "allgather",
+        "gather", "scatter", "send", "recv", "wait", "monitored_barrier", "broadcast_object_list", "all_gather_object"})
     if (name == k) return true;
   return false;
 }
@@ -67,21 +69,27 @@ void ParseJson(std::string_view data, int64_t rank_hint, DumpSet* out) {
   for (const auto& t : j) {
     if (!t.is_object()) continue;
     std::string thread;
-    auto num = [](const nlohmann::json& v) { return v.is_number_integer() ? std::to_string(v.get<int64_t>()) : (v.is_number_unsigned() ? std::to_string(v.get<uint64_t>()) : std::string()); };
+    auto num = [](const nlohmann::json& v) {
+      return v.is_number_integer() ? std::to_string(v.get<int64_t>())
+                                   : (v.is_number_unsigned() ? std::to_string(v.get<uint64_t>()) : std::string());
+    };
     if (t.contains("os_thread_id")) thread = num(t["os_thread_id"]);
     if (thread.empty() && t.contains("thread_id")) thread = num(t["thread_id"]);
     bool active = t.value("active", false) == true;
     bool gil = t.value("owns_gil", false) == true;
     thread += active ? (gil ? " (active+gil)" : " (active)") : " (idle)";
-    if (t.contains("thread_name") && t["thread_name"].is_string()) thread += ": \"" + t["thread_name"].get<std::string>() + "\"";
+    if (t.contains("thread_name") && t["thread_name"].is_string())
+      thread += ": \"" + t["thread_name"].get<std::string>() + "\"";
     model::StackSample s = NewSample(*out, "Thread " + thread, -1);
     if (t.contains("frames") && t["frames"].is_array()) {
       for (const auto& f : t["frames"]) {
         if (!f.is_object() || s.frames.size() >= kMaxFrames) continue;
         model::Frame fr;
         if (f.contains("name") && f["name"].is_string()) fr.name = f["name"].get<std::string>();
-        if (f.contains("short_filename") && f["short_filename"].is_string()) fr.filename = f["short_filename"].get<std::string>();
-        else if (f.contains("filename") && f["filename"].is_string()) fr.filename = f["filename"].get<std::string>();
+        if (f.contains("short_filename") && f["short_filename"].is_string())
+          fr.filename = f["short_filename"].get<std::string>();
+        else if (f.contains("filename") && f["filename"].is_string())
+          fr.filename = f["filename"].get<std::string>();
         if (f.contains("line") && f["line"].is_number_integer()) fr.line = f["line"].get<int64_t>();
         s.frames.push_back(std::move(fr));
       }
@@ -134,8 +142,10 @@ bool ParseGdbFrame(std::string_view t, model::Frame* f) {
   int depth = 0;
   size_t j = paren + 1;
   for (; j < t.size(); ++j) {
-    if (t[j] == '(') ++depth;
-    else if (t[j] == ')' && --depth == 0) break;
+    if (t[j] == '(')
+      ++depth;
+    else if (t[j] == ')' && --depth == 0)
+      break;
   }
   std::string_view rest = j < t.size() ? t.substr(j + 1) : std::string_view();
   size_t at = rest.rfind(" at ");
@@ -165,8 +175,10 @@ StackFormat SniffStackFormat(std::string_view data) {
   LineReader r(data);
   for (Line l; r.Next(&l) && l.number <= 4000;) {
     std::string_view t = l.text;
-    if (RE2::FullMatch(re2::StringPiece(t.data(), t.size()), GdbThread()) && Contains(t, "(Thread ")) gdb = true;
-    else if (RE2::FullMatch(re2::StringPiece(t.data(), t.size()), PySpyThread())) pyspy = true;
+    if (RE2::FullMatch(re2::StringPiece(t.data(), t.size()), GdbThread()) && Contains(t, "(Thread "))
+      gdb = true;
+    else if (RE2::FullMatch(re2::StringPiece(t.data(), t.size()), PySpyThread()))
+      pyspy = true;
     else if (RE2::FullMatch(re2::StringPiece(t.data(), t.size()), FaultThread()) ||
              Trim(t) == "Traceback (most recent call first):")
       fault = true;
@@ -180,8 +192,10 @@ StackFormat SniffStackFormat(std::string_view data) {
       std::string_view tt = Trim(t);
       bool frame_like = IsIdentLine(tt) || (tt.back() == ')' && tt.find(" (") != std::string_view::npos &&
                                             IsIdentLine(tt.substr(0, tt.find(" ("))));
-      if (!frame_like || ++lines > 512) bare = false;
-      else if (ParsePySpyFrame(tt, &f) && NamesDistributedCall(f.name)) ++calls;
+      if (!frame_like || ++lines > 512)
+        bare = false;
+      else if (ParsePySpyFrame(tt, &f) && NamesDistributedCall(f.name))
+        ++calls;
     }
   }
   if (gdb) return StackFormat::kGdb;
@@ -197,7 +211,9 @@ void ParseStackDump(std::string_view data, StackFormat f, int64_t rank_hint, Dum
     ParseJson(data, rank_hint, out);
     return;
   }
-  std::string_view format = f == StackFormat::kGdb ? "gdb" : f == StackFormat::kFaulthandler ? "faulthandler" : "py-spy";
+  std::string_view format = f == StackFormat::kGdb            ? "gdb"
+                            : f == StackFormat::kFaulthandler ? "faulthandler"
+                                                              : "py-spy";
   int64_t rank = rank_hint;
   bool open = false;
   model::StackSample s;
@@ -287,7 +303,8 @@ void ParseStackDump(std::string_view data, StackFormat f, int64_t rank_hint, Dum
   }
   flush();
   if (rank < 0 && out->Has(-1))
-    out->Diag(Sev::kWarning, -1, -1, "stack dump names no rank and its file name ends in no number; pass --rank FILE=RANK");
+    out->Diag(Sev::kWarning, -1, -1,
+              "stack dump names no rank and its file name ends in no number; pass --rank FILE=RANK");
 }
 
 }  // namespace hangdx::ingest::logs

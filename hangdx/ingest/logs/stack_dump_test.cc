@@ -52,7 +52,8 @@ TEST(StackDump, BareFramesOfSglang27489) {
 TEST(StackDump, Gdb) {
   std::string s =
       "Thread 10 (Thread 0x7f535e7fb000 (LWP 500879)):\n"
-      "#0  futex_wait_cancelable (private=<optimized out>, expected=0, futex_word=0x7f5) at ../sysdeps/nptl/futex-internal.h:183\n"
+      "#0  futex_wait_cancelable (private=<optimized out>, expected=0, futex_word=0x7f5) at "
+      "../sysdeps/nptl/futex-internal.h:183\n"
       "#3  0x00007f539f454740 in ncclProxyGetPostedOps (added=<synthetic pointer>, proxyState=0x55d) at proxy.cc:713\n"
       "Thread 4 (Thread 0x7fd09a759000 (LWP 3913167) \"cuda00006000019\"):\n"
       "#0  0x00007fd0b01abac1 in poll () from /lib64/libc.so.6\n";

@@ -32,14 +32,24 @@ TEST(TextLogs, UnknownAndJsonAreNotText) {
 
 TEST(TextLogs, RandomJunkAroundAnchorsNeverCrashes) {
   std::mt19937 rng(7);
-  const char* anchors[] = {" NCCL INFO AllReduce: opCount ", "Watchdog caught collective operation timeout: WorkNCCL(",
-                           "Thread 1 (idle)\n    ", "] HCCL(", "#0-0 (0123456789abcdef) ", "Communicators",
-                           "CollectiveFingerPrint(SequenceNumber=", "File \"", "remote rank:[", "\r", "\x1b["};
+  const char* anchors[] = {" NCCL INFO AllReduce: opCount ",
+                           "Watchdog caught collective operation timeout: WorkNCCL(",
+                           "Thread 1 (idle)\n    ",
+                           "] HCCL(",
+                           "#0-0 (0123456789abcdef) ",
+                           "Communicators",
+                           "CollectiveFingerPrint(SequenceNumber=",
+                           "File \"",
+                           "remote rank:[",
+                           "\r",
+                           "\x1b["};
   for (int i = 0; i < 300; ++i) {
     std::string s;
     for (int k = 0; k < 40; ++k) {
-      if (rng() % 3 == 0) s += anchors[rng() % std::size(anchors)];
-      else s += static_cast<char>(rng() % 256);
+      if (rng() % 3 == 0)
+        s += anchors[rng() % std::size(anchors)];
+      else
+        s += static_cast<char>(rng() % 256);
       if (rng() % 5 == 0) s += '\n';
     }
     std::vector<model::RankDump> out;

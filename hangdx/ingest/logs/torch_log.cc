@@ -6,7 +6,6 @@
 #include <set>
 #include <tuple>
 
-
 namespace hangdx::ingest::logs {
 namespace {
 
@@ -89,24 +88,27 @@ Fingerprint ParseFingerprint(std::string_view s) {
     while (e < s.size() && (isalnum(static_cast<unsigned char>(s[e])) || s[e] == '_')) ++e;
     f.dtype = std::string(s.substr(b, e - b));
   }
-  if (Contains(s, "device=cuda")) f.device = "cuda";
-  else if (Contains(s, "device=cpu")) f.device = "cpu";
+  if (Contains(s, "device=cuda"))
+    f.device = "cuda";
+  else if (Contains(s, "device=cpu"))
+    f.device = "cpu";
   return f;
 }
 
 bool IsCrashText(std::string_view m) {
-  for (std::string_view k : {"CUDA error", "illegal memory access", "Segmentation fault", "SIGSEGV", "SIGABRT",
-                             "Fatal Python error", "NCCL error", "ncclUnhandledCudaError", "ncclInternalError",
-                             "ncclSystemError", "CUBLAS_STATUS", "CUDA out of memory", "device-side assert",
-                             "OutOfMemoryError"})
+  for (std::string_view k :
+       {"CUDA error", "illegal memory access", "Segmentation fault", "SIGSEGV", "SIGABRT", "Fatal Python error",
+        "NCCL error", "ncclUnhandledCudaError", "ncclInternalError", "ncclSystemError", "CUBLAS_STATUS",
+        "CUDA out of memory", "device-side assert", "OutOfMemoryError"})
     if (Contains(m, k)) return true;
   return false;
 }
 
 bool IsConsequenceText(std::string_view m) {
-  for (std::string_view k : {"Watchdog caught", "timed out", "Timed out", "DistBackendError", "communicator was aborted",
-                             "Connection reset by peer", "Connection closed by peer", "failed to pass monitoredBarrier",
-                             "Timeout at NCCL work", "Detected mismatch between collectives"})
+  for (std::string_view k :
+       {"Watchdog caught", "timed out", "Timed out", "DistBackendError", "communicator was aborted",
+        "Connection reset by peer", "Connection closed by peer", "failed to pass monitoredBarrier",
+        "Timeout at NCCL work", "Detected mismatch between collectives"})
     if (Contains(m, k)) return true;
   return false;
 }
@@ -167,14 +169,13 @@ void ParseTorchLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
   std::vector<Status> statuses;
   std::set<int64_t> timed_out_ranks;
 
-  auto event = [&](int64_t rank, Kind kind, std::string_view msg, int64_t line, std::string pg = {},
-                   int64_t seq = -1, std::string op = {}) {
+  auto event = [&](int64_t rank, Kind kind, std::string_view msg, int64_t line, std::string pg = {}, int64_t seq = -1,
+                   std::string op = {}) {
     if (rank < 0) return;
     model::RankDump& d = out->For(rank, "torch-log");
     if (d.events.size() >= 500) return;
     for (const auto& e : d.events)  // the same text repeated (exception + what()) counts once
-      if (e.kind == kind && e.pg == pg && e.seq == seq && e.message == std::string(Trim(msg.substr(0, 2048))))
-        return;
+      if (e.kind == kind && e.pg == pg && e.seq == seq && e.message == std::string(Trim(msg.substr(0, 2048)))) return;
     model::LogEvent e;
     e.kind = kind;
     e.message = std::string(Trim(msg.substr(0, 2048)));
@@ -317,7 +318,8 @@ void ParseTorchLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
     }
     // DETAIL fingerprints.
     if (Contains(t, "Detected mismatch between collectives")) {
-      static const RE2 kRanks(R"re(Rank (\d+) is running collective: CollectiveFingerPrint\((.*?)\), but Rank (\d+) is running collective: CollectiveFingerPrint\((.*))re");
+      static const RE2 kRanks(
+          R"re(Rank (\d+) is running collective: CollectiveFingerPrint\((.*?)\), but Rank (\d+) is running collective: CollectiveFingerPrint\((.*))re");
       int64_t a = -1, b = -1;
       std::string fa, fb;
       if (RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), kRanks, &a, &fa, &b, &fb)) {
@@ -341,7 +343,10 @@ void ParseTorchLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
         if (pa.ok && inferred_from.emplace(a, b, pa.seq).second && fingerprints.size() < (1u << 20))
           for (int64_t r = 0; r < b && r < (1 << 16); ++r)
             if (r != a) claim(r, pa, kInferred);
-        event(a, Kind::kMismatch, msg, l.number, "0", pa.ok ? pa.seq + 1 : pb.ok ? pb.seq + 1 : -1,
+        event(a, Kind::kMismatch, msg, l.number, "0",
+              pa.ok   ? pa.seq + 1
+              : pb.ok ? pb.seq + 1
+                      : -1,
               TorchOpName(pa.op_type));
       } else {
         event(rank, Kind::kMismatch, t.substr(t.find("Detected mismatch")), l.number);
@@ -417,7 +422,8 @@ void ParseTorchLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
     if (rank < 0) rank = rank_hint;
     if (rank < 0) rank = to.pg_rank;
     if (rank < 0) {
-      out->Diag(Sev::kWarning, to.offset, -1, "line " + std::to_string(to.line) + ": watchdog timeout of an unknown rank");
+      out->Diag(Sev::kWarning, to.offset, -1,
+                "line " + std::to_string(to.line) + ": watchdog timeout of an unknown rank");
       continue;
     }
     timed_out_ranks.insert(rank);

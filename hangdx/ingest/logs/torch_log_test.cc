@@ -16,9 +16,11 @@ TEST(TorchLog, WatchdogTimeoutsOfAce348) {
   // ai2cm/ace#348: a combined log, old prefix, no [rankN]:.
   auto d = Parse(
       "[E ProcessGroupNCCL.cpp:457] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1132079, "
-      "OpType=ALLREDUCE, NumelIn=304640, NumelOut=304640, Timeout(ms)=1800000) ran for 1800035 milliseconds before timing out.\n"
+      "OpType=ALLREDUCE, NumelIn=304640, NumelOut=304640, Timeout(ms)=1800000) ran for 1800035 milliseconds before "
+      "timing out.\n"
       "[E ProcessGroupNCCL.cpp:457] [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1132079, "
-      "OpType=ALLREDUCE, NumelIn=304640, NumelOut=304640, Timeout(ms)=1800000) ran for 1800558 milliseconds before timing out.\n",
+      "OpType=ALLREDUCE, NumelIn=304640, NumelOut=304640, Timeout(ms)=1800000) ran for 1800558 milliseconds before "
+      "timing out.\n",
       -1);
   ASSERT_EQ(d.size(), 2u);
   EXPECT_EQ(d[0].rank, 2);
