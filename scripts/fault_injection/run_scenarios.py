@@ -25,6 +25,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+import neutral_paths  # noqa: E402
 
 
 def free_port():
@@ -72,6 +73,8 @@ def run_one(sc, out_root, fr_buffer):
         rcs[r] = p.returncode
     for lf in logs:
         lf.close()
+    # Committed artifacts carry no path of this machine (same-length prefixes).
+    neutral_paths.main([out])
     dumped = sorted(int(f.rsplit("_", 1)[1]) for f in os.listdir(os.path.join(out, "pickle"))) \
         if os.path.isdir(os.path.join(out, "pickle")) else []
     print("%-9s world=%d %5.1fs exit codes %s dumps from ranks %s"
