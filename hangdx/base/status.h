@@ -5,6 +5,13 @@
 //
 //   StatusOr<std::string> data = ReadFile(path);
 //   if (!data.ok()) return data.status();
+//
+// or, with the macros below (abseil's RETURN_IF_ERROR / ASSIGN_OR_RETURN):
+//
+//   HANGDX_ASSIGN_OR_RETURN(std::string data, ReadFile(path));
+//   HANGDX_RETURN_IF_ERROR(Check(data));
+//
+// Both types are [[nodiscard]]: an ignored error is a compile warning.
 #pragma once
 
 #include <cassert>
@@ -16,7 +23,7 @@ namespace hangdx {
 
 // Status: ok, or an error code with a human-readable message that names
 // what failed (file, offset, field). Cheap to copy; not thread-affine.
-class Status {
+class [[nodiscard]] Status {
  public:
   enum class Code { kOk, kInvalidArgument, kNotFound, kIo, kDataLoss, kUnimplemented };
 
@@ -69,5 +76,26 @@ class [[nodiscard]] StatusOr {
   Status status_;
   std::optional<T> value_;
 };
+
+// Returns from the enclosing function (which returns Status or StatusOr)
+// when `expr`, a Status, is not ok.
+#define HANGDX_RETURN_IF_ERROR(expr)                  \
+  do {                                                \
+    ::hangdx::Status hangdx_status_ = (expr);         \
+    if (!hangdx_status_.ok()) return hangdx_status_;  \
+  } while (0)
+
+#define HANGDX_STATUS_CONCAT_INNER_(a, b) a##b
+#define HANGDX_STATUS_CONCAT_(a, b) HANGDX_STATUS_CONCAT_INNER_(a, b)
+
+// `lhs` = the value of `rexpr` (a StatusOr<T>), or returns its Status from
+// the enclosing function. `lhs` may declare a variable:
+// HANGDX_ASSIGN_OR_RETURN(auto file, MappedFile::Open(path));
+#define HANGDX_ASSIGN_OR_RETURN(lhs, rexpr) \
+  HANGDX_ASSIGN_OR_RETURN_IMPL_(HANGDX_STATUS_CONCAT_(hangdx_statusor_, __LINE__), lhs, rexpr)
+#define HANGDX_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, rexpr) \
+  auto tmp = (rexpr);                                  \
+  if (!tmp.ok()) return tmp.status();                  \
+  lhs = std::move(tmp).value()
 
 }  // namespace hangdx
