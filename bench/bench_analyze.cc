@@ -8,10 +8,10 @@
 // Reports seconds per analysis; the Job is built once, outside the timing.
 #include <benchmark/benchmark.h>
 
-#include "bench_job.h"
 #include "hangdx/analyze/analyze.h"
 #include "hangdx/analyze/latent_order.h"
 #include "hangdx/analyze/wait_graph.h"
+#include "hangdx/model/testing/job_builder.h"
 
 namespace hangdx::bench {
 namespace {
@@ -20,7 +20,7 @@ void BM_Analyze(benchmark::State& state) {
   const int64_t ranks = state.range(0);
   const int pgs = static_cast<int>(state.range(1));
   const int ops = static_cast<int>(state.range(2));
-  model::Job job = MakeJob(ranks, pgs, ops, /*culprit=*/ranks / 2 + 3);
+  model::Job job = model::testing::TrainingJob(ranks, pgs, ops, /*culprit=*/ranks / 2 + 3);
   size_t findings = 0;
   bool hang = false;
   for (auto _ : state) {
@@ -104,8 +104,9 @@ namespace {
 // jobs of BM_Analyze: every pair of pgs that share ranks, compared over the
 // whole recorded window.
 void BM_LatentOrder(benchmark::State& state) {
-  model::Job job = MakeJob(state.range(0), static_cast<int>(state.range(1)), static_cast<int>(state.range(2)),
-                           /*culprit=*/state.range(0) / 2 + 3);
+  model::Job job =
+      model::testing::TrainingJob(state.range(0), static_cast<int>(state.range(1)), static_cast<int>(state.range(2)),
+                                  /*culprit=*/state.range(0) / 2 + 3);
   size_t findings = 0;
   for (auto _ : state) {
     auto f = analyze::LatentOrderInversions(job);

@@ -11,17 +11,19 @@
 // (1 when max_states = 5,000,000 cut the search).
 #include <benchmark/benchmark.h>
 
+#include <map>
 #include <string>
+#include <vector>
 
 #include "hangdx/analyze/device_graph.h"
-#include "hangdx/sim/job_builder.h"
+#include "hangdx/model/testing/device_job_builder.h"
 #include "hangdx/sim/simulator.h"
 
 namespace hangdx::bench {
 namespace {
 
 model::DeviceJob TaskQueueJob(int pairs, model::QueueMode mode, bool blocking) {
-  sim::JobBuilder b(mode);
+  model::testing::DeviceJobBuilder b(mode);
   for (int p = 0; p < pairs; ++p) b.Pg("tp" + std::to_string(p), {0, 1});
   for (model::Rank r : {0, 1}) {
     for (int p = 0; p < pairs; ++p) {
@@ -92,59 +94,26 @@ namespace {
 // 50,000-50,999 are a send/send ring on stream p2p (one true cycle).
 // About 3 ops per rank.
 model::DeviceJob StuckSnapshot(int64_t ranks) {
-  model::DeviceJob job;
-  auto add = [&](model::DevOp op) {
-    job.ops.push_back(std::move(op));
-    return static_cast<model::OpId>(job.ops.size() - 1);
-  };
+  using Kd = model::DevOp::Kind;
+  model::testing::DeviceJobBuilder b;
+  std::map<std::string, std::vector<model::Rank>> pgs;
   for (int64_t r = 0; r < ranks; ++r) {
-    std::string tp = "tp" + std::to_string(r / 8);
-    auto& members = job.pgs[tp];
-    if (r != 12345) members.push_back(r);
-    model::DeviceRank dr;
-    dr.rank = r;
-    model::Stream comm{"comm", {}, true}, compute{"compute", {}, false};
-    model::DevOp ar;
-    ar.kind = model::DevOp::Kind::kCollective;
-    ar.name = "all_reduce";
-    ar.rank = r;
-    ar.stream = "comm";
-    ar.pg = tp;
-    ar.seq = 0;
-    if (r != 12345) comm.tasks.push_back(add(ar));
-    model::DevOp rec;
-    rec.kind = model::DevOp::Kind::kRecord;
-    rec.rank = r;
-    rec.stream = "comm";
-    rec.event = "reduced" + std::to_string(r);
-    comm.tasks.push_back(add(rec));
-    model::DevOp wait = rec;
-    wait.kind = model::DevOp::Kind::kWait;
-    wait.stream = "compute";
-    compute.tasks.push_back(add(wait));
-    compute.head_started = true;
-    dr.streams = {comm, compute};
+    const std::string tp = "tp" + std::to_string(r / 8), event = "reduced" + std::to_string(r);
+    pgs[tp].push_back(r);
+    std::vector<model::OpId> comm;
+    if (r != 12345) comm.push_back(b.Op(r, Kd::kCollective, "comm", tp));
+    comm.push_back(b.Op(r, Kd::kRecord, "comm", event));
+    model::OpId wait = b.Op(r, Kd::kWait, "compute", event);
+    b.Stream(r, "comm", comm, true).Stream(r, "compute", {wait}, true);
     if (r >= 50000 && r < 51000) {
-      model::DevOp send;
-      send.kind = model::DevOp::Kind::kSend;
-      send.rank = r;
-      send.stream = "p2p";
-      send.pg = "pp";
-      send.peer = r + 1 < 51000 ? r + 1 : 50000;
-      send.seq = 0;
-      model::DevOp recv = send;
-      recv.kind = model::DevOp::Kind::kRecv;
-      recv.peer = r > 50000 ? r - 1 : 50999;
-      model::Stream p2p{"p2p", {add(send), add(recv)}, true};
-      dr.streams.push_back(p2p);
+      model::OpId send = b.Op(r, Kd::kSend, "p2p", "pp", r + 1 < 51000 ? r + 1 : 50000);
+      model::OpId recv = b.Op(r, Kd::kRecv, "p2p", "pp", r > 50000 ? r - 1 : 50999);
+      b.Stream(r, "p2p", {send, recv}, true);
+      pgs["pp"].push_back(r);
     }
-    job.ranks.push_back(std::move(dr));
   }
-  for (int64_t r = 50000; r < 51000 && r < ranks; ++r) job.pgs["pp"].push_back(r);
-  job.pgs["tp" + std::to_string(12345 / 8)].push_back(12345);
-  std::sort(job.pgs["tp" + std::to_string(12345 / 8)].begin(), job.pgs["tp" + std::to_string(12345 / 8)].end());
-  job.finished.assign(job.ops.size(), false);
-  return job;
+  for (auto& [name, members] : pgs) b.Pg(name, std::move(members));
+  return b.Build();
 }
 
 void BM_DeviceGraph(benchmark::State& state) {

@@ -4,122 +4,12 @@
 
 #include <functional>
 
+#include "hangdx/model/testing/job_builder.h"
+
 namespace hangdx::analyze {
 namespace {
 
-// Builds synthetic jobs in a few lines: "rank 3 did seqs 1-4 of pg 0".
-class JobBuilder {
- public:
-  explicit JobBuilder(std::string backend = "gloo") : backend_(std::move(backend)) {}
-
-  model::RankDump& Rank(model::Rank r) {
-    for (auto& d : job_.dumps)
-      if (d.rank == r) return d;
-    model::RankDump d;
-    d.rank = r;
-    d.file = "trace_" + std::to_string(r);
-    d.format = "fr-pickle";
-    job_.dumps.push_back(std::move(d));
-    return job_.dumps.back();
-  }
-  // Appends a collective; `done` marks it completed (for gloo: retired).
-  JobBuilder& Coll(model::Rank r, const std::string& pg, int64_t seq, const std::string& op, bool done = true,
-                   model::Shape shape = {4, 4}, const std::string& dtype = "Float", bool retired = false) {
-    model::RankDump& d = Rank(r);
-    model::Interner& pool = *d.interner;
-    model::OpRecord o;
-    o.record_id = static_cast<int64_t>(d.ops.size());
-    o.pg_name = pool.Str(pg);
-    o.pg_desc = pool.Str(pg == "0" ? "default_pg" : "undefined");
-    o.collective_seq = seq;
-    o.profiling_name = pool.Str(backend_ + ":" + op);
-    model::ParseProfilingName(&o);
-    o.input_sizes = o.output_sizes = pool.Intern(model::Shapes{shape});
-    o.input_dtypes = o.output_dtypes = pool.Intern(model::Dtypes{dtype});
-    o.completed = done;
-    o.retired = done || retired;
-    o.state = done && backend_ != "gloo" ? model::OpState::kCompleted : model::OpState::kScheduled;
-    o.time_created_ns = 1000 + clock_++;
-    o.timeout_ms = 1000;
-    d.ops.push_back(std::move(o));
-    return *this;
-  }
-  JobBuilder& Steps(model::Rank r, const std::string& pg, int64_t from, int64_t to) {
-    for (int64_t s = from; s <= to; ++s) Coll(r, pg, s, "all_reduce");
-    return *this;
-  }
-  JobBuilder& P2P(model::Rank r, const std::string& pg, const std::string& name, bool done = false) {
-    model::RankDump& d = Rank(r);
-    model::Interner& pool = *d.interner;
-    model::OpRecord o;
-    o.record_id = static_cast<int64_t>(d.ops.size());
-    o.pg_name = pool.Str(pg);
-    o.profiling_name = pool.Str(backend_ + ":" + name);
-    model::ParseProfilingName(&o);
-    o.is_p2p = true;
-    o.input_sizes = o.output_sizes = pool.Intern(model::Shapes{{100}});
-    o.completed = done;
-    o.time_created_ns = 1000 + clock_++;
-    d.ops.push_back(std::move(o));
-    return *this;
-  }
-  JobBuilder& Members(const std::string& pg, std::vector<model::Rank> ranks) {
-    for (auto& d : job_.dumps) {
-      model::PgConfig c;
-      c.name = pg;
-      c.desc = pg == "0" ? "default_pg" : "undefined";
-      c.ranks = ranks;
-      c.ranks_known = true;
-      d.pg_config[pg] = c;
-    }
-    return *this;
-  }
-  JobBuilder& Wait(model::Rank r, const std::string& op, std::vector<model::Rank> for_ranks, int64_t seq = -1) {
-    model::RankDump& d = Rank(r);
-    d.format = "wait-snapshot";
-    model::WaitSnapshot w;
-    w.current_op = op;
-    w.waiting_for = std::move(for_ranks);
-    w.op_seq = seq;
-    d.wait = std::move(w);
-    return *this;
-  }
-  // A stack, innermost frame first, as a stack dump of rank r shows it.
-  JobBuilder& Stack(model::Rank r, std::vector<std::string> frames) {
-    model::RankDump& d = Rank(r);
-    if (d.ops.empty()) d.format = "py-spy";
-    model::StackSample st;
-    for (auto& f : frames) st.frames.push_back({f, "", 0});
-    st.file = "pyspy_rank" + std::to_string(r) + ".txt";
-    st.line = 1;
-    d.stacks.push_back(std::move(st));
-    return *this;
-  }
-  JobBuilder& Event(model::Rank r, model::LogEvent::Kind kind, const std::string& msg) {
-    model::RankDump& d = Rank(r);
-    d.events.push_back({kind, msg, "rank" + std::to_string(r) + ".log", 3, "", -1, ""});
-    return *this;
-  }
-  JobBuilder& Format(model::Rank r, const std::string& format) {
-    Rank(r).format = format;
-    return *this;
-  }
-  JobBuilder& World(int64_t w) {
-    job_.world_size = w;
-    return *this;
-  }
-  model::Job Build() {
-    std::sort(job_.dumps.begin(), job_.dumps.end(),
-              [](const model::RankDump& a, const model::RankDump& b) { return a.rank < b.rank; });
-    return job_;
-  }
-
- private:
-  std::string backend_;
-  model::Job job_;
-  int64_t clock_ = 0;
-};
-
+using model::testing::JobBuilder;
 using Ranks = std::vector<model::Rank>;
 
 TEST(Analyze, RankDependentBranchBlamesTheAbsentRank) {

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <map>
 
+#include "hangdx/model/testing/device_job_builder.h"
+
 namespace hangdx::analyze {
 namespace {
 
@@ -19,80 +21,7 @@ using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAre;
 using Kd = DevOp::Kind;
 
-// Builds a DeviceJob in a few lines: ops first, then where they are.
-class JobBuilder {
- public:
-  explicit JobBuilder(QueueMode mode = QueueMode::kOff) { job_.queue_mode = mode; }
-  JobBuilder& Pg(const std::string& name, std::vector<Rank> ranks) {
-    job_.pgs[name] = std::move(ranks);
-    return *this;
-  }
-  OpId Op(Rank r, Kd kind, const std::string& stream, const std::string& arg = "", Rank peer = -1,
-          const std::string& pool = "", bool blocking = false) {
-    DevOp op;
-    op.kind = kind;
-    op.rank = r;
-    op.thread = "main";
-    op.stream = kind == Kd::kHostSync && arg.empty() ? stream : (kind == Kd::kHostSync ? "" : stream);
-    if (kind == Kd::kRecord || kind == Kd::kWait || kind == Kd::kHostSync) op.event = arg;
-    if (kind == Kd::kCollective || kind == Kd::kSend || kind == Kd::kRecv) op.pg = arg;
-    op.name = kind == Kd::kCollective ? "all_reduce" : kind == Kd::kCompute ? arg : "";
-    if (kind == Kd::kCompute) op.name = arg.empty() ? "compute" : arg;
-    if (kind == Kd::kSend) op.name = "send";
-    if (kind == Kd::kRecv) op.name = "recv";
-    op.peer = peer;
-    op.pool = pool;
-    op.host_blocking = blocking;
-    op.source = "op" + std::to_string(job_.ops.size());
-    job_.ops.push_back(op);
-    Rank_(r);
-    return static_cast<OpId>(job_.ops.size()) - 1;
-  }
-  JobBuilder& Stream(Rank r, const std::string& name, std::vector<OpId> tasks, bool head_started = false) {
-    Rank_(r).streams.push_back({name, std::move(tasks), head_started});
-    return *this;
-  }
-  JobBuilder& Queue(Rank r, const std::string& name, std::vector<OpId> entries, OpId dispatching = -1) {
-    Rank_(r).queues.push_back({name, std::move(entries), dispatching});
-    return *this;
-  }
-  JobBuilder& Thread(Rank r, const std::string& name, std::vector<OpId> pending, OpId blocked_on = -1) {
-    for (OpId id : pending)
-      if (id >= 0 && static_cast<size_t>(id) < job_.ops.size()) job_.ops[id].thread = name;
-    Rank_(r).threads.push_back({name, std::move(pending), blocked_on});
-    return *this;
-  }
-  JobBuilder& Pool(Rank r, const std::string& name, int capacity, std::vector<OpId> holders) {
-    Rank_(r).pools.push_back({name, capacity, std::move(holders)});
-    return *this;
-  }
-  JobBuilder& Done(OpId id) {
-    done_.push_back(id);
-    return *this;
-  }
-  model::DeviceJob Build() {
-    job_.finished.assign(job_.ops.size(), false);
-    for (OpId id : done_) job_.finished[id] = true;
-    std::sort(job_.ranks.begin(), job_.ranks.end(),
-              [](const model::DeviceRank& a, const model::DeviceRank& b) { return a.rank < b.rank; });
-    job_.origin = "test.json";
-    job_.Number();
-    return job_;
-  }
-
- private:
-  model::DeviceRank& Rank_(Rank r) {
-    auto [it, fresh] = index_.try_emplace(r, job_.ranks.size());
-    if (fresh) {
-      job_.ranks.push_back({});
-      job_.ranks.back().rank = r;
-    }
-    return job_.ranks[it->second];
-  }
-  model::DeviceJob job_;
-  std::map<Rank, size_t> index_;
-  std::vector<OpId> done_;
-};
+using JobBuilder = model::testing::DeviceJobBuilder;
 
 std::string Lines(const Finding& f) {
   std::string s = f.summary + "\n";

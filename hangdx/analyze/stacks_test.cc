@@ -2,27 +2,21 @@
 
 #include <gtest/gtest.h>
 
+#include "hangdx/model/testing/job_builder.h"
+
 namespace hangdx::analyze {
 namespace {
 
-model::RankDump WithStack(model::Rank r, std::vector<std::string> innermost_first) {
-  model::RankDump d;
-  d.rank = r;
-  model::StackSample s;
-  for (auto& f : innermost_first) s.frames.push_back({f, "", 0});
-  d.stacks.push_back(std::move(s));
-  return d;
-}
+using model::testing::JobBuilder;
 
 TEST(MergeStacks, EquivalenceClasses) {
   // sglang#27489's shape: TP0 in all_reduce under writing_check, TP1-3 in
   // broadcast under broadcast_pyobj, all under event_loop_overlap.
-  model::Job job;
-  job.dumps.push_back(WithStack(0, {"all_reduce", "writing_check", "event_loop_overlap"}));
-  for (int r = 1; r < 4; ++r) job.dumps.push_back(WithStack(r, {"broadcast", "broadcast_pyobj", "event_loop_overlap"}));
-  job.dumps.push_back(model::RankDump{});
-  job.dumps.back().rank = 4;
-  StackTree t = MergeStacks(job);
+  JobBuilder b;
+  b.Stack(0, {"all_reduce", "writing_check", "event_loop_overlap"});
+  for (int r = 1; r < 4; ++r) b.Stack(r, {"broadcast", "broadcast_pyobj", "event_loop_overlap"});
+  b.Rank(4);  // data, no stack
+  StackTree t = MergeStacks(b.Build());
   EXPECT_EQ(t.root.ranks, (std::vector<model::Rank>{0, 1, 2, 3}));
   ASSERT_EQ(t.root.children.size(), 1u);
   const StackNode& loop = t.root.children[0];

@@ -5,12 +5,13 @@
 
 #include <set>
 
-#include "hangdx/sim/job_builder.h"
+#include "hangdx/model/testing/device_job_builder.h"
 #include "hangdx/sim/simulate.h"
 
 namespace hangdx::sim {
 namespace {
 
+using model::testing::DeviceJobBuilder;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -80,7 +81,7 @@ TEST(SearchFixes, FixedExamplesPass) {
 
 // The consistent order keeps each pg's own order and the non-pg ops' slots.
 TEST(FixCandidates, ConsistentOrderRewritesTheOddRank) {
-  JobBuilder b;
+  DeviceJobBuilder b;
   b.Pg("a", {0, 1});
   b.Pg("b", {0, 1});
   b.Collective(0, "main", "s", "a", "a0");
@@ -103,7 +104,7 @@ TEST(FixCandidates, ConsistentOrderRewritesTheOddRank) {
   std::vector<std::string> names;
   for (model::OpId id : order->job.ranks[1].threads[0].pending) names.push_back(order->job.ops[id].name);
   EXPECT_THAT(names, ElementsAre("a0", "k", "b0", "a1"));
-  EXPECT_THAT(order->change, HasSubstr("rank 0's order: rank 1 thread main issues a0 (a) before b0 (b)"));
+  EXPECT_THAT(order->change, HasSubstr("rank 0's order: rank 1 thread main issues a0 (a seq 0) before b0 (b seq 0)"));
 }
 
 // A snapshot (ops already issued) cannot switch queue modes.

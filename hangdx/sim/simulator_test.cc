@@ -6,12 +6,13 @@
 #include <cstdio>
 #include <random>
 
-#include "hangdx/sim/job_builder.h"
+#include "hangdx/model/testing/device_job_builder.h"
 
 namespace hangdx::sim {
 namespace {
 
 using model::QueueMode;
+using model::testing::DeviceJobBuilder;
 using ::testing::HasSubstr;
 
 ExploreResult Sim(const model::DeviceJob& job, bool por = true, int64_t max_states = 1'000'000) {
@@ -38,7 +39,7 @@ std::string Witness(const ExploreResult& r) {
 // §2: both ranks send, then recv, on one stream each: the sends wait for
 // recvs queued behind them.
 model::DeviceJob SendSend(bool parity) {
-  JobBuilder b;
+  DeviceJobBuilder b;
   b.Pg("pp", {0, 1});
   for (model::Rank r : {0, 1}) {
     if (parity && r == 1) {
@@ -95,7 +96,7 @@ TEST(Explore, StuckStateIsStuck) {
 
 // §3: each stream waits for an event the other records after its own wait.
 TEST(Explore, StreamEventCycle) {
-  JobBuilder b;
+  DeviceJobBuilder b;
   b.Pg("tp", {0, 1});
   for (model::Rank r : {0, 1}) {
     std::string a = "eA" + std::to_string(r), bb = "eB" + std::to_string(r);
@@ -119,7 +120,7 @@ TEST(Explore, StreamEventCycle) {
 // e on the comm stream, then a host-blocking all_reduce. One queue per
 // device puts the all_reduce ahead of the record in some interleavings.
 model::DeviceJob TaskQueue(QueueMode mode, int pairs = 1) {
-  JobBuilder b(mode);
+  DeviceJobBuilder b(mode);
   b.Pg("tp", {0, 1});
   for (model::Rank r : {0, 1}) {
     for (int p = 0; p < pairs; ++p) {
@@ -187,7 +188,7 @@ TEST(Explore, BoundIsReportedNotAVerdict) {
 // §7 in small: two collectives hold both AICPU units on each rank and wait
 // for the other rank's, which wait for an event recorded after an AICPU op.
 model::DeviceJob Pool(int capacity, bool hold) {
-  JobBuilder b;
+  DeviceJobBuilder b;
   for (const char* pg : {"g1", "g2", "g3", "g4"}) b.Pg(pg, {0, 1});
   for (model::Rank r : {0, 1}) {
     b.Pool(r, "aicpu", capacity);
@@ -223,13 +224,13 @@ TEST(Explore, PoolHeldByWaitingCollectives) {
 
 TEST(Explore, HostSyncOnStreamWaitsForEarlierOps) {
   // Thread a: compute on s, host_sync on s. The compute can run: passes.
-  JobBuilder b;
+  DeviceJobBuilder b;
   b.Compute(0, "a", "s");
   b.SyncStream(0, "a", "s");
   b.Compute(0, "a", "s");
   EXPECT_FALSE(Sim(b.Build()).deadlock);
   // A host_sync on an event nobody records blocks for ever.
-  JobBuilder c;
+  DeviceJobBuilder c;
   c.SyncEvent(0, "a", "never");
   ExploreResult r = Sim(c.Build());
   EXPECT_TRUE(r.deadlock);
@@ -241,7 +242,7 @@ TEST(Explore, HostSyncOnStreamWaitsForEarlierOps) {
 // from 1 takes that pair's seq 0 leaves the named recv without a send: a
 // deadlock only in that order.
 TEST(Explore, AnySourceMatchingOrder) {
-  JobBuilder b;
+  DeviceJobBuilder b;
   b.Pg("pp", {0, 1, 2});
   b.Send(0, "main", "comm", "pp", 2);
   b.Send(1, "main", "comm", "pp", 2);
@@ -282,29 +283,29 @@ TEST(Explore, BadInput) {
     expect_error(j, "has a blocked dispatcher but the task queue mode is off");
   }
   {
-    JobBuilder b;
+    DeviceJobBuilder b;
     b.Collective(0, "main", "comm", "nope");
     expect_error(b.Build(), "pg 'nope' is not declared");
   }
   {
-    JobBuilder b;
+    DeviceJobBuilder b;
     b.Compute(0, "main", "s", "k", "aicpu");
     expect_error(b.Build(), "pool aicpu is not declared on rank 0");
   }
   {
-    JobBuilder b;
+    DeviceJobBuilder b;
     b.Pg("pp", {0, 1});
     b.Send(0, "main", "comm", "pp", -1);
     expect_error(b.Build(), "send needs a peer");
   }
   {
-    JobBuilder b;
+    DeviceJobBuilder b;
     b.Pg("tp", {1, 2});
     b.Collective(0, "main", "comm", "tp");
     expect_error(b.Build(), "rank 0 is not a member of pg tp");
   }
   {
-    JobBuilder b;
+    DeviceJobBuilder b;
     b.Compute(0, "main", "s");
     model::DeviceJob j = b.Build();
     j.ranks[0].threads[0].pending.push_back(0);
@@ -313,7 +314,7 @@ TEST(Explore, BadInput) {
     expect_error(j, "lists op 7, which does not exist");
   }
   {
-    JobBuilder b;
+    DeviceJobBuilder b;
     b.Wait(0, "main", "s", "");
     expect_error(b.Build(), "wait needs an event");
   }
@@ -321,7 +322,7 @@ TEST(Explore, BadInput) {
 
 // An op the device reported failed starts but never finishes.
 TEST(Explore, FailedOpNeverFinishes) {
-  JobBuilder b;
+  DeviceJobBuilder b;
   b.Compute(0, "main", "s", "bad_kernel").failed = true;
   b.Record(0, "main", "s", "e");
   b.Wait(0, "main", "t", "e");
@@ -333,7 +334,7 @@ TEST(Explore, FailedOpNeverFinishes) {
 
 // A pg member with no schedule never arrives: the collective waits for it.
 TEST(Explore, MissingMemberNeverArrives) {
-  JobBuilder b;
+  DeviceJobBuilder b;
   b.Pg("tp", {0, 1});
   b.Collective(0, "main", "comm", "tp");
   ExploreResult r = Sim(b.Build());
@@ -349,7 +350,7 @@ TEST(Explore, ReductionAgreesWithFullSearchOnRandomPrograms) {
   int64_t full_states = 0, reduced_states = 0;
   for (int iter = 0; iter < 300; ++iter) {
     QueueMode mode = static_cast<QueueMode>(rng() % 3);
-    JobBuilder b(mode);
+    DeviceJobBuilder b(mode);
     b.Pg("g", {0, 1});
     b.Pg("h", {0, 1});
     // One template for both ranks (so collectives and P2P mostly pair up),
@@ -438,12 +439,14 @@ TEST(Explore, ReductionAgreesWithFullSearchOnRandomPrograms) {
 namespace hangdx::sim {
 namespace {
 
+using model::testing::DeviceJobBuilder;
+
 // 2,000 ranks, one collective each: the step cost was cubic in the ranks
 // (every stream head re-checked every member), minutes for 10,000. Per
 // rank: issue, start, finish (the last start finishes every one), so 6,000
 // transitions and 6,001 states, no branching.
 TEST(ExploreScale, TwoThousandRanksOneCollective) {
-  JobBuilder b;
+  DeviceJobBuilder b;
   std::vector<model::Rank> all;
   for (model::Rank r = 0; r < 2000; ++r) all.push_back(r);
   b.Pg("w", all);
@@ -459,7 +462,7 @@ TEST(ExploreScale, TwoThousandRanksOneCollective) {
 // head waits for ranks 10-19; the blocked line names 8 and counts the rest.
 // Witness: issue and start on each of the 10 ranks.
 TEST(ExploreScale, BlockedLineNamesEightMembers) {
-  JobBuilder b;
+  DeviceJobBuilder b;
   std::vector<model::Rank> all;
   for (model::Rank r = 0; r < 20; ++r) all.push_back(r);
   b.Pg("w", all);
@@ -477,7 +480,7 @@ TEST(ExploreScale, BlockedLineNamesEightMembers) {
 // A time bound already spent when compiling is reported as the bound, with
 // no verdict.
 TEST(ExploreScale, TimeBoundCoversEveryPhase) {
-  JobBuilder b;
+  DeviceJobBuilder b;
   b.Pg("w", {0, 1});
   for (model::Rank r : {0, 1}) b.Collective(r, "main", "comm", "w", "all_reduce");
   ExploreOptions o;
@@ -499,7 +502,7 @@ TEST(ExploreScale, TimeBoundCoversEveryPhase) {
 // holds at most the op just issued: 8 sets F with an empty stream, plus
 // (F, [x]) for x not in F: 3 + 3*2 + 3*1 = 12; 20 in all.
 TEST(ExploreScale, ThreadsSharingAStreamBranch) {
-  JobBuilder b;
+  DeviceJobBuilder b;
   for (const char* t : {"a", "b", "c"}) b.Compute(0, t, "s");
   model::DeviceJob job = b.Build();
   ExploreResult with = Sim(job, true), without = Sim(job, false);
