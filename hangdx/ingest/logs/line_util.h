@@ -35,6 +35,10 @@ struct Line {
   int64_t rank = -1;        // global rank a peeled prefix names ([rank3]:, `3: `, mpirun [1,3]), else -1
   int64_t local_rank = -1;  // local rank a torchrun `[default0]:` prefix names, else -1
   bool truncated = false;   // longer than kMaxLineBytes
+  // The text as it was before a slurm `3: ` prefix was peeled, else empty:
+  // "N: " also starts lines of some reports (Horovod's "Stalled ranks:"
+  // block lists "3: [tensor, ...]"), so a reader of those looks here too.
+  std::string_view before_srun;
 };
 
 // Splits `data` into lines ('\n'; a '\r' before it is dropped) and cleans
@@ -65,8 +69,10 @@ std::string_view CleanLine(std::string_view line, std::string* buf);
 // Open MPI `Fri Aug 11 12:31:45 2023[1,0]<stdout>:` (rank = second number),
 // kubectl `2025-11-24T03:20:21.001125857Z `, launcher `[1803] `, torchrun
 // `[default0]:` (local rank), c10 `[rank3]:`, slurm `3: `. Sets *rank /
-// *local_rank (left alone when no prefix names one). Returns the rest.
-std::string_view PeelPrefixes(std::string_view text, int64_t* rank, int64_t* local_rank);
+// *local_rank (left alone when no prefix names one). Returns the rest; when
+// a slurm prefix was peeled, *before_srun (if given) is the text before it.
+std::string_view PeelPrefixes(std::string_view text, int64_t* rank, int64_t* local_rank,
+                              std::string_view* before_srun = nullptr);
 
 // Decimal / hexadecimal (no 0x; an optional 0x is skipped) integer of the
 // whole view; false on junk, empty, or overflow.

@@ -1,0 +1,246 @@
+#include "hangdx/ingest/messages/catalogue.h"
+
+#include <re2/re2.h>
+
+#include <map>
+#include <optional>
+#include <set>
+
+#include "hangdx/ingest/messages/fields.h"
+
+namespace hangdx::ingest::messages {
+namespace {
+
+// The built-in catalogue files, generated at build time from data/*.msgs
+// (cmake/embed_messages.cmake): {name, text} pairs, then {nullptr, nullptr}.
+#include "hangdx/ingest/messages/builtin_messages.inc"
+
+constexpr std::pair<EventKind, const char*> kEventNames[] = {
+    {EventKind::kOp, "op"},
+    {EventKind::kTimeout, "timeout"},
+    {EventKind::kStatus, "status"},
+    {EventKind::kMismatch, "mismatch"},
+    {EventKind::kCulprit, "culprit"},
+    {EventKind::kStall, "stall"},
+    {EventKind::kPeerLost, "peer_lost"},
+    {EventKind::kCrash, "crash"},
+    {EventKind::kExit, "exit"},
+    {EventKind::kAbort, "abort"},
+    {EventKind::kHeartbeat, "heartbeat"},
+    {EventKind::kInit, "init"},
+    {EventKind::kConfig, "config"},
+    {EventKind::kProgress, "progress"},
+    {EventKind::kInfo, "info"},
+};
+
+// A row being read: its lines' keys, then checked and converted.
+class RowReader {
+ public:
+  RowReader(std::string_view file, int64_t line) { row_.file = file, row_.line = line; }
+  Status Add(std::string_view key, std::string_view value, int64_t line);
+  StatusOr<Row> Finish();
+
+ private:
+  Status Error(int64_t line, const std::string& what) const {
+    return InvalidArgument(row_.file + ":" + std::to_string(line) + ": " + what);
+  }
+  Status CheckPattern(const std::string& pattern, int64_t line) const;
+  Row row_;
+  std::set<std::string> seen_;
+  RowTest pending_;  // example / instance lines waiting for their expect
+  std::string pending_url_;
+  int64_t pending_line_ = 0;
+};
+
+Status RowReader::CheckPattern(const std::string& pattern, int64_t line) const {
+  RE2 re(pattern, RE2::Quiet);
+  if (!re.ok()) return Error(line, "pattern does not compile: " + re.error());
+  for (const auto& [name, index] : re.NamedCapturingGroups())
+    if (!IsKnownField(name)) return Error(line, "capture '" + name + "' is not in the vocabulary (fields.h)");
+  return Status::Ok();
+}
+
+Status RowReader::Add(std::string_view key, std::string_view value, int64_t line) {
+  static const std::set<std::string_view> kRepeatable = {"continuation", "example", "instance",
+                                                         "expect",       "real",    "note"};
+  if (!kRepeatable.count(key) && !seen_.insert(std::string(key)).second)
+    return Error(line, "key '" + std::string(key) + "' given twice");
+  std::string v(value);
+  if (key == "message")
+    row_.id = v;
+  else if (key == "producer")
+    row_.producer = v;
+  else if (key == "versions")
+    row_.versions = v;
+  else if (key == "source")
+    row_.source = v;
+  else if (key == "format")
+    row_.format = v;
+  else if (key == "anchor")
+    row_.anchor = v;
+  else if (key == "proves")
+    row_.proves = v;
+  else if (key == "note")
+    row_.notes.push_back(v);
+  else if (key == "real")
+    pending_url_ = v;
+  else if (key == "layout") {
+    if (v != "line" && v != "block") return Error(line, "layout must be line or block, not '" + v + "'");
+    row_.layout = v == "line" ? Row::Layout::kLine : Row::Layout::kBlock;
+  } else if (key == "event") {
+    if (!ParseEventKind(v, &row_.event)) return Error(line, "unknown event '" + v + "'");
+  } else if (key == "subject") {
+    if (v != "self" && v != "captured") return Error(line, "subject must be self or captured");
+    row_.subject_captured = v == "captured";
+  } else if (key == "seq_base") {
+    if (v != "0" && v != "1") return Error(line, "seq_base must be 0 or 1");
+    row_.seq_base = v == "0" ? 0 : 1;
+  } else if (key == "pattern" || key == "continuation" || key == "end") {
+    HANGDX_RETURN_IF_ERROR(CheckPattern(v, line));
+    if (key == "pattern")
+      row_.pattern = v;
+    else if (key == "end")
+      row_.end = v;
+    else
+      row_.continuation.push_back(v);
+  } else if (key == "example" || key == "instance") {
+    bool real = key == "instance";
+    if (!pending_.lines.empty() && pending_.real != real)
+      return Error(line, "an example and an instance in one test: close the first with expect");
+    if (pending_.lines.empty()) pending_line_ = line;
+    pending_.real = real;
+    pending_.lines.push_back(v);
+  } else if (key == "expect") {
+    if (pending_.lines.empty()) return Error(line, "expect without example or instance lines before it");
+    for (size_t i = 0; i < value.size();) {
+      size_t sp = value.find(' ', i);
+      std::string_view kv = value.substr(i, sp == std::string_view::npos ? std::string_view::npos : sp - i);
+      i = sp == std::string_view::npos ? value.size() : sp + 1;
+      if (kv.empty()) continue;
+      size_t eq = kv.find('=');
+      if (eq == std::string_view::npos || !IsKnownField(kv.substr(0, eq)))
+        return Error(line, "expect needs name=value with a vocabulary name, not '" + std::string(kv) + "'");
+      pending_.expect.emplace_back(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));
+    }
+    if (pending_.real && pending_url_.empty()) return Error(line, "instance lines need a `real URL` before them");
+    pending_.url = pending_.real ? pending_url_ : "";
+    row_.tests.push_back(std::move(pending_));
+    pending_ = RowTest{};
+  } else {
+    return Error(line, "unknown key '" + std::string(key) + "'");
+  }
+  return Status::Ok();
+}
+
+StatusOr<Row> RowReader::Finish() {
+  if (!pending_.lines.empty()) return Error(pending_line_, "example/instance lines without an expect line");
+  for (const char* key : {"producer", "versions", "source", "format", "layout", "anchor", "pattern", "event", "proves"})
+    if (!seen_.count(key)) return Error(row_.line, "row " + row_.id + " has no '" + key + "'");
+  if (row_.tests.empty()) return Error(row_.line, "row " + row_.id + " has no example");
+  if (row_.layout == Row::Layout::kLine && (!row_.continuation.empty() || !row_.end.empty()))
+    return Error(row_.line, "row " + row_.id + ": continuation and end are for layout block");
+  if (row_.layout == Row::Layout::kBlock && row_.continuation.empty())
+    return Error(row_.line, "row " + row_.id + ": a block needs at least one continuation");
+  return std::move(row_);
+}
+
+Status ParseInto(std::string_view text, std::string_view name, std::vector<Row>* rows, std::set<std::string>* ids) {
+  std::optional<RowReader> reader;
+  auto close = [&]() -> Status {
+    if (!reader) return Status::Ok();
+    HANGDX_ASSIGN_OR_RETURN(Row row, reader->Finish());
+    if (!ids->insert(row.id).second)
+      return InvalidArgument(std::string(name) + ":" + std::to_string(row.line) + ": duplicate message id " + row.id);
+    rows->push_back(std::move(row));
+    reader.reset();
+    return Status::Ok();
+  };
+  int64_t number = 0;
+  for (size_t pos = 0; pos <= text.size();) {
+    size_t nl = text.find('\n', pos);
+    std::string_view line = text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    pos = nl == std::string_view::npos ? text.size() + 1 : nl + 1;
+    ++number;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (!line.empty() && line[0] == '#') continue;
+    if (line.find_first_not_of(" \t") == std::string_view::npos) {
+      HANGDX_RETURN_IF_ERROR(close());
+      continue;
+    }
+    size_t sp = line.find_first_of(" \t");
+    std::string_view key = line.substr(0, sp);
+    std::string_view value;
+    if (sp != std::string_view::npos) {
+      size_t v = line.find_first_not_of(" \t", sp);
+      if (v != std::string_view::npos) value = line.substr(v);
+    }
+    if (!reader) {
+      if (key != "message")
+        return InvalidArgument(std::string(name) + ":" + std::to_string(number) + ": a row starts with 'message ID'");
+      reader.emplace(name, number);
+    }
+    HANGDX_RETURN_IF_ERROR(reader->Add(key, value, number));
+  }
+  return close();
+}
+
+}  // namespace
+
+const char* EventKindName(EventKind kind) {
+  for (const auto& [k, name] : kEventNames)
+    if (k == kind) return name;
+  return "info";
+}
+
+bool ParseEventKind(std::string_view name, EventKind* kind) {
+  for (const auto& [k, n] : kEventNames)
+    if (name == n) {
+      *kind = k;
+      return true;
+    }
+  return false;
+}
+
+StatusOr<Catalogue> Catalogue::Parse(std::string_view text, std::string_view name) {
+  return ParseAll({{std::string(name), std::string(text)}});
+}
+
+StatusOr<Catalogue> Catalogue::ParseAll(const std::vector<std::pair<std::string, std::string>>& files) {
+  Catalogue c;
+  std::set<std::string> ids;
+  for (const auto& [name, text] : files) HANGDX_RETURN_IF_ERROR(ParseInto(text, name, &c.rows_, &ids));
+  return c;
+}
+
+namespace {
+struct BuiltinState {
+  Catalogue catalogue;
+  std::vector<std::string> errors;
+};
+const BuiltinState& LoadBuiltin() {
+  static const BuiltinState* state = [] {
+    auto* s = new BuiltinState;
+    std::vector<std::pair<std::string, std::string>> good;
+    for (const auto* f = kBuiltinMessageFiles; f->first != nullptr; ++f) {
+      // Each file alone first, so one broken file does not hide the others.
+      StatusOr<Catalogue> one = Catalogue::Parse(f->second, f->first);
+      if (one.ok())
+        good.emplace_back(f->first, f->second);
+      else
+        s->errors.push_back(one.status().message());
+    }
+    StatusOr<Catalogue> all = Catalogue::ParseAll(good);
+    if (all.ok())
+      s->catalogue = std::move(all).value();
+    else
+      s->errors.push_back(all.status().message());
+    return s;
+  }();
+  return *state;
+}
+}  // namespace
+
+const Catalogue& Catalogue::Builtin() { return LoadBuiltin().catalogue; }
+const std::vector<std::string>& Catalogue::BuiltinErrors() { return LoadBuiltin().errors; }
+
+}  // namespace hangdx::ingest::messages

@@ -1,0 +1,103 @@
+// hangdx/ingest/messages/matcher.h
+// MessageMatcher: the interpreter of the catalogue for text logs. Fed one
+// cleaned line at a time (launcher prefixes already peeled by
+// logs::LineReader), it finds the rows whose anchor the line holds (one
+// RE2::Set scan over every anchor), runs their patterns, and turns the named
+// groups into MessageFields. Line rows match one line; block rows (Horovod's
+// stall report, torchelastic's ChildFailedError box) open on their
+// `pattern` line and take the following lines that match a `continuation`
+// until the `end` line or the first line that fits none.
+//
+// PyTorch c10d puts its own pg prefix inside the message text
+// (`[PG ID 0 PG GUID 0(default_pg) Rank 1]`, `[PG 2 Rank 3]`, `[Rank 0]`):
+// the matcher reads it into MessageMatch::c10d_prefix, so no row needs to.
+//
+//   MessageMatcher m(Catalogue::Builtin());
+//   std::vector<MessageMatch> out;
+//   for (logs::Line l; reader.Next(&l);) m.Feed(l.text, l.number, l.offset, &out);
+//   m.Finish(&out);
+//
+// Thread-compatible: one matcher per thread (the compiled rows are shared
+// and immutable).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hangdx/ingest/messages/catalogue.h"
+#include "hangdx/ingest/messages/fields.h"
+
+namespace hangdx::ingest::messages {
+
+// c10d's pg prefix inside a message: `[PG ID 0 PG GUID 0(default_pg) Rank 1]`.
+struct C10dPrefix {
+  bool found = false;
+  std::string pg_id, pg_guid, pg_desc;
+  int64_t pg_rank = -1;  // the rank inside that pg
+};
+
+// Finds c10d's pg prefix anywhere in `text`.
+C10dPrefix FindC10dPrefix(std::string_view text);
+
+// One recognized message.
+struct MessageMatch {
+  const Row* row = nullptr;  // owned by the catalogue
+  MessageFields fields;
+  C10dPrefix c10d_prefix;             // of the first line
+  int64_t line = 0;                   // 1-based line of the first line
+  int64_t offset = 0;                 // byte offset of the first line
+  std::string text;                   // the first line (cut at 2 KiB), for evidence
+  std::vector<std::string> problems;  // captures that did not parse
+};
+
+// The catalogue's patterns, compiled once. Immutable, shared by matchers.
+class CompiledCatalogue {
+ public:
+  // Compiles every row of `catalogue` (which must outlive this). Rows whose
+  // pattern RE2 refuses are left out and named in errors().
+  explicit CompiledCatalogue(const Catalogue& catalogue);
+  ~CompiledCatalogue();
+  static const CompiledCatalogue& Builtin();
+  const std::vector<std::string>& errors() const { return errors_; }
+  struct Impl;
+  const Impl& impl() const { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+  std::vector<std::string> errors_;
+};
+
+class MessageMatcher {
+ public:
+  explicit MessageMatcher(const CompiledCatalogue& compiled = CompiledCatalogue::Builtin());
+  // Matches one cleaned line (no newline). Appends what it recognized to
+  // *out (a block is appended when it closes). Returns true when the line
+  // was part of a recognized message. `before_srun` (logs::Line) is tried
+  // for a block's continuation lines when `text` fits none: "3: [a, b]" in
+  // a Horovod block is not a slurm prefix.
+  bool Feed(std::string_view text, int64_t line, int64_t offset, std::vector<MessageMatch>* out,
+            std::string_view before_srun = {});
+  // Closes an open block at the end of the input.
+  void Finish(std::vector<MessageMatch>* out);
+
+ private:
+  bool Continue(std::string_view text, std::string_view before_srun, std::vector<MessageMatch>* out);
+  const CompiledCatalogue& compiled_;
+  bool block_open_ = false;
+  size_t block_row_ = 0;
+  MessageMatch block_;
+  int block_lines_ = 0;
+  std::vector<int> hits_;
+};
+
+// Runs each test of `row` through a matcher over `compiled` and returns one
+// line per failure ("torch.x: example 1: expected seq=5, got seq=4"):
+// every test must match this row with exactly the `expect` captures. Test
+// lines are cleaned and their launcher prefixes peeled first, as
+// logs::LineReader does for a real log.
+std::vector<std::string> CheckRow(const CompiledCatalogue& compiled, const Row& row);
+
+}  // namespace hangdx::ingest::messages

@@ -1,0 +1,156 @@
+#include "hangdx/ingest/messages/matcher.h"
+
+#include <gtest/gtest.h>
+
+namespace hangdx::ingest::messages {
+namespace {
+
+// Two line rows sharing an anchor (the first that matches wins) and a block.
+constexpr const char* kCatalogue = R"(message t.status_new
+producer c10d
+versions 2.2-
+source x.cpp@v2.2.0
+format failure detected by watchdog at work sequence id: {} PG status: last enqueued work: {}, last completed work: {}
+layout line
+anchor PG status: last enqueued
+pattern failure detected by watchdog at work sequence id: (?P<seq>\d+) PG status: last enqueued work: (?P<enqueued>\d+), last completed work: (?P<completed>\d+)
+event status
+proves progress
+example failure detected by watchdog at work sequence id: 9 PG status: last enqueued work: 9, last completed work: 8
+expect seq=9 enqueued=9 completed=8
+
+message t.status_any
+producer c10d
+versions 2.2-
+source x.cpp@v2.2.0
+format PG status: last enqueued work: {}
+layout line
+anchor PG status: last enqueued
+pattern PG status: last enqueued work: (?P<enqueued>\d+)
+event status
+proves progress
+example PG status: last enqueued work: 4
+expect enqueued=4
+
+message t.detail
+producer wrapper
+versions 1.10-
+source y.cpp@v1.10.0
+format SequenceNumber={}
+layout line
+anchor SequenceNumber=
+pattern SequenceNumber=(?P<seq>\d+)
+event mismatch
+seq_base 0
+proves mismatch
+example SequenceNumber=2
+expect seq=3
+
+message t.block
+producer horovod
+versions 0.16-
+source z.cc@v0.20.0
+format Stalled ranks: ...
+layout block
+anchor Stalled ranks:
+pattern ^Stalled ranks:$
+continuation ^(?P<ranks>\d+)!?: \[
+end Will shutdown\.
+event culprit
+proves the listed ranks are missing
+example Stalled ranks:
+example 3: [t1, t2]
+example 5!: [t1]
+expect ranks=3,5
+)";
+
+class MatcherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto c = Catalogue::Parse(kCatalogue, "t.msgs");
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    catalogue_ = std::move(c).value();
+    compiled_ = std::make_unique<CompiledCatalogue>(catalogue_);
+    ASSERT_TRUE(compiled_->errors().empty());
+  }
+  std::vector<MessageMatch> Run(const std::vector<std::string>& lines) {
+    MessageMatcher m(*compiled_);
+    std::vector<MessageMatch> out;
+    int64_t n = 0;
+    for (const auto& l : lines) {
+      ++n;
+      m.Feed(l, n, n * 100, &out);
+    }
+    m.Finish(&out);
+    return out;
+  }
+  Catalogue catalogue_;
+  std::unique_ptr<CompiledCatalogue> compiled_;
+};
+
+TEST_F(MatcherTest, FirstMatchingRowWinsAndC10dPrefixIsRead) {
+  auto out =
+      Run({"[PG ID 2 PG GUID 2(tp) Rank 1] failure detected by watchdog at work sequence id: 9 PG status: "
+           "last enqueued work: 9, last completed work: 8",
+           "[Rank 3] PG status: last enqueued work: 4"});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].row->id, "t.status_new");
+  EXPECT_EQ(out[0].fields.completed, 8);
+  EXPECT_TRUE(out[0].c10d_prefix.found);
+  EXPECT_EQ(out[0].c10d_prefix.pg_id, "2");
+  EXPECT_EQ(out[0].c10d_prefix.pg_desc, "tp");
+  EXPECT_EQ(out[0].c10d_prefix.pg_rank, 1);
+  EXPECT_EQ(out[1].row->id, "t.status_any");
+  EXPECT_EQ(out[1].c10d_prefix.pg_rank, 3);
+  EXPECT_EQ(out[1].line, 2);
+  EXPECT_EQ(out[1].offset, 200);
+}
+
+TEST_F(MatcherTest, SeqBaseZeroCountsTheOpItself) {
+  auto out = Run({"CollectiveFingerPrint(SequenceNumber=41, OpType=ALLREDUCE)"});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].fields.seq, 42);
+}
+
+TEST_F(MatcherTest, BlockTakesContinuationLinesUntilEndOrAStranger) {
+  auto out = Run({"Stalled ranks:", "1: [a]", "2!: [b]", "One or more rank is stalled. Will shutdown.",
+                  "Stalled ranks:", "7: [c]", "an unrelated line", "PG status: last enqueued work: 4"});
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].row->id, "t.block");
+  EXPECT_EQ(out[0].fields.ranks, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(out[1].fields.ranks, (std::vector<int64_t>{7}));
+  EXPECT_EQ(out[1].line, 5);
+  EXPECT_EQ(out[2].row->id, "t.status_any");  // read after the block closed
+}
+
+TEST_F(MatcherTest, CheckRowSaysWhatDiffers) {
+  std::string text = kCatalogue;
+  text.replace(text.find("expect seq=9 enqueued=9 completed=8"), 35, "expect seq=10 enqueued=9 started=1");
+  auto c = Catalogue::Parse(text, "t.msgs");
+  ASSERT_TRUE(c.ok());
+  CompiledCatalogue compiled(*c);
+  auto failures = CheckRow(compiled, c->rows()[0]);
+  EXPECT_EQ(failures, (std::vector<std::string>{
+                          "t.status_new: example 1: expected seq=10, got seq=9",
+                          "t.status_new: example 1: expected started=1, got no started",
+                          "t.status_new: example 1: captured completed=8 that expect does not list",
+                      }));
+  // A test that another row catches first fails, naming that row.
+  text = kCatalogue;
+  text.replace(text.find("example PG status: last enqueued work: 4"), 40,
+               "example failure detected by watchdog at work sequence id: 1 PG status: last enqueued work: 1, last "
+               "completed work: 0");
+  c = Catalogue::Parse(text, "t.msgs");
+  ASSERT_TRUE(c.ok());
+  CompiledCatalogue compiled2(*c);
+  failures = CheckRow(compiled2, c->rows()[1]);
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_EQ(failures[0], "t.status_any: example 1: does not match this row (matched row t.status_new)");
+}
+
+TEST_F(MatcherTest, ALineWithoutAnyAnchorCostsOneSetScan) {
+  EXPECT_TRUE(Run({"epoch 3 step 100 loss 0.25", ""}).empty());
+}
+
+}  // namespace
+}  // namespace hangdx::ingest::messages
