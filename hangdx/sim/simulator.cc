@@ -186,8 +186,11 @@ constexpr int32_t kMaxNamed = 8;
 
 // The static part: the program compiled to indices, the state layout, and
 // the names for reports.
+struct CompileContext;
+
 class Program {
  public:
+  // Compiles `job` (see Explore for the errors); call once.
   Status Compile(const model::DeviceJob& job);
   State Initial() const { return initial_; }
   int64_t Words() const { return words_; }
@@ -218,6 +221,23 @@ class Program {
     return s[si.word] < s[si.word + 1] ? s[si.word + 3 + s[si.word]] : -1;
   }
 
+  // Steps of Compile, in order.
+  Status IndexRanksAndPgs(CompileContext* cx);
+  Status PlaceOps(CompileContext* cx);
+  Status MarkFinished(CompileContext* cx);
+  Status ResolveOp(CompileContext* cx, size_t i);
+  void MakeQueues(const CompileContext& cx);
+  void MakeTables(CompileContext* cx);
+  void MakePgCounts(CompileContext* cx);
+  Status Layout(const CompileContext& cx);
+  void MakeConflictKeys();
+  Status MakeInitial(CompileContext* cx);
+  Status InitialStreams(CompileContext* cx, State* s);
+  Status InitialQueues(CompileContext* cx, State* s);
+  Status InitialThreads(CompileContext* cx, State* s);
+  int32_t EventOf(CompileContext* cx, const std::string& e);
+  int32_t StreamOf(CompileContext* cx, int32_t r, const std::string& name);
+  Status Place(CompileContext* cx, OpId id, uint8_t where, int32_t r, const std::string& what);
   int32_t NewTable(int32_t cap);
   int32_t TakeSeq(State* s, int32_t table, OpId o) const;
   void AppendStream(State* s, int32_t st, OpId o) const;
@@ -279,81 +299,99 @@ std::string OpWhere(const model::DevOp& op, OpId id) {
   return s;
 }
 
-Status Program::Compile(const model::DeviceJob& job) {
-  job_ = &job;
-  mode_ = job.queue_mode;
-  const size_t n = job.ops.size();
-  if (n > (1u << 24)) return InvalidArgument("too many ops to simulate: " + std::to_string(n));
-  ops_.assign(n, COp());
+// What the steps of Compile share: the input's names as indices, and where
+// the input lists each op.
+struct CompileContext {
+  explicit CompileContext(const model::DeviceJob& j) : job(j), n(j.ops.size()), placed(n, 0), finished(n, false) {}
+  const model::DeviceJob& job;
+  size_t n;
   std::map<Rank, int32_t> rank_index;
-  for (const auto& r : job.ranks) {
-    if (!rank_index.emplace(r.rank, static_cast<int32_t>(rank_of_.size())).second)
+  std::map<std::string, int32_t> pg_index;
+  std::vector<std::vector<Rank>> pg_sorted;  // per pg: its distinct members, sorted
+  std::map<std::string, int32_t> event_index;
+  std::map<std::pair<int32_t, std::string>, int32_t> stream_index, pool_index;
+  // Where each op is listed: 0 nowhere, 1 program, 2 queue, 3 stream.
+  std::vector<uint8_t> placed;
+  std::vector<bool> finished;  // finished ops of ranks in the job
+  // Counter tables: collectives per (rank index, pg); sends and recvs per (pg, a, b).
+  std::map<std::pair<int32_t, int32_t>, int32_t> coll_table;
+  std::map<std::tuple<int32_t, Rank, Rank>, int32_t> send_table, recv_table;
+  std::vector<int32_t> pg_seqs;  // per pg: the most collectives of one member
+  // Ops in DeviceJob::Number's order (finished, streams, queues): their seqs are taken in it.
+  std::vector<OpId> order;
+
+  bool InRun(size_t i) const { return placed[i] || finished[i]; }
+  bool IsMember(int32_t pg, Rank r) const { return std::binary_search(pg_sorted[pg].begin(), pg_sorted[pg].end(), r); }
+};
+
+template <typename Map, typename Key>
+int32_t FindOr(const Map& m, const Key& k, int32_t none = -1) {
+  auto it = m.find(k);
+  return it == m.end() ? none : it->second;
+}
+
+int32_t Program::EventOf(CompileContext* cx, const std::string& e) {
+  auto [it, fresh] = cx->event_index.emplace(e, static_cast<int32_t>(events_.size()));
+  if (fresh) events_.push_back(e);
+  return it->second;
+}
+
+int32_t Program::StreamOf(CompileContext* cx, int32_t r, const std::string& name) {
+  auto [it, fresh] = cx->stream_index.emplace(std::make_pair(r, name), static_cast<int32_t>(streams_.size()));
+  if (fresh) streams_.push_back({r, name, 0, 0});
+  return it->second;
+}
+
+Status Program::Place(CompileContext* cx, OpId id, uint8_t where, int32_t r, const std::string& what) {
+  if (id < 0 || static_cast<size_t>(id) >= cx->n)
+    return InvalidArgument(what + " of " + RankName(r) + " lists op " + std::to_string(id) + ", which does not exist");
+  if (cx->placed[id]) return InvalidArgument(OpWhere(cx->job.ops[id], id) + " is listed twice");
+  const DevOp& op = cx->job.ops[id];
+  if (op.rank != rank_of_[r])
+    return InvalidArgument(OpWhere(op, id) + " belongs to rank " + std::to_string(op.rank) + " but is listed by " +
+                           RankName(r));
+  cx->placed[id] = where;
+  ops_[id].rank = r;
+  return Status::Ok();
+}
+
+Status Program::IndexRanksAndPgs(CompileContext* cx) {
+  for (const auto& r : cx->job.ranks) {
+    if (!cx->rank_index.emplace(r.rank, static_cast<int32_t>(rank_of_.size())).second)
       return InvalidArgument("rank " + std::to_string(r.rank) + " is listed twice");
     rank_of_.push_back(r.rank);
   }
   rank_threads_.resize(rank_of_.size());
-  std::map<std::string, int32_t> pg_index;
-  std::vector<std::vector<Rank>> pg_sorted;  // per pg: its distinct members, sorted
-  for (const auto& [name, members] : job.pgs) {
-    pg_index[name] = static_cast<int32_t>(pg_names_.size());
+  for (const auto& [name, members] : cx->job.pgs) {
+    cx->pg_index[name] = static_cast<int32_t>(pg_names_.size());
     pg_names_.push_back(name);
-    pg_sorted.push_back(members);
-    std::sort(pg_sorted.back().begin(), pg_sorted.back().end());
-    pg_sorted.back().erase(std::unique(pg_sorted.back().begin(), pg_sorted.back().end()), pg_sorted.back().end());
+    std::vector<Rank> sorted = members;
+    std::sort(sorted.begin(), sorted.end());
+    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+    cx->pg_sorted.push_back(std::move(sorted));
   }
-  auto is_member = [&](int32_t pg, Rank r) {
-    return std::binary_search(pg_sorted[pg].begin(), pg_sorted[pg].end(), r);
-  };
-  std::map<std::string, int32_t> event_index;
-  auto event_of = [&](const std::string& e) {
-    auto [it, fresh] = event_index.emplace(e, static_cast<int32_t>(events_.size()));
-    if (fresh) events_.push_back(e);
-    return it->second;
-  };
-  std::map<std::pair<int32_t, std::string>, int32_t> stream_index, pool_index;
-  auto stream_of = [&](int32_t r, const std::string& name) {
-    auto [it, fresh] = stream_index.emplace(std::make_pair(r, name), static_cast<int32_t>(streams_.size()));
-    if (fresh) streams_.push_back({r, name, 0, 0});
-    return it->second;
-  };
+  return Status::Ok();
+}
 
-  // Where each op is listed: 0 nowhere, 1 program, 2 queue, 3 stream.
-  std::vector<uint8_t> placed(n, 0);
-  auto place = [&](OpId id, uint8_t where, int32_t r, const char* what) -> hangdx::Status {
-    if (id < 0 || static_cast<size_t>(id) >= n)
-      return InvalidArgument(std::string(what) + " of " + RankName(r) + " lists op " + std::to_string(id) +
-                             ", which does not exist");
-    if (placed[id]) return InvalidArgument(OpWhere(job.ops[id], id) + " is listed twice");
-    const DevOp& op = job.ops[id];
-    if (op.rank != rank_of_[r])
-      return InvalidArgument(OpWhere(op, id) + " belongs to rank " + std::to_string(op.rank) + " but is listed by " +
-                             RankName(r));
-    placed[id] = where;
-    ops_[id].rank = r;
-    return hangdx::Status::Ok();
-  };
-
-  for (size_t r = 0; r < job.ranks.size(); ++r) {
-    const auto& dr = job.ranks[r];
+// Pools, streams, queues and threads of each rank, in the input's order.
+Status Program::PlaceOps(CompileContext* cx) {
+  for (size_t r = 0; r < cx->job.ranks.size(); ++r) {
+    const auto& dr = cx->job.ranks[r];
     const int32_t ri = static_cast<int32_t>(r);
     for (const auto& p : dr.pools) {
       if (p.capacity < 0) return InvalidArgument(RankName(ri) + " pool " + p.name + " has a negative capacity");
-      if (!pool_index.emplace(std::make_pair(ri, p.name), static_cast<int32_t>(pools_.size())).second)
+      if (!cx->pool_index.emplace(std::make_pair(ri, p.name), static_cast<int32_t>(pools_.size())).second)
         return InvalidArgument(RankName(ri) + " pool " + p.name + " is listed twice");
       pools_.push_back({ri, p.name, p.capacity, 0, 0});
     }
     for (const auto& st : dr.streams) {
-      stream_of(ri, st.name);
-      for (OpId id : st.tasks) {
-        if (auto s = place(id, 3, ri, ("stream " + st.name).c_str()); !s.ok()) return s;
-      }
+      StreamOf(cx, ri, st.name);
+      for (OpId id : st.tasks) HANGDX_RETURN_IF_ERROR(Place(cx, id, 3, ri, "stream " + st.name));
     }
     for (const auto& q : dr.queues) {
       if (mode_ == QueueMode::kOff && !q.entries.empty())
         return InvalidArgument(RankName(ri) + " queue " + q.name + " holds entries but the task queue mode is off");
-      for (OpId id : q.entries) {
-        if (auto s = place(id, 2, ri, ("queue " + q.name).c_str()); !s.ok()) return s;
-      }
+      for (OpId id : q.entries) HANGDX_RETURN_IF_ERROR(Place(cx, id, 2, ri, "queue " + q.name));
     }
     for (const auto& t : dr.threads) {
       ThreadInfo ti;
@@ -361,7 +399,7 @@ Status Program::Compile(const model::DeviceJob& job) {
       ti.job_index = static_cast<int32_t>(&t - dr.threads.data());
       ti.name = t.name;
       for (OpId id : t.pending) {
-        if (auto s = place(id, 1, ri, ("thread " + t.name).c_str()); !s.ok()) return s;
+        HANGDX_RETURN_IF_ERROR(Place(cx, id, 1, ri, "thread " + t.name));
         ops_[id].thread = static_cast<int32_t>(threads_.size());
         ti.program.push_back(id);
       }
@@ -369,69 +407,70 @@ Status Program::Compile(const model::DeviceJob& job) {
       threads_.push_back(std::move(ti));
     }
   }
-  std::vector<bool> finished(n, false);
-  for (size_t i = 0; i < n && i < job.finished.size(); ++i) {
+  return Status::Ok();
+}
+
+Status Program::MarkFinished(CompileContext* cx) {
+  const model::DeviceJob& job = cx->job;
+  for (size_t i = 0; i < cx->n && i < job.finished.size(); ++i) {
     if (!job.finished[i]) continue;
-    if (placed[i]) return InvalidArgument(OpWhere(job.ops[i], static_cast<OpId>(i)) + " is finished but still listed");
-    auto it = rank_index.find(job.ops[i].rank);
-    if (it == rank_index.end()) continue;  // a finished op of a rank we do not have: history only
-    finished[i] = true;
+    if (cx->placed[i])
+      return InvalidArgument(OpWhere(job.ops[i], static_cast<OpId>(i)) + " is finished but still listed");
+    auto it = cx->rank_index.find(job.ops[i].rank);
+    if (it == cx->rank_index.end()) continue;  // a finished op of a rank we do not have: history only
+    cx->finished[i] = true;
     ops_[i].rank = it->second;
   }
+  return Status::Ok();
+}
 
-  // Resolve each op's fields.
-  for (size_t i = 0; i < n; ++i) {
-    if (!placed[i] && !finished[i]) continue;  // not part of the run
-    const DevOp& op = job.ops[i];
-    COp& c = ops_[i];
-    c.kind = op.kind;
-    c.blocking = op.host_blocking;
-    c.failed = op.failed;
-    const int32_t r = c.rank;
-    const std::string who = OpWhere(op, static_cast<OpId>(i));
-    if (op.kind == OpKind::kHostSync) {
-      if (op.event.empty() && op.stream.empty()) return InvalidArgument(who + ": host_sync needs an event or a stream");
-      if (placed[i] != 1 && !finished[i]) return InvalidArgument(who + ": a host_sync never sits on a stream or queue");
-      if (!op.event.empty())
-        c.event = event_of(op.event);
-      else
-        c.stream = stream_of(r, op.stream);
-      continue;
-    }
-    if (op.stream.empty()) return InvalidArgument(who + ": " + DevOpKindName(op.kind) + " needs a stream");
-    c.stream = stream_of(r, op.stream);
-    if (op.kind == OpKind::kRecord || op.kind == OpKind::kWait) {
-      if (op.event.empty()) return InvalidArgument(who + ": " + DevOpKindName(op.kind) + " needs an event");
-      c.event = event_of(op.event);
-    }
-    if (!op.pool.empty()) {
-      auto it = pool_index.find({r, op.pool});
-      if (it == pool_index.end())
-        return InvalidArgument(who + ": pool " + op.pool + " is not declared on " + RankName(r));
-      c.pool = it->second;
-      pools_[c.pool].total++;
-    }
-    if (op.kind == OpKind::kCollective || op.kind == OpKind::kSend || op.kind == OpKind::kRecv) {
-      auto it = pg_index.find(op.pg);
-      if (it == pg_index.end()) return InvalidArgument(who + ": pg '" + op.pg + "' is not declared");
-      c.pg = it->second;
-      if (!is_member(c.pg, op.rank))
-        return InvalidArgument(who + ": rank " + std::to_string(op.rank) + " is not a member of pg " + op.pg);
-      if (op.kind != OpKind::kCollective) {
-        if (op.kind == OpKind::kSend && op.peer < 0) return InvalidArgument(who + ": send needs a peer");
-        if (op.peer >= 0 && !is_member(c.pg, op.peer))
-          return InvalidArgument(who + ": peer " + std::to_string(op.peer) + " is not a member of pg " + op.pg);
-        if (op.peer == op.rank) return InvalidArgument(who + ": peer is the op's own rank");
-        if (op.peer >= 0) {
-          auto pit = rank_index.find(op.peer);
-          c.peer = pit == rank_index.end() ? -2 : pit->second;
-        }
-      }
-    }
+// The fields of op i (part of the run) as indices: stream, event, pool, pg, peer.
+Status Program::ResolveOp(CompileContext* cx, size_t i) {
+  const DevOp& op = cx->job.ops[i];
+  COp& c = ops_[i];
+  c.kind = op.kind;
+  c.blocking = op.host_blocking;
+  c.failed = op.failed;
+  const int32_t r = c.rank;
+  const std::string who = OpWhere(op, static_cast<OpId>(i));
+  if (op.kind == OpKind::kHostSync) {
+    if (op.event.empty() && op.stream.empty()) return InvalidArgument(who + ": host_sync needs an event or a stream");
+    if (cx->placed[i] != 1 && !cx->finished[i])
+      return InvalidArgument(who + ": a host_sync never sits on a stream or queue");
+    if (!op.event.empty())
+      c.event = EventOf(cx, op.event);
+    else
+      c.stream = StreamOf(cx, r, op.stream);
+    return Status::Ok();
   }
-  for (const auto& r : job.recorded_events) event_of(r);
+  if (op.stream.empty()) return InvalidArgument(who + ": " + DevOpKindName(op.kind) + " needs a stream");
+  c.stream = StreamOf(cx, r, op.stream);
+  if (op.kind == OpKind::kRecord || op.kind == OpKind::kWait) {
+    if (op.event.empty()) return InvalidArgument(who + ": " + DevOpKindName(op.kind) + " needs an event");
+    c.event = EventOf(cx, op.event);
+  }
+  if (!op.pool.empty()) {
+    c.pool = FindOr(cx->pool_index, std::make_pair(r, op.pool));
+    if (c.pool < 0) return InvalidArgument(who + ": pool " + op.pool + " is not declared on " + RankName(r));
+    pools_[c.pool].total++;
+  }
+  if (op.kind != OpKind::kCollective && op.kind != OpKind::kSend && op.kind != OpKind::kRecv) return Status::Ok();
+  c.pg = FindOr(cx->pg_index, op.pg);
+  if (c.pg < 0) return InvalidArgument(who + ": pg '" + op.pg + "' is not declared");
+  if (!cx->IsMember(c.pg, op.rank))
+    return InvalidArgument(who + ": rank " + std::to_string(op.rank) + " is not a member of pg " + op.pg);
+  if (op.kind == OpKind::kCollective) return Status::Ok();
+  if (op.kind == OpKind::kSend && op.peer < 0) return InvalidArgument(who + ": send needs a peer");
+  if (op.peer >= 0 && !cx->IsMember(c.pg, op.peer))
+    return InvalidArgument(who + ": peer " + std::to_string(op.peer) + " is not a member of pg " + op.pg);
+  if (op.peer == op.rank) return InvalidArgument(who + ": peer is the op's own rank");
+  if (op.peer >= 0) c.peer = FindOr(cx->rank_index, op.peer, -2);
+  return Status::Ok();
+}
 
-  // Queues per mode, then every queue-able op's queue.
+// Queues per mode, then every queue-able op's queue, and the slots each
+// stream and queue needs.
+void Program::MakeQueues(const CompileContext& cx) {
   std::vector<int32_t> device_queue(rank_of_.size(), -1), stream_queue(streams_.size(), -1);
   if (mode_ == QueueMode::kPerDevice) {
     for (size_t r = 0; r < rank_of_.size(); ++r) {
@@ -444,22 +483,27 @@ Status Program::Compile(const model::DeviceJob& job) {
       queues_.push_back({streams_[s].rank, streams_[s].name, 0, 0});
     }
   }
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < cx.n; ++i) {
     COp& c = ops_[i];
-    if ((!placed[i] && !finished[i]) || c.kind == OpKind::kHostSync) continue;
+    if (!cx.InRun(i) || c.kind == OpKind::kHostSync) continue;
     streams_[c.stream].cap++;
     if (mode_ == QueueMode::kPerDevice) c.queue = device_queue[c.rank];
     if (mode_ == QueueMode::kPerStream) c.queue = stream_queue[c.stream];
     if (c.queue >= 0) queues_[c.queue].cap++;
   }
+  rank_queues_.resize(rank_of_.size());
+  for (size_t q = 0; q < queues_.size(); ++q) rank_queues_[queues_[q].rank].push_back(static_cast<int32_t>(q));
+}
 
-  // Counter tables: collectives per (rank, pg); sends and recvs per (pg, a, b).
+// Counter tables (collectives per (rank, pg); sends and recvs per (pg, a,
+// b)), sized by the ops that take a seq from them, and each op's tables.
+void Program::MakeTables(CompileContext* cx) {
   std::map<std::pair<int32_t, int32_t>, int32_t> coll_cap;
   std::map<std::tuple<int32_t, Rank, Rank>, int32_t> send_cap, recv_cap;
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < cx->n; ++i) {
     const COp& c = ops_[i];
-    if (!placed[i] && !finished[i]) continue;
-    const DevOp& op = job.ops[i];
+    if (!cx->InRun(i)) continue;
+    const DevOp& op = cx->job.ops[i];
     if (c.kind == OpKind::kCollective) coll_cap[{c.rank, c.pg}]++;
     if (c.kind == OpKind::kSend) send_cap[{c.pg, op.rank, op.peer}]++;
     if (c.kind == OpKind::kRecv && op.peer >= 0) recv_cap[{c.pg, op.peer, op.rank}]++;
@@ -472,57 +516,57 @@ Status Program::Compile(const model::DeviceJob& job) {
         recv_cap[sk] += static_cast<int32_t>(list.size());
     }
   }
-  std::map<std::pair<int32_t, int32_t>, int32_t> coll_table;
-  std::map<std::tuple<int32_t, Rank, Rank>, int32_t> send_table, recv_table;
-  for (const auto& [k, cap] : coll_cap) coll_table[k] = NewTable(cap);
-  for (const auto& [k, cap] : send_cap) send_table[k] = NewTable(cap);
-  for (const auto& [k, cap] : recv_cap) recv_table[k] = NewTable(cap);
-  auto find = [](const auto& m, const auto& k) {
-    auto it = m.find(k);
-    return it == m.end() ? -1 : it->second;
-  };
-  for (size_t i = 0; i < n; ++i) {
+  for (const auto& [k, cap] : coll_cap) cx->coll_table[k] = NewTable(cap);
+  for (const auto& [k, cap] : send_cap) cx->send_table[k] = NewTable(cap);
+  for (const auto& [k, cap] : recv_cap) cx->recv_table[k] = NewTable(cap);
+  for (size_t i = 0; i < cx->n; ++i) {
     COp& c = ops_[i];
-    if (!placed[i] && !finished[i]) continue;
-    const DevOp& op = job.ops[i];
-    if (c.kind == OpKind::kCollective) c.table = coll_table.at({c.rank, c.pg});
+    if (!cx->InRun(i)) continue;
+    const DevOp& op = cx->job.ops[i];
+    if (c.kind == OpKind::kCollective) c.table = cx->coll_table.at({c.rank, c.pg});
     if (c.kind == OpKind::kSend) {
-      c.table = send_table.at({c.pg, op.rank, op.peer});
-      c.partner_table = find(recv_table, std::make_tuple(c.pg, op.rank, op.peer));
+      c.table = cx->send_table.at({c.pg, op.rank, op.peer});
+      c.partner_table = FindOr(cx->recv_table, std::make_tuple(c.pg, op.rank, op.peer));
     }
     if (c.kind == OpKind::kRecv && op.peer >= 0) {
-      c.table = recv_table.at({c.pg, op.peer, op.rank});
-      c.partner_table = find(send_table, std::make_tuple(c.pg, op.peer, op.rank));
+      c.table = cx->recv_table.at({c.pg, op.peer, op.rank});
+      c.partner_table = FindOr(cx->send_table, std::make_tuple(c.pg, op.peer, op.rank));
     }
     if (c.kind == OpKind::kRecv && op.peer < 0) {
-      for (const auto& [sk, t] : send_table) {
+      for (const auto& [sk, t] : cx->send_table) {
         if (std::get<0>(sk) != c.pg || std::get<2>(sk) != op.rank) continue;
-        c.senders.push_back({rank_index.at(std::get<1>(sk)), t, recv_table.at(sk)});
+        c.senders.push_back({cx->rank_index.at(std::get<1>(sk)), t, cx->recv_table.at(sk)});
       }
     }
   }
+}
+
+// Per pg: each member's collective table, whether every member has one, how
+// many distinct members must start a seq, and how many seqs to count.
+void Program::MakePgCounts(CompileContext* cx) {
   pg_member_tables_.resize(pg_names_.size());
   pg_ready_.assign(pg_names_.size(), true);
   pg_need_.assign(pg_names_.size(), 0);
   pg_count_word_.assign(pg_names_.size(), -1);
-  std::vector<int32_t> pg_seqs(pg_names_.size(), 0);  // the most collectives of one member
+  cx->pg_seqs.assign(pg_names_.size(), 0);
   for (size_t p = 0; p < pg_names_.size(); ++p) {
-    for (Rank m : job.pgs.at(pg_names_[p])) {
-      auto it = rank_index.find(m);
-      int32_t t = it == rank_index.end() ? -1 : find(coll_table, std::make_pair(it->second, static_cast<int32_t>(p)));
+    for (Rank m : cx->job.pgs.at(pg_names_[p])) {
+      auto it = cx->rank_index.find(m);
+      int32_t t = it == cx->rank_index.end() ? -1 : FindOr(cx->coll_table, std::make_pair(it->second, int32_t(p)));
       pg_member_tables_[p].push_back(t);
       if (t < 0)
         pg_ready_[p] = false;
       else
-        pg_seqs[p] = std::max(pg_seqs[p], tables_[t].cap);
+        cx->pg_seqs[p] = std::max(cx->pg_seqs[p], tables_[t].cap);
     }
-    pg_need_[p] = static_cast<int32_t>(pg_sorted[p].size());
+    pg_need_[p] = static_cast<int32_t>(cx->pg_sorted[p].size());
   }
-  rank_queues_.resize(rank_of_.size());
-  for (size_t q = 0; q < queues_.size(); ++q) rank_queues_[queues_[q].rank].push_back(static_cast<int32_t>(q));
+}
 
-  // Layout.
-  int64_t w = 3 * static_cast<int64_t>(n);
+// The state's word layout: ops, threads, queues, streams, pools, events,
+// tables, per-pg start counts.
+Status Program::Layout(const CompileContext& cx) {
+  int64_t w = 3 * static_cast<int64_t>(cx.n);
   for (auto& t : threads_) {
     t.word = static_cast<int32_t>(w);
     w += 2;
@@ -546,14 +590,17 @@ Status Program::Compile(const model::DeviceJob& job) {
     w += 1 + t.cap;
   }
   for (size_t p = 0; p < pg_names_.size(); ++p) {
-    if (pg_seqs[p] == 0) continue;
+    if (cx.pg_seqs[p] == 0) continue;
     pg_count_word_[p] = static_cast<int32_t>(w);
-    w += pg_seqs[p];
+    w += cx.pg_seqs[p];
   }
   if (w > (int64_t{1} << 28)) return InvalidArgument("the job is too large to simulate");
   words_ = static_cast<int32_t>(w);
+  return Status::Ok();
+}
 
-  // Conflict keys of each thread's program (see IssueSafe).
+// Conflict keys of each thread's program (see IssueSafe).
+void Program::MakeConflictKeys() {
   const int32_t qkey = static_cast<int32_t>(streams_.size());
   const int32_t tkey = qkey + static_cast<int32_t>(queues_.size());
   key_users_.assign(static_cast<size_t>(tkey) + tables_.size(), 0);
@@ -579,93 +626,111 @@ Status Program::Compile(const model::DeviceJob& job) {
     }
     for (const auto& [k, last] : t.last_use) t.uses.push_back({k, last.first, last.second});
   }
+}
 
-  // The initial state.
-  State s(static_cast<size_t>(words_));
-  for (size_t i = 0; i < n; ++i) {
-    s.Set(OpWord(static_cast<OpId>(i)) + 1, -1);
-    s.Set(OpWord(static_cast<OpId>(i)) + 2, -1);
-  }
-  for (const auto& q : queues_) s.Set(q.word + 2, -1);
-  for (const auto& e : job.recorded_events) s.Set(event_word_ + event_index.at(e), 1);
-  std::vector<OpId> order;
-  for (size_t i = 0; i < n; ++i) {
-    if (!finished[i]) continue;
-    s.Set(OpWord(static_cast<OpId>(i)), kFinished);
-    if (ops_[i].kind == OpKind::kRecord) s.Set(event_word_ + ops_[i].event, 1);
-    if (ops_[i].pool >= 0) s.Set(pools_[ops_[i].pool].word + 1, s[pools_[ops_[i].pool].word + 1] + 1);
-    order.push_back(static_cast<OpId>(i));
+// The initial state of the finished ops and what sits on streams.
+Status Program::InitialStreams(CompileContext* cx, State* s) {
+  const model::DeviceJob& job = cx->job;
+  for (size_t i = 0; i < cx->n; ++i) {
+    if (!cx->finished[i]) continue;
+    s->Set(OpWord(static_cast<OpId>(i)), kFinished);
+    if (ops_[i].kind == OpKind::kRecord) s->Set(event_word_ + ops_[i].event, 1);
+    if (ops_[i].pool >= 0) s->Set(pools_[ops_[i].pool].word + 1, (*s)[pools_[ops_[i].pool].word + 1] + 1);
+    cx->order.push_back(static_cast<OpId>(i));
   }
   for (size_t r = 0; r < job.ranks.size(); ++r) {
     for (const auto& st : job.ranks[r].streams) {
-      int32_t si = stream_index.at({static_cast<int32_t>(r), st.name});
-      for (size_t k = 0; k < st.tasks.size(); ++k) {
-        OpId id = st.tasks[k];
+      int32_t si = cx->stream_index.at({static_cast<int32_t>(r), st.name});
+      for (OpId id : st.tasks) {
         if (ops_[id].stream != si)
           return InvalidArgument(OpWhere(job.ops[id], id) + " sits on stream " + st.name + " but names stream " +
                                  job.ops[id].stream);
-        AppendStream(&s, si, id);
-        order.push_back(id);
+        AppendStream(s, si, id);
+        cx->order.push_back(id);
       }
-      if (st.head_started && !st.tasks.empty()) {
-        OpId h = st.tasks[0];
-        const COp& c = ops_[h];
-        s.Set(OpWord(h), kStarted);
-        s.Set(streams_[si].word + 2, 1);
-        if (c.pool >= 0) {
-          const PoolInfo& p = pools_[c.pool];
-          if (s[p.word] >= p.capacity)
-            return InvalidArgument(RankName(p.rank) + " pool " + p.name + " has more holders than its capacity");
-          s.Set(p.word, s[p.word] + 1);
-        }
+      if (!st.head_started || st.tasks.empty()) continue;
+      OpId h = st.tasks[0];
+      const COp& c = ops_[h];
+      s->Set(OpWord(h), kStarted);
+      s->Set(streams_[si].word + 2, 1);
+      if (c.pool >= 0) {
+        const PoolInfo& p = pools_[c.pool];
+        if ((*s)[p.word] >= p.capacity)
+          return InvalidArgument(RankName(p.rank) + " pool " + p.name + " has more holders than its capacity");
+        s->Set(p.word, (*s)[p.word] + 1);
       }
     }
   }
+  return Status::Ok();
+}
+
+// The initial state of the queues' entries and blocked dispatchers.
+Status Program::InitialQueues(CompileContext* cx, State* s) {
+  const model::DeviceJob& job = cx->job;
   for (size_t r = 0; r < job.ranks.size(); ++r) {
     for (const auto& q : job.ranks[r].queues) {
       for (OpId id : q.entries) {
         const QueueInfo& qi = queues_[ops_[id].queue];
-        s.Set(qi.word + 3 + s[qi.word + 1], id);
-        s.Set(qi.word + 1, s[qi.word + 1] + 1);
-        s.Set(OpWord(id), kIssued);
-        order.push_back(id);
+        s->Set(qi.word + 3 + (*s)[qi.word + 1], id);
+        s->Set(qi.word + 1, (*s)[qi.word + 1] + 1);
+        s->Set(OpWord(id), kIssued);
+        cx->order.push_back(id);
       }
-      if (q.dispatching >= 0) {
-        OpId d = q.dispatching;
-        if (d >= static_cast<OpId>(n) || placed[d] != 3 || !job.ops[d].host_blocking)
-          return InvalidArgument(RankName(static_cast<int32_t>(r)) + " queue " + q.name +
-                                 ": the dispatcher waits for an op that is not a host-blocking op on a stream");
-        if (ops_[d].queue < 0)  // found by device_json_fuzzer: queue mode off, yet a dispatcher
-          return InvalidArgument(RankName(static_cast<int32_t>(r)) + " queue " + q.name +
-                                 " has a blocked dispatcher but the task queue mode is off");
-        s.Set(queues_[ops_[d].queue].word + 2, d);
-      }
+      if (q.dispatching < 0) continue;
+      OpId d = q.dispatching;
+      if (d >= static_cast<OpId>(cx->n) || cx->placed[d] != 3 || !job.ops[d].host_blocking)
+        return InvalidArgument(RankName(static_cast<int32_t>(r)) + " queue " + q.name +
+                               ": the dispatcher waits for an op that is not a host-blocking op on a stream");
+      if (ops_[d].queue < 0)  // found by device_json_fuzzer: queue mode off, yet a dispatcher
+        return InvalidArgument(RankName(static_cast<int32_t>(r)) + " queue " + q.name +
+                               " has a blocked dispatcher but the task queue mode is off");
+      s->Set(queues_[ops_[d].queue].word + 2, d);
     }
   }
+  return Status::Ok();
+}
+
+// The initial state of the threads blocked on a host_sync or a host-blocking op.
+Status Program::InitialThreads(CompileContext* cx, State* s) {
+  const model::DeviceJob& job = cx->job;
   for (size_t ti = 0; ti < threads_.size(); ++ti) {
     const ThreadInfo& t = threads_[ti];
-    s.Set(t.word + 1, -1);
-    const auto& jt = job.ranks[t.rank].threads[t.job_index];
-    OpId b = jt.blocked_on;
+    s->Set(t.word + 1, -1);
+    OpId b = job.ranks[t.rank].threads[t.job_index].blocked_on;
     if (b < 0) continue;
-    if (b >= static_cast<OpId>(n) || job.ops[b].rank != rank_of_[t.rank])
+    if (b >= static_cast<OpId>(cx->n) || job.ops[b].rank != rank_of_[t.rank])
       return InvalidArgument(RankName(t.rank) + " thread " + t.name + " is blocked on an op it does not own");
     if (job.ops[b].kind == OpKind::kHostSync) {
-      if (placed[b]) return InvalidArgument(OpWhere(job.ops[b], b) + " is listed twice");
-      placed[b] = 1;
+      if (cx->placed[b]) return InvalidArgument(OpWhere(job.ops[b], b) + " is listed twice");
+      cx->placed[b] = 1;
       ops_[b].thread = static_cast<int32_t>(ti);
-      s.Set(OpWord(b), kIssued);
-    } else if (!(placed[b] == 2 || placed[b] == 3) || !job.ops[b].host_blocking) {
+      s->Set(OpWord(b), kIssued);
+    } else if (!(cx->placed[b] == 2 || cx->placed[b] == 3) || !job.ops[b].host_blocking) {
       return InvalidArgument(RankName(t.rank) + " thread " + t.name +
                              " is blocked on an op that is neither a host_sync nor a host-blocking op in flight");
     }
-    s.Set(t.word + 1, b);
+    s->Set(t.word + 1, b);
   }
+  return Status::Ok();
+}
+
+// The state the input describes: for a schedule, nothing issued.
+Status Program::MakeInitial(CompileContext* cx) {
+  State s(static_cast<size_t>(words_));
+  for (size_t i = 0; i < cx->n; ++i) {
+    s.Set(OpWord(static_cast<OpId>(i)) + 1, -1);
+    s.Set(OpWord(static_cast<OpId>(i)) + 2, -1);
+  }
+  for (const auto& q : queues_) s.Set(q.word + 2, -1);
+  for (const auto& e : cx->job.recorded_events) s.Set(event_word_ + cx->event_index.at(e), 1);
+  HANGDX_RETURN_IF_ERROR(InitialStreams(cx, &s));
+  HANGDX_RETURN_IF_ERROR(InitialQueues(cx, &s));
+  HANGDX_RETURN_IF_ERROR(InitialThreads(cx, &s));
   // Seqs of what is already in flight, in DeviceJob::Number's order.
-  for (OpId id : order) {
+  for (OpId id : cx->order) {
     if (ops_[id].table >= 0) TakeSeq(&s, ops_[id].table, id);
   }
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < cx->n; ++i) {
     if (ops_[i].rank >= 0 && s[OpWord(static_cast<OpId>(i))] >= kStarted) CountStart(&s, static_cast<OpId>(i));
   }
   // A host_sync already waiting on a stream waits for what is destined to it now.
@@ -675,7 +740,29 @@ Status Program::Compile(const model::DeviceJob& job) {
       s.Set(OpWord(b) + 2, LastDestined(s, ops_[b].stream));
   }
   initial_ = s;
-  return hangdx::Status::Ok();
+  return Status::Ok();
+}
+
+Status Program::Compile(const model::DeviceJob& job) {
+  job_ = &job;
+  mode_ = job.queue_mode;
+  if (job.ops.size() > (1u << 24))
+    return InvalidArgument("too many ops to simulate: " + std::to_string(job.ops.size()));
+  ops_.assign(job.ops.size(), COp());
+  CompileContext cx(job);
+  HANGDX_RETURN_IF_ERROR(IndexRanksAndPgs(&cx));
+  HANGDX_RETURN_IF_ERROR(PlaceOps(&cx));
+  HANGDX_RETURN_IF_ERROR(MarkFinished(&cx));
+  for (size_t i = 0; i < cx.n; ++i) {
+    if (cx.InRun(i)) HANGDX_RETURN_IF_ERROR(ResolveOp(&cx, i));
+  }
+  for (const auto& r : job.recorded_events) EventOf(&cx, r);
+  MakeQueues(cx);
+  MakeTables(&cx);
+  MakePgCounts(&cx);
+  HANGDX_RETURN_IF_ERROR(Layout(cx));
+  MakeConflictKeys();
+  return MakeInitial(&cx);
 }
 
 int32_t Program::TakeSeq(State* s, int32_t table, OpId o) const {
