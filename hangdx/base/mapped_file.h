@@ -5,6 +5,13 @@
 //
 //   StatusOr<MappedFile> f = MappedFile::Open(path);
 //   if (f.ok()) Parse(f->data());
+//   if (f->shrank()) ...  // the file was cut while it was read: distrust the result
+//
+// A file that shrinks while it is mapped (a log rotated with copytruncate
+// under a live job) would kill the process with SIGBUS on the first read
+// past its new end. Mappings are registered with a SIGBUS handler that
+// instead maps zero pages over the rest of the mapping and marks it shrunk:
+// the reader sees NUL bytes, finishes, and the caller reports the file.
 #pragma once
 
 #include <cstdint>
@@ -31,10 +38,16 @@ class MappedFile {
   static StatusOr<MappedFile> Open(const std::string& path, uint64_t max_bytes = uint64_t{1} << 40);
 
   std::string_view data() const { return {static_cast<const char*>(addr_), size_}; }
+  // True when the file shrank while mapped and a read past its new end
+  // found zeros instead of data: what was read cannot be trusted.
+  bool shrank() const;
 
  private:
+  void Release();
   void* addr_ = nullptr;
   size_t size_ = 0;
+  int slot_ = -1;      // registration with the SIGBUS handler, -1 none
+  std::string owned_;  // the bytes, when read instead of mapped
 };
 
 }  // namespace hangdx
