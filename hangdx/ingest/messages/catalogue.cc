@@ -112,15 +112,34 @@ Status RowReader::Add(std::string_view key, std::string_view value, int64_t line
     pending_.lines.push_back(v);
   } else if (key == "expect") {
     if (pending_.lines.empty()) return Error(line, "expect without example or instance lines before it");
+    // name=value pairs separated by spaces; a value with spaces is quoted:
+    // error="Connection reset by peer".
     for (size_t i = 0; i < value.size();) {
-      size_t sp = value.find(' ', i);
-      std::string_view kv = value.substr(i, sp == std::string_view::npos ? std::string_view::npos : sp - i);
-      i = sp == std::string_view::npos ? value.size() : sp + 1;
-      if (kv.empty()) continue;
-      size_t eq = kv.find('=');
-      if (eq == std::string_view::npos || !IsKnownField(kv.substr(0, eq)))
-        return Error(line, "expect needs name=value with a vocabulary name, not '" + std::string(kv) + "'");
-      pending_.expect.emplace_back(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));
+      if (value[i] == ' ') {
+        ++i;
+        continue;
+      }
+      size_t eq = value.find('=', i);
+      if (eq == std::string_view::npos)
+        return Error(line, "expect needs name=value, not '" + std::string(value.substr(i)) + "'");
+      std::string_view name = value.substr(i, eq - i);
+      if (!IsKnownField(name) || name.find(' ') != std::string_view::npos)
+        return Error(line, "expect needs name=value with a vocabulary name, not '" + std::string(name) + "'");
+      size_t b = eq + 1, e;
+      std::string_view v;
+      if (b < value.size() && value[b] == '"') {
+        e = value.find('"', b + 1);
+        if (e == std::string_view::npos)
+          return Error(line, "expect: unterminated quoted value of " + std::string(name));
+        v = value.substr(b + 1, e - b - 1);
+        ++e;
+      } else {
+        e = value.find(' ', b);
+        if (e == std::string_view::npos) e = value.size();
+        v = value.substr(b, e - b);
+      }
+      pending_.expect.emplace_back(std::string(name), std::string(v));
+      i = e;
     }
     if (pending_.real && pending_url_.empty()) return Error(line, "instance lines need a `real URL` before them");
     pending_.url = pending_.real ? pending_url_ : "";

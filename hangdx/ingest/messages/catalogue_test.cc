@@ -22,7 +22,7 @@ source torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp@v2.1.0
 format Watchdog caught collective operation timeout: {} ran for {} milliseconds
 layout line
 anchor Watchdog caught
-pattern Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)
+pattern Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>[\w ]+)
 event timeout
 proves this rank timed out
 example Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, Timeout(ms)=1)
@@ -30,6 +30,8 @@ expect seq=5 op=all_reduce
 real https://example.org/issue/1
 instance [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=BROADCAST)
 expect seq=7 op=broadcast
+example Watchdog caught collective operation timeout: WorkNCCL(SeqNum=8, OpType=All Reduce)
+expect seq=8 op="all reduce"
 )";
 
 TEST(Catalogue, ParsesARowWithItsTests) {
@@ -40,7 +42,8 @@ TEST(Catalogue, ParsesARowWithItsTests) {
   EXPECT_EQ(r.id, "t.timeout");
   EXPECT_EQ(r.event, EventKind::kTimeout);
   EXPECT_EQ(r.line, 2);
-  ASSERT_EQ(r.tests.size(), 2u);
+  ASSERT_EQ(r.tests.size(), 3u);
+  EXPECT_EQ(r.tests[2].expect[1], (std::pair<std::string, std::string>("op", "all reduce")));
   EXPECT_FALSE(r.tests[0].real);
   EXPECT_TRUE(r.tests[1].real);
   EXPECT_EQ(r.tests[1].url, "https://example.org/issue/1");
@@ -56,7 +59,7 @@ TEST(Catalogue, NamesTheFileAndLineOfEachError) {
     return c.ok() ? std::string("parsed") : c.status().message();
   };
   std::string row = kRow;
-  EXPECT_THAT(error_of(row + "\n" + row), HasSubstr("bad.msgs:19: duplicate message id t.timeout"));
+  EXPECT_THAT(error_of(row + "\n" + row), HasSubstr("bad.msgs:21: duplicate message id t.timeout"));
   EXPECT_THAT(error_of("producer x\n"), HasSubstr("bad.msgs:1: a row starts with 'message ID'"));
   std::string unknown_capture = row;
   unknown_capture.replace(unknown_capture.find("(?P<op>"), 7, "(?P<opname>");

@@ -132,6 +132,19 @@ std::string Join(const std::vector<int64_t>& v) {
   return out;
 }
 
+// "[20, 10]", "20,10", "(20, 10)" -> "20,10"; "[[8], [8]]" -> "[8],[8]".
+std::string NormalizeShape(std::string_view s) {
+  s = Trim(s);
+  if (s.size() >= 2 && ((s.front() == '[' && s.back() == ']') || (s.front() == '(' && s.back() == ')'))) {
+    s.remove_prefix(1);
+    s.remove_suffix(1);
+  }
+  std::string out;
+  for (char c : s)
+    if (!std::isspace(static_cast<unsigned char>(c))) out.push_back(c);
+  return out;
+}
+
 }  // namespace
 
 bool IsKnownField(std::string_view name) { return Find(name) != nullptr; }
@@ -187,7 +200,8 @@ bool SetField(std::string_view name, std::string_view text, MessageFields* f, st
   int64_t v = -1;
   switch (spec->type) {
     case Type::kInt:
-      if (!ParseInt(text, &v) || v < 0) return bad("a non-negative integer");
+      // -1 is how producers print "none" (PG status "last completed work: -1").
+      if (!ParseInt(text, &v) || v < -1) return bad("a non-negative integer");
       break;
     case Type::kHexOrInt:
       if (!ParseHexOrInt(text, &v)) return bad("an integer");
@@ -207,7 +221,10 @@ bool SetField(std::string_view name, std::string_view text, MessageFields* f, st
       return true;
     case Type::kString: {
       std::string& s = f->*(spec->str);
-      if (s.empty()) s = spec->name == "op" ? NormalizeOpName(Trim(text)) : std::string(Trim(text));
+      if (s.empty())
+        s = spec->name == "op"      ? NormalizeOpName(Trim(text))
+            : spec->name == "shape" ? NormalizeShape(text)
+                                    : std::string(Trim(text));
       return true;
     }
     case Type::kList:

@@ -7,6 +7,8 @@
 //   - `op`: lower snake case of the collective (ALLREDUCE, AllReduce,
 //     allreduce, HcclAllReduce -> all_reduce; NormalizeOpName);
 //   - `signal`: a number (SIGKILL and 9 -> 9);
+//   - `shape`: without spaces and outer brackets ("[20, 10]" -> "20,10");
+//   - an integer printed as -1 (a producer's "none") leaves the field unset;
 //   - `ranks`, `ready_ranks`: lists from "0, 1", "[0,1]", "{0 1}", "0-3"
 //     (ranges expanded, at most kMaxListRanks entries).
 //
