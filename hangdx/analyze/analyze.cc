@@ -130,7 +130,7 @@ class Analyzer {
     out_.diagnostics = job_.diagnostics;
     out_.inputs = job_.inputs;
     out_.unreadable = job_.unreadable;
-    for (const auto& d : job_.dumps) dump_based_ = dump_based_ || d.format == "fr-pickle" || d.format == "fr-json";
+    for (const auto& d : job_.dumps) dump_based_ = dump_based_ || d.from_flight_recorder;
     ResolveWorld();
     ResolveGroups();
     BuildInstances();

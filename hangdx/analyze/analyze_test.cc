@@ -336,8 +336,7 @@ TEST(Analyze, CrashEventMakesACrashedRank) {
   EXPECT_EQ(d.findings[0].seq, 5);
   // A crash alone (vllm#6042: only the dying rank's log) is still named.
   JobBuilder c;
-  c.Event(3, model::LogEvent::Kind::kCrash, "CUDA error: an illegal memory access was encountered")
-      .Format(3, "torch-log");
+  c.Event(3, model::LogEvent::Kind::kCrash, "CUDA error: an illegal memory access was encountered").FromLog(3);
   Diagnosis d2 = Analyze(c.Build());
   ASSERT_EQ(d2.findings.size(), 1u);
   EXPECT_EQ(d2.findings[0].kind, Kind::kCrashedRank);
@@ -349,8 +348,7 @@ TEST(Analyze, SilentRankInLogsIsMissingNotDead) {
   // nothing. From logs (no Flight Recorder dumps), silence means "not
   // waiting in it", not "dead".
   JobBuilder b("nccl");
-  for (int r = 1; r < 4; ++r)
-    b.Coll(r, "0", 1132079, "all_reduce", false, {304640}, "Float", true).Format(r, "torch-log");
+  for (int r = 1; r < 4; ++r) b.Coll(r, "0", 1132079, "all_reduce", false, {304640}, "Float", true).FromLog(r);
   Diagnosis d = Analyze(b.World(4).Build());
   ASSERT_FALSE(d.findings.empty());
   EXPECT_EQ(d.findings[0].kind, Kind::kMissingRank);
@@ -363,7 +361,7 @@ TEST(Analyze, DetailMismatchEventsMakeItAnErrorNotAHang) {
   // fingerprint at seq 3 and each rank's "Detected mismatch" line there.
   JobBuilder b("gloo");
   for (int r = 0; r < 3; ++r) {
-    b.Coll(r, "0", 3, r == 2 ? "broadcast" : "all_reduce", false, {8}).Format(r, "torch-log");
+    b.Coll(r, "0", 3, r == 2 ? "broadcast" : "all_reduce", false, {8}).FromLog(r);
     b.Event(r, model::LogEvent::Kind::kMismatch, "Detected mismatch between collectives on ranks.");
   }
   model::Job job = b.World(3).Build();

@@ -18,7 +18,7 @@ void Issue(model::Job* job, model::Rank r, std::vector<std::pair<std::string, in
     d = &job->dumps.back();
     d->rank = r;
     d->file = "trace_" + std::to_string(r);
-    d->format = "fr-json";
+    d->from_flight_recorder = true;
   }
   for (const auto& [pg, seq] : ops) {
     model::OpRecord o;

@@ -603,7 +603,7 @@ bool ParseFlightRecorderPickle(std::string_view data, const std::string& file, m
         err.offset);
     return false;
   }
-  dump->format = "fr-pickle";
+  dump->from_flight_recorder = true;
   Converter<PNode> conv(dump, &sink, cache);
   bool ok = conv.Run(PNode{&doc.root()});
   dump->interner->ForgetAddresses();
@@ -628,7 +628,7 @@ bool ParseFlightRecorderJson(std::string_view data, const std::string& file, mod
     sink.Add(Sev::kError, "unreadable JSON: " + JsonWhy(e));
     return false;
   }
-  dump->format = "fr-json";
+  dump->from_flight_recorder = true;
   Converter<JNode> conv(dump, &sink, cache);
   bool ok = conv.Run(JNode{&j});
   dump->interner->ForgetAddresses();

@@ -125,6 +125,7 @@ struct FileResult {
   uint64_t bytes = 0;
   enum class Outcome { kUsed, kSkipped, kUnreadable } outcome = Outcome::kUsed;
   int64_t unreadable_rank = -1;  // the rank a dump that could not be used belongs to
+  bool fr_pickle = false;        // a Flight Recorder pickle (it carries stack frames; JSON dumps do not)
   std::vector<model::RankDump> dumps;
   std::vector<model::DeviceJob> device;  // device snapshots and schedules
   std::vector<Diagnostic> diags;
@@ -197,6 +198,7 @@ void LoadOne(const std::string& path, int64_t rank_hint, const LoadOptions& opt,
   model::RankDump dump;
   dump.file = path;
   dump.rank = rank_hint;
+  res->fr_pickle = f == Format::kFlightRecorderPickle;
   bool ok = f == Format::kFlightRecorderPickle ? ParseFlightRecorderPickle(data, path, &dump, &res->diags, cache)
                                                : ParseFlightRecorderJson(data, path, &dump, &res->diags, cache);
   if (!ok) {
@@ -252,8 +254,11 @@ void Walk(const fs::path& p, std::vector<std::string>* out, std::vector<Diagnost
 // stacks and log events add up; of two Flight Recorder dumps the one with
 // more entries is kept (the pickle on a tie: it carries stack frames);
 // otherwise ops merge by (pg, seq) (MergeRankOps), the Flight Recorder dump
-// (else the artifact with more ops) being the base.
-void MergeRank(model::RankDump* have, model::RankDump d, std::vector<Diagnostic>* diags, size_t* duplicates) {
+// (else the artifact with more ops) being the base. `*have_pickle` says
+// whether *have's base is a Flight Recorder pickle (updated), `d_pickle`
+// the same of `d`.
+void MergeRank(model::RankDump* have, bool* have_pickle, model::RankDump d, bool d_pickle,
+               std::vector<Diagnostic>* diags, size_t* duplicates) {
   auto absorb_extras = [](model::RankDump* into, model::RankDump& from) {
     if (from.wait && !into->wait) into->wait = std::move(from.wait);
     for (auto& s : from.stacks) into->stacks.push_back(std::move(s));
@@ -262,14 +267,14 @@ void MergeRank(model::RankDump* have, model::RankDump d, std::vector<Diagnostic>
     into->extra_files.push_back(from.file);
     for (auto& f : from.extra_files) into->extra_files.push_back(std::move(f));
   };
-  bool have_fr = have->format == "fr-pickle" || have->format == "fr-json";
-  bool d_fr = d.format == "fr-pickle" || d.format == "fr-json";
+  bool have_fr = have->from_flight_recorder;
+  bool d_fr = d.from_flight_recorder;
   bool take = false;
   if (have_fr && d_fr) {
     ++*duplicates;
     // Entries of the dump itself, not records merged into it from logs.
     size_t own = std::count_if(have->ops.begin(), have->ops.end(), [](const auto& op) { return op.source < 0; });
-    take = d.ops.size() > own || (d.ops.size() == own && d.format == "fr-pickle" && have->format != "fr-pickle");
+    take = d.ops.size() > own || (d.ops.size() == own && d_pickle && !*have_pickle);
     Diagnostic diag;
     diag.severity = Sev::kWarning;
     diag.rank = d.rank;
@@ -281,6 +286,7 @@ void MergeRank(model::RankDump* have, model::RankDump d, std::vector<Diagnostic>
       // Keep the other dump's extras, drop its entries.
       model::RankDump old = std::move(*have);
       *have = std::move(d);
+      *have_pickle = d_pickle;
       // Its own entries go; records merged into it from logs stay (below).
       std::erase_if(old.ops, [](const model::OpRecord& op) { return op.source < 0; });
       have->stacks.insert(have->stacks.end(), old.stacks.begin(), old.stacks.end());
@@ -295,6 +301,7 @@ void MergeRank(model::RankDump* have, model::RankDump d, std::vector<Diagnostic>
   if (d_fr || (d.ops.size() > have->ops.size() && !have_fr)) {
     // The richer record becomes the base; the other one's extras join it.
     std::swap(*have, d);
+    *have_pickle = d_pickle;
   }
   absorb_extras(have, d);
   // The same (pg, seq) from two sources is one op; ops only in d join.
@@ -360,6 +367,7 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
   }
   // Merge in file order (deterministic whatever the thread count).
   std::map<model::Rank, model::RankDump> by_rank;
+  std::map<model::Rank, bool> pickle_base;  // per rank: its base is a Flight Recorder pickle
   job.inputs.files = files.size();
   for (auto& r : results) {
     for (auto& d : r.diags) job.diagnostics.push_back(std::move(d));
@@ -389,9 +397,11 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
       auto [it, fresh] = by_rank.try_emplace(d.rank);
       if (fresh) {
         it->second = std::move(d);
+        pickle_base[it->first] = r.fr_pickle;
         continue;
       }
-      MergeRank(&it->second, std::move(d), &job.diagnostics, &job.inputs.duplicates);
+      MergeRank(&it->second, &pickle_base[it->first], std::move(d), r.fr_pickle, &job.diagnostics,
+                &job.inputs.duplicates);
     }
   }
   for (auto& [r, d] : by_rank) {

@@ -43,7 +43,7 @@ TEST(LoadJob, RealDumpsAndJunkInOneFolder) {
   // data_p*/evil_* pickles are files with rank-less names or refused.
   ASSERT_EQ(job->dumps.size(), 2u);
   EXPECT_EQ(job->dumps[0].rank, 0);
-  EXPECT_EQ(job->dumps[0].format, "fr-pickle");
+  EXPECT_TRUE(job->dumps[0].from_flight_recorder);
   EXPECT_EQ(job->dumps[1].rank, 1);
   bool evil_refused = false;
   for (const auto& d : job->diagnostics)

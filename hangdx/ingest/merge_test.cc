@@ -33,7 +33,7 @@ RankDump Fr(std::vector<int64_t> seqs) {
   RankDump d;
   d.rank = 1;
   d.file = "fr_trace_rank_1";
-  d.format = "fr-pickle";
+  d.from_flight_recorder = true;
   d.frames.push_back({"train_step", "train.py", 42});
   for (int64_t s : seqs) {
     OpRecord r = Op(&d, "0", s, "gloo:all_reduce", {2, 4}, "Float");
@@ -58,7 +58,6 @@ TEST(MergeRankOps, SameSeqIsOneOpFilledFromTheLog) {
     RankDump log;
     log.rank = 1;
     log.file = "rank_1.log";
-    log.format = "torch-log";
     // The watchdog line: flat element count 2*4 = 8, a timeout, no dtype.
     OpRecord t = Op(&log, "0", 3, "gloo:all_reduce", {8}, "");
     t.timeout_ms = 4000;
@@ -194,7 +193,7 @@ TEST(LoadJob, DumpAndLogOfOneRankMerge) {
   ASSERT_TRUE(job.ok());
   ASSERT_EQ(job->dumps.size(), 1u);
   const RankDump& d = job->dumps[0];
-  EXPECT_EQ(d.format, "fr-json");
+  EXPECT_TRUE(d.from_flight_recorder);
   ASSERT_EQ(Seqs(d), (std::vector<int64_t>{1, 2, 3}));
   EXPECT_EQ(d.ops[2].timeout_ms, 600000);
   EXPECT_FALSE(d.ops[2].completed);

@@ -72,7 +72,6 @@ bool ParseWaitSnapshot(std::string_view data, const std::string& file, std::vect
       continue;
     }
     d.file = file;
-    d.format = "wait-snapshot";
     model::WaitSnapshot w;
     const auto& v = *it;
     bool ok = true;

@@ -26,8 +26,7 @@ std::string JsonWhy(const std::exception& e);
 // carry "waiting_for_ranks" or "current_op": the wait-snapshot format.
 bool LooksLikeWaitSnapshot(std::string_view data);
 
-// Parses a wait snapshot from `file` into one RankDump per rank (format
-// "wait-snapshot"). Bad members are skipped with a diagnostic naming the
+// Parses a wait snapshot from `file` into one RankDump per rank. Bad members are skipped with a diagnostic naming the
 // rank key; returns false when nothing usable was found.
 bool ParseWaitSnapshot(std::string_view data, const std::string& file, std::vector<model::RankDump>* out,
                        std::vector<model::Diagnostic>* diags);

@@ -15,8 +15,7 @@ namespace hangdx::ingest {
 
 // Parses one text file. Appends one RankDump per rank the file speaks about
 // (rank from content where the log says it, else from `rank_hint`, the rank
-// in the file name or -1), with ops, stacks and events; format names such as
-// "nccl-log", "torch-log", "py-spy". Returns false when the file is in no
+// in the file name or -1), with ops, stacks and events. Returns false when the file is in no
 // known text format (nothing appended). Problems become diagnostics.
 bool ParseTextArtifact(std::string_view data, const std::string& file, int64_t rank_hint,
                        std::vector<model::RankDump>* out, std::vector<model::Diagnostic>* diags);

@@ -267,7 +267,6 @@ struct RankDump {
   Rank rank = -1;
   std::shared_ptr<Interner> interner = std::make_shared<Interner>();
   std::string file;     // path as given by the user
-  std::string format;   // "fr-pickle", "fr-json", "wait-snapshot"
   std::string version;  // Flight Recorder "MAJOR.MINOR", "" if none
   std::string comm_lib_version;
   std::vector<OpRecord> ops;
@@ -279,6 +278,14 @@ struct RankDump {
   std::vector<LogEvent> events;                // from text logs
   std::vector<DeviceTaskReport> device_tasks;  // stuck or failed device tasks (HCCL plogs)
   std::vector<std::string> extra_files;        // other artifacts merged into this rank
+  // True when the rank's ops come from a Flight Recorder dump (log records
+  // may be merged into it): a ring buffer of every op the process issued, so
+  // an op of a pg that is not in it was not issued, as far back as the
+  // buffer reaches. False for ops read from logs and reports (NCCL INFO,
+  // c10d, HCCL plogs, NCCL RAS), which show only what they happened to
+  // print, and for ranks with no ops (stack dumps, wait snapshots). Set by
+  // ingest; analyses read this, never the file format.
+  bool from_flight_recorder = false;
 };
 
 // The whole job: one RankDump per rank (sorted by rank, unique), plus every

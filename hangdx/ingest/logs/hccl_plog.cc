@@ -229,7 +229,7 @@ void ParseHcclPlog(std::string_view data, int64_t rank_hint, DumpSet* out) {
 
   int64_t rank = file_rank >= 0 ? file_rank : prefix_rank >= 0 ? prefix_rank : rank_hint;
   if (rank < 0 && tasks.empty() && entries.empty() && events.empty() && failures.empty()) return;
-  model::RankDump& d = out->For(rank, "hccl-plog");
+  model::RankDump& d = out->For(rank);
   model::Interner& pool = *d.interner;
   std::map<std::string, int64_t> seq_of;  // Entry- call order per communicator
   for (const auto& e : entries) {

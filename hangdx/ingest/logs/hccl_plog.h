@@ -25,7 +25,7 @@ namespace hangdx::ingest::logs {
 // `HeartbeatAbnormal`, `PTA call acl api failed`).
 bool LooksLikeHcclPlog(std::string_view data);
 
-// Parses HCCL text into `out` ("hccl-plog"). Rank: torch_npu's `RankID:N`
+// Parses HCCL text into `out`. Rank: torch_npu's `RankID:N`
 // (global), else a `[rankN]:` prefix, else `rank_hint`.
 //  * A notify-wait timeout or task exception -> an OpRecord for the stuck op
 //    (pg = the HCCL group, op from the tag, collective_seq = `index[N]` when

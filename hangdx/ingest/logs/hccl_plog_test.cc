@@ -18,7 +18,7 @@ TEST(HcclPlog, NotifyWaitTimeoutOfVllmAscend3413) {
   set.MoveTo(&d);
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(d[0].rank, 101);  // RankID:101 of the PTA header
-  EXPECT_EQ(d[0].format, "hccl-plog");
+  EXPECT_FALSE(d[0].from_flight_recorder);
   ASSERT_EQ(d[0].ops.size(), 1u);
   EXPECT_EQ(d[0].ops[0].pg_name, "group_name_1654");
   EXPECT_EQ(d[0].ops[0].op, "all_reduce");

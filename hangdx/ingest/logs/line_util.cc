@@ -262,12 +262,11 @@ TextEncoding DecodeText(std::string_view data, std::string* text) {
   return TextEncoding::kNulPadded;
 }
 
-model::RankDump& DumpSet::For(model::Rank rank, std::string_view format) {
+model::RankDump& DumpSet::For(model::Rank rank) {
   auto [it, fresh] = dumps_.try_emplace(rank);
   if (fresh) {
     it->second.rank = rank;
     it->second.file = file_;
-    it->second.format = std::string(format);
   }
   return it->second;
 }

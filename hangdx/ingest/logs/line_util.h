@@ -117,8 +117,8 @@ class DumpSet {
   static constexpr int kMaxDiagnostics = 20;
 
   DumpSet(std::string file, std::vector<model::Diagnostic>* diags) : file_(std::move(file)), diags_(diags) {}
-  // The dump for `rank`, created with `format` and this file on first use.
-  model::RankDump& For(model::Rank rank, std::string_view format);
+  // The dump for `rank`, created with this file on first use.
+  model::RankDump& For(model::Rank rank);
   bool Has(model::Rank rank) const { return dumps_.count(rank) != 0; }
   void Diag(model::Diagnostic::Severity sev, int64_t offset, model::Rank rank, std::string message);
   const std::string& file() const { return file_; }

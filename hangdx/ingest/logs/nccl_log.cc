@@ -297,7 +297,7 @@ void ParseNcclLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
     }
     int64_t largest = 0;
     for (const auto& [ptr, c] : p.comms) largest = std::max(largest, c.nranks);
-    model::RankDump& d = out->For(rank, "nccl-log");
+    model::RankDump& d = out->For(rank);
     model::Interner& pool = *d.interner;
     if (!p.version.empty())
       d.comm_lib_version = p.version;

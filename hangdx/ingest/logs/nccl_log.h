@@ -22,7 +22,7 @@ namespace hangdx::ingest::logs {
 bool LooksLikeNcclLog(std::string_view data);
 
 // Parses an NCCL debug log (one process, or several interleaved: each
-// `host:pid` is one process) into `out`, one RankDump ("nccl-log") per rank.
+// `host:pid` is one process) into `out`, one RankDump per rank.
 // A process's rank: a peeled `[rankN]:`/slurm prefix, else its rank in its
 // largest communicator (Init lines), else `rank_hint` when the file holds one
 // process. Per enqueue line one OpRecord: pg_name = the communicator's commId

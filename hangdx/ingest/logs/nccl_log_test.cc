@@ -24,7 +24,7 @@ TEST(NcclLog, EnqueueLineFromNccl147) {
       1);
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(d[0].rank, 1);
-  EXPECT_EQ(d[0].format, "nccl-log");
+  EXPECT_FALSE(d[0].from_flight_recorder);
   ASSERT_EQ(d[0].ops.size(), 2u);
   const auto& a = d[0].ops[0];
   EXPECT_EQ(a.pg_name, "nccl-comm:n8#0");

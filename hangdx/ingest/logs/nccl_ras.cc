@@ -178,7 +178,7 @@ void ParseNcclRas(std::string_view data, DumpSet* out) {
     for (int64_t k = 0; k < size; ++k) all[k] = k;
     const model::SharedRanks members(std::move(all));
     for (const auto& [r, c] : count_of) {
-      model::RankDump& d = out->For(r, "nccl-ras");
+      model::RankDump& d = out->For(r);
       model::Interner& pool = *d.interner;
       model::PgConfig& cfg = d.pg_config[b.hash];
       cfg.name = b.hash;
@@ -200,7 +200,7 @@ void ParseNcclRas(std::string_view data, DumpSet* out) {
     for (int64_t r : b.missing)
       out->Diag(Sev::kWarning, -1, r, "RAS: no communicator data from rank " + std::to_string(r) + " of " + b.hash);
     for (int64_t r : b.error_ranks) {
-      model::RankDump& d = out->For(r, "nccl-ras");
+      model::RankDump& d = out->For(r);
       model::LogEvent e;
       e.kind = model::LogEvent::Kind::kCrash;
       e.message = "NCCL RAS reports an error on rank " + std::to_string(r) + " of communicator " + b.hash;

@@ -20,7 +20,7 @@ namespace hangdx::ingest::logs {
 // or the communicator table header.
 bool LooksLikeNcclRas(std::string_view data);
 
-// Parses an ncclras report into `out` ("nccl-ras"), one RankDump per rank of
+// Parses an ncclras report into `out`, one RankDump per rank of
 // each communicator with per-function operation counts. pg_name = the comm
 // hash (16 hex digits), members 0..size-1 (size from the communicators table
 // "Ranks per comm"); per rank one OpRecord at collective_seq = the count it

@@ -54,8 +54,8 @@ model::StackSample NewSample(const DumpSet& out, std::string thread, int64_t lin
   return s;
 }
 
-void Push(DumpSet* out, int64_t rank, std::string_view format, model::StackSample* s) {
-  model::RankDump& d = out->For(rank, format);
+void Push(DumpSet* out, int64_t rank, model::StackSample* s) {
+  model::RankDump& d = out->For(rank);
   if (d.stacks.size() < kMaxStacks) d.stacks.push_back(std::move(*s));
   s->frames.clear();
 }
@@ -94,7 +94,7 @@ void ParseJson(std::string_view data, int64_t rank_hint, DumpSet* out) {
         s.frames.push_back(std::move(fr));
       }
     }
-    Push(out, rank_hint, "py-spy", &s);
+    Push(out, rank_hint, &s);
   }
 }
 
@@ -211,15 +211,12 @@ void ParseStackDump(std::string_view data, StackFormat f, int64_t rank_hint, Dum
     ParseJson(data, rank_hint, out);
     return;
   }
-  std::string_view format = f == StackFormat::kGdb            ? "gdb"
-                            : f == StackFormat::kFaulthandler ? "faulthandler"
-                                                              : "py-spy";
   int64_t rank = rank_hint;
   bool open = false;
   model::StackSample s;
   size_t frame_indent = std::string_view::npos;  // py-spy: indent of frame lines (locals are deeper)
   auto flush = [&] {
-    if (open) Push(out, rank, format, &s);
+    if (open) Push(out, rank, &s);
     open = false;
   };
   // A Python frame line ('File "x.py", line 3 in f'), as py-bt and

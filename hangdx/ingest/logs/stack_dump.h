@@ -29,8 +29,7 @@ StackFormat SniffStackFormat(std::string_view data);
 // Parses a stack dump of format `f` (from SniffStackFormat) into `out`: one
 // StackSample per thread, frames innermost first, `thread` = the thread
 // header as printed (id, state, name). Rank: a `[rankN]:` prefix in the file,
-// else `rank_hint`. Format names: "py-spy" (text, JSON and bare frames),
-// "gdb", "faulthandler".
+// else `rank_hint`.
 void ParseStackDump(std::string_view data, StackFormat f, int64_t rank_hint, DumpSet* out);
 
 // Splits a py-spy frame line `func (file:line)` / `func (file)` / `func`

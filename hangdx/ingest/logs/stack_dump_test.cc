@@ -29,7 +29,7 @@ TEST(StackDump, PySpyText) {
   auto d = Parse(s, 5);
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(d[0].rank, 5);
-  EXPECT_EQ(d[0].format, "py-spy");
+  EXPECT_FALSE(d[0].from_flight_recorder);
   ASSERT_EQ(d[0].stacks.size(), 3u);
   EXPECT_EQ(d[0].stacks[0].thread, "Thread 42 (idle): \"MainThread\"");
   ASSERT_EQ(d[0].stacks[0].frames.size(), 2u);
@@ -60,7 +60,7 @@ TEST(StackDump, Gdb) {
   EXPECT_EQ(SniffStackFormat(s), StackFormat::kGdb);
   auto d = Parse(s, 1);
   ASSERT_EQ(d[0].stacks.size(), 2u);
-  EXPECT_EQ(d[0].format, "gdb");
+  EXPECT_FALSE(d[0].from_flight_recorder);
   EXPECT_EQ(d[0].stacks[0].frames[1].name, "ncclProxyGetPostedOps");
   EXPECT_EQ(d[0].stacks[0].frames[1].filename, "proxy.cc");
   EXPECT_EQ(d[0].stacks[0].frames[1].line, 713);
@@ -78,7 +78,7 @@ TEST(StackDump, Faulthandler) {
   EXPECT_EQ(SniffStackFormat(s), StackFormat::kFaulthandler);
   auto d = Parse(s, 2);
   ASSERT_EQ(d[0].stacks.size(), 2u);
-  EXPECT_EQ(d[0].format, "faulthandler");
+  EXPECT_FALSE(d[0].from_flight_recorder);
   EXPECT_EQ(d[0].stacks[1].frames[0].name, "all_reduce");
   EXPECT_EQ(d[0].stacks[1].frames[1].name, "<module>");
 }

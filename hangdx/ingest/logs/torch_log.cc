@@ -172,7 +172,7 @@ void ParseTorchLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
   auto event = [&](int64_t rank, Kind kind, std::string_view msg, int64_t line, std::string pg = {}, int64_t seq = -1,
                    std::string op = {}) {
     if (rank < 0) return;
-    model::RankDump& d = out->For(rank, "torch-log");
+    model::RankDump& d = out->For(rank);
     if (d.events.size() >= 500) return;
     for (const auto& e : d.events)  // the same text repeated (exception + what()) counts once
       if (e.kind == kind && e.pg == pg && e.seq == seq && e.message == std::string(Trim(msg.substr(0, 2048)))) return;
@@ -201,7 +201,7 @@ void ParseTorchLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
     if (!fresh && source > it->second.source) it->second = FpClaim{source, f};
   };
   auto fingerprint_op = [&](int64_t rank, const Fingerprint& f) {
-    model::RankDump& d = out->For(rank, "torch-log");
+    model::RankDump& d = out->For(rank);
     model::Interner& pool = *d.interner;
     model::OpRecord r;
     r.record_id = static_cast<int64_t>(d.ops.size());
@@ -230,7 +230,7 @@ void ParseTorchLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
     if (!tb.open) return;
     tb.open = false;
     if (tb.rank < 0 || tb.frames.empty()) return;
-    model::RankDump& d = out->For(tb.rank, "torch-log");
+    model::RankDump& d = out->For(tb.rank);
     model::StackSample s;
     s.thread = "traceback";
     s.frames.assign(tb.frames.rbegin(), tb.frames.rend());
@@ -427,7 +427,7 @@ void ParseTorchLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
       continue;
     }
     timed_out_ranks.insert(rank);
-    model::RankDump& d = out->For(rank, "torch-log");
+    model::RankDump& d = out->For(rank);
     model::Interner& pool = *d.interner;
     model::OpRecord r;
     r.record_id = static_cast<int64_t>(d.ops.size());
@@ -467,7 +467,7 @@ void ParseTorchLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
     int64_t rank = st.global >= 0 ? st.global : (st.pg.IsDefault() ? st.pg_rank : rank_hint);
     int64_t id = -1;
     if (rank < 0 || !ParseDec(st.pg.id.empty() ? "0" : st.pg.id, &id)) continue;
-    model::PgStatus& ps = out->For(rank, "torch-log").pg_status[id];
+    model::PgStatus& ps = out->For(rank).pg_status[id];
     ps.last_enqueued = std::max(ps.last_enqueued, st.enqueued);
     ps.last_completed = std::max(ps.last_completed, st.completed);
   }

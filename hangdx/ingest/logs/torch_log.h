@@ -23,7 +23,7 @@ namespace hangdx::ingest::logs {
 // Python `Traceback (most recent call last):`.
 bool LooksLikeTorchLog(std::string_view data);
 
-// Parses c10d text into `out` ("torch-log" dumps). Rank of a line: the
+// Parses c10d text into `out`. Rank of a line: the
 // `[rankN]:` prefix (global), else the `Rank N` of a default-pg prefix, else
 // `rank_hint`. pg name: the PG GUID (or PG ID) the line names; a watchdog
 // line that names none takes the pg of the following `failure detected by

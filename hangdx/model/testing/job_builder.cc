@@ -17,7 +17,7 @@ RankDump& JobBuilder::Rank(model::Rank r) {
     RankDump d;
     d.rank = r;
     d.file = "trace_" + std::to_string(r);
-    d.format = "fr-pickle";
+    d.from_flight_recorder = true;
     job_.dumps.push_back(std::move(d));
   }
   return job_.dumps[it->second];
@@ -73,7 +73,7 @@ JobBuilder& JobBuilder::Members(const std::string& pg, std::vector<model::Rank> 
 
 JobBuilder& JobBuilder::Wait(model::Rank r, const std::string& op, std::vector<model::Rank> for_ranks, int64_t seq) {
   RankDump& d = Rank(r);
-  d.format = "wait-snapshot";
+  d.from_flight_recorder = false;
   WaitSnapshot w;
   w.current_op = op;
   w.waiting_for = std::move(for_ranks);
@@ -84,7 +84,7 @@ JobBuilder& JobBuilder::Wait(model::Rank r, const std::string& op, std::vector<m
 
 JobBuilder& JobBuilder::Stack(model::Rank r, std::vector<std::string> innermost_first) {
   RankDump& d = Rank(r);
-  if (d.ops.empty()) d.format = "py-spy";
+  if (d.ops.empty()) d.from_flight_recorder = false;
   StackSample st;
   for (auto& f : innermost_first) st.frames.push_back({std::move(f), "", 0});
   st.file = "pyspy_rank" + std::to_string(r) + ".txt";
@@ -98,8 +98,8 @@ JobBuilder& JobBuilder::Event(model::Rank r, LogEvent::Kind kind, const std::str
   return *this;
 }
 
-JobBuilder& JobBuilder::Format(model::Rank r, const std::string& format) {
-  Rank(r).format = format;
+JobBuilder& JobBuilder::FromLog(model::Rank r) {
+  Rank(r).from_flight_recorder = false;
   return *this;
 }
 
@@ -201,7 +201,7 @@ Job TrainingJob(int64_t ranks, int pgs, int ops_per_pg, int64_t culprit) {
     RankDump& d = job.dumps[r];
     d.rank = r;
     d.file = "mem/nccl_trace_rank_" + std::to_string(r);
-    d.format = "fr-pickle";
+    d.from_flight_recorder = true;
     d.version = "2.10";
     d.comm_lib_version = "2.27.3";
     d.frames.push_back({"all_reduce", "torch/distributed/distributed_c10d.py", 2950});

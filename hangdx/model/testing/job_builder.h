@@ -16,7 +16,7 @@
 //   // analyze::Analyze(job): missing_rank, culprit rank 3
 //
 // Each adder creates the rank's dump on first use (file "trace_<rank>",
-// format "fr-pickle") and returns the builder for chaining. Ops get
+// from a Flight Recorder dump) and returns the builder for chaining. Ops get
 // record_id = their index in the rank's dump and increasing creation times
 // (1000 ns, 1001 ns, ... across the whole job), so recording order is the
 // order of the calls. Not thread-safe; a builder builds any number of jobs.
@@ -61,15 +61,17 @@ class JobBuilder {
   // dumps of ranks added after this call.
   JobBuilder& Members(const std::string& pg, std::vector<model::Rank> ranks);
   // Rank r is a wait snapshot's rank: it waits in `op` (seq `seq`, -1
-  // unknown) for all of `for_ranks`. Sets its format to "wait-snapshot".
+  // unknown) for all of `for_ranks`; not from a Flight Recorder dump.
   JobBuilder& Wait(model::Rank r, const std::string& op, std::vector<model::Rank> for_ranks, int64_t seq = -1);
   // A stack sample of rank r, innermost frame first (frame names only), as
-  // a py-spy dump "pyspy_rank<r>.txt" shows it; a rank with no ops gets
-  // format "py-spy".
+  // a py-spy dump "pyspy_rank<r>.txt" shows it; a rank with no ops is then
+  // not from a Flight Recorder dump.
   JobBuilder& Stack(model::Rank r, std::vector<std::string> innermost_first);
   // A notable log line of rank r (file "rank<r>.log", line 3).
   JobBuilder& Event(model::Rank r, LogEvent::Kind kind, const std::string& msg);
-  JobBuilder& Format(model::Rank r, const std::string& format);
+  // Rank r's records come from its logs, not a Flight Recorder dump
+  // (RankDump::from_flight_recorder false).
+  JobBuilder& FromLog(model::Rank r);
   // The job's world size, as --world-size gives it (-1: unknown).
   JobBuilder& World(int64_t w);
 

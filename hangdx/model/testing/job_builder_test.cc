@@ -41,9 +41,9 @@ TEST(JobBuilder, RanksAreSortedAndMembersReachEveryDump) {
   ASSERT_EQ(job.dumps.size(), 3u);
   EXPECT_EQ(job.dumps[0].rank, 0);
   EXPECT_EQ(job.dumps[2].rank, 5);
-  EXPECT_EQ(job.dumps[2].format, "wait-snapshot");
+  EXPECT_FALSE(job.dumps[2].from_flight_recorder);
   EXPECT_EQ(job.dumps[2].wait->op_seq, 7);
-  EXPECT_EQ(job.dumps[1].format, "py-spy");
+  EXPECT_FALSE(job.dumps[1].from_flight_recorder);
   EXPECT_EQ(job.dumps[1].stacks[0].frames[0].name, "inner");
   EXPECT_EQ(job.dumps[0].events[0].file, "rank0.log");
   for (const auto& d : job.dumps) EXPECT_TRUE(d.pg_config.count("tp")) << d.rank;
