@@ -7,8 +7,8 @@
 #include <benchmark/benchmark.h>
 
 #include "bench_job.h"
-#include "hangdx/ingest/flight_recorder.h"
-#include "hangdx/ingest/pickle.h"
+#include "hangdx/ingest/formats/flight_recorder/flight_recorder.h"
+#include "hangdx/ingest/formats/flight_recorder/pickle.h"
 
 namespace hangdx::bench {
 namespace {

@@ -1,12 +1,12 @@
 // Fuzzes the device-level path end to end: the schedule / snapshot reader
-// (ingest/device_json.h), the device wait-for graph (analyze/device_graph.h)
+// (ingest/formats/device_json/device_json.h), the device wait-for graph (analyze/device_graph.h)
 // on what it read, and a small bounded simulation with fix search
 // (sim/simulate.h), which must stop at its bound, never hang.
 #include <cstdint>
 #include <string>
 
 #include "hangdx/analyze/device_graph.h"
-#include "hangdx/ingest/device_json.h"
+#include "hangdx/ingest/formats/device_json/device_json.h"
 #include "hangdx/sim/simulate.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -3,9 +3,9 @@
 #include <cstdint>
 #include <string>
 
-#include "hangdx/ingest/flight_recorder.h"
+#include "hangdx/ingest/formats/flight_recorder/flight_recorder.h"
+#include "hangdx/ingest/formats/wait_snapshot/wait_snapshot.h"
 #include "hangdx/ingest/load.h"
-#include "hangdx/ingest/snapshot.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);

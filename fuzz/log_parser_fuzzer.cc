@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "hangdx/ingest/logs/hccl_plog.h"
+#include "hangdx/ingest/formats/hccl_plog/hccl_plog.h"
+#include "hangdx/ingest/formats/nccl_log/nccl_log.h"
+#include "hangdx/ingest/formats/nccl_ras/nccl_ras.h"
+#include "hangdx/ingest/formats/stack_dump/stack_dump.h"
+#include "hangdx/ingest/formats/torch_log/torch_log.h"
 #include "hangdx/ingest/logs/line_util.h"
-#include "hangdx/ingest/logs/nccl_log.h"
-#include "hangdx/ingest/logs/nccl_ras.h"
-#include "hangdx/ingest/logs/stack_dump.h"
-#include "hangdx/ingest/logs/torch_log.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

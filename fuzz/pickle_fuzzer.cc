@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <string>
 
-#include "hangdx/ingest/flight_recorder.h"
-#include "hangdx/ingest/pickle.h"
+#include "hangdx/ingest/formats/flight_recorder/flight_recorder.h"
+#include "hangdx/ingest/formats/flight_recorder/pickle.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string bytes(reinterpret_cast<const char*>(data), size);

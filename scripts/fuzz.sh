@@ -11,9 +11,9 @@ RUNS=${FUZZ_RUNS:-30000}  # per target; FUZZ_RUNS=-1 fuzzes until the time cap
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/pickle" "$work/json" "$work/text" "$work/device" "$BUILD/fuzz-artifacts"
-find testdata hangdx/ingest/testdata examples -type f \( -name 'fr_trace_rank_*' ! -name '*.json' -o -name '*.pickle' \) \
+find testdata hangdx/ingest/formats examples -type f \( -name 'fr_trace_rank_*' ! -name '*.json' -o -name '*.pickle' \) \
   -exec cp {} "$work/pickle/" \; 2>/dev/null || true
-find testdata hangdx/ingest/testdata -type f -name '*.json' -size -64k -exec cp --backup=numbered {} "$work/json/" \; 2>/dev/null || true
+find testdata hangdx/ingest/formats -type f -name '*.json' -size -64k -exec cp --backup=numbered {} "$work/json/" \; 2>/dev/null || true
 find testdata/cases testdata/torch -type f \( -name '*.log' -o -name '*.txt' \) -size -64k \
   -exec cp --backup=numbered {} "$work/text/" \; 2>/dev/null || true
 find examples testdata/device -type f -name '*.json' -size -64k -exec cp --backup=numbered {} "$work/device/" \; 2>/dev/null || true

@@ -69,7 +69,7 @@ assert 1 in d['ranks_without_dump'], d['ranks_without_dump']
 # A hostile pickle is refused and runs nothing.
 rm -f /tmp/hangdx_pwned
 mkdir -p "$tmp/evil"
-cp hangdx/ingest/testdata/evil_proto2_data.pickle "$tmp/evil/trace_0"
+cp hangdx/ingest/formats/flight_recorder/testdata/evil_proto2_data.pickle "$tmp/evil/trace_0"
 check hostile_pickle 2 "$BIN" analyze "$tmp/evil" --format json
 [ ! -e /tmp/hangdx_pwned ] || { echo "FAIL hostile pickle ran a command"; fail=1; }
 grep -q "refused opcode GLOBAL" "$tmp/out" || { echo "FAIL hostile pickle message"; fail=1; }

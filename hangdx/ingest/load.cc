@@ -10,15 +10,15 @@
 #include <thread>
 
 #include "hangdx/base/mapped_file.h"
-#include "hangdx/ingest/device_json.h"
-#include "hangdx/ingest/flight_recorder.h"
+#include "hangdx/ingest/formats/device_json/device_json.h"
+#include "hangdx/ingest/formats/flight_recorder/flight_recorder.h"
+#include "hangdx/ingest/formats/flight_recorder/pickle.h"
+#include "hangdx/ingest/formats/wait_snapshot/wait_snapshot.h"
 #include "hangdx/ingest/log_completion.h"
 #include "hangdx/ingest/logs/line_util.h"
 #include "hangdx/ingest/merge.h"
 #include "hangdx/ingest/pg_ranks.h"
-#include "hangdx/ingest/pickle.h"
 #include "hangdx/ingest/plog_chain.h"
-#include "hangdx/ingest/snapshot.h"
 #include "hangdx/ingest/text_logs.h"
 
 namespace hangdx::ingest {

@@ -34,7 +34,7 @@ TEST(SniffFormat, ByContent) {
 }
 
 TEST(LoadJob, RealDumpsAndJunkInOneFolder) {
-  std::string dir = std::string(HANGDX_SOURCE_DIR) + "/hangdx/ingest/testdata";
+  std::string dir = std::string(HANGDX_SOURCE_DIR) + "/hangdx/ingest/formats/flight_recorder/testdata";
   LoadOptions opt;
   opt.threads = 2;
   auto job = LoadJob({dir}, opt);
@@ -60,7 +60,7 @@ TEST(LoadJob, MissingPathIsAnError) {
 }
 
 TEST(LoadJob, RankOverride) {
-  std::string file = std::string(HANGDX_SOURCE_DIR) + "/hangdx/ingest/testdata/gloo_rank1.json";
+  std::string file = std::string(HANGDX_SOURCE_DIR) + "/hangdx/ingest/formats/flight_recorder/testdata/gloo_rank1.json";
   LoadOptions opt;
   opt.rank_of[file] = 7;
   auto job = LoadJob({file}, opt);

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "hangdx/ingest/logs/nccl_log.h"
+#include "hangdx/ingest/formats/nccl_log/nccl_log.h"
 
 namespace hangdx::ingest {
 namespace {

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "hangdx/base/file.h"
-#include "hangdx/ingest/logs/hccl_plog.h"
-#include "hangdx/ingest/logs/nccl_log.h"
+#include "hangdx/ingest/formats/hccl_plog/hccl_plog.h"
+#include "hangdx/ingest/formats/nccl_log/nccl_log.h"
 
 namespace hangdx::ingest {
 namespace {

@@ -1,11 +1,11 @@
 #include "hangdx/ingest/text_logs.h"
 
-#include "hangdx/ingest/logs/hccl_plog.h"
+#include "hangdx/ingest/formats/hccl_plog/hccl_plog.h"
+#include "hangdx/ingest/formats/nccl_log/nccl_log.h"
+#include "hangdx/ingest/formats/nccl_ras/nccl_ras.h"
+#include "hangdx/ingest/formats/stack_dump/stack_dump.h"
+#include "hangdx/ingest/formats/torch_log/torch_log.h"
 #include "hangdx/ingest/logs/line_util.h"
-#include "hangdx/ingest/logs/nccl_log.h"
-#include "hangdx/ingest/logs/nccl_ras.h"
-#include "hangdx/ingest/logs/stack_dump.h"
-#include "hangdx/ingest/logs/torch_log.h"
 
 namespace hangdx::ingest {
 

@@ -5,7 +5,7 @@
 
 #include "hangdx/analyze/device_graph.h"
 #include "hangdx/base/file.h"
-#include "hangdx/ingest/device_json.h"
+#include "hangdx/ingest/formats/device_json/device_json.h"
 #include "hangdx/report/report.h"
 
 namespace hangdx::sim {

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstring>
+#include <map>
 
 namespace hangdx::ingest::logs {
 namespace {
@@ -294,6 +295,25 @@ std::string_view NcclDtypeName(int64_t v) {
                                                 "Half", "Float", "Double", "BFloat16", "Float8_e4m3fn", "Float8_e5m2"};
   if (v < 0 || v >= static_cast<int64_t>(std::size(kNames))) return {};
   return kNames[v];
+}
+
+std::string_view NcclOpToTorch(std::string_view n) {
+  static const std::map<std::string_view, std::string_view> kMap = {{"AllReduce", "all_reduce"},
+                                                                    {"AllGather", "all_gather"},
+                                                                    {"ReduceScatter", "reduce_scatter"},
+                                                                    {"Broadcast", "broadcast"},
+                                                                    {"Bcast", "broadcast"},
+                                                                    {"Reduce", "reduce"},
+                                                                    {"Send", "send"},
+                                                                    {"Recv", "recv"},
+                                                                    {"AlltoAll", "all_to_all"},
+                                                                    {"AllToAll", "all_to_all"},
+                                                                    {"Gather", "gather"},
+                                                                    {"Scatter", "scatter"},
+                                                                    {"AllGatherV", "all_gather"},
+                                                                    {"AlltoAllv", "all_to_all"}};
+  auto it = kMap.find(n);
+  return it == kMap.end() ? std::string_view() : it->second;
 }
 
 }  // namespace hangdx::ingest::logs

@@ -143,4 +143,9 @@ class DumpSet {
 // value (NVIDIA/nccl src/nccl.h.in); "" for an unknown value.
 std::string_view NcclDtypeName(int64_t v);
 
+// PyTorch op name ("all_reduce", "all_gather", "send", ...) for an NCCL API
+// name as NCCL's enqueue line (src/enqueue.cc) and the RAS report print it
+// ("AllReduce", "Send"); "" if unknown.
+std::string_view NcclOpToTorch(std::string_view nccl_name);
+
 }  // namespace hangdx::ingest::logs

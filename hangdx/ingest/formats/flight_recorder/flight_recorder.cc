@@ -1,0 +1,640 @@
+#include "hangdx/ingest/formats/flight_recorder/flight_recorder.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <unordered_map>
+
+#include "hangdx/ingest/formats/flight_recorder/pickle.h"
+#include "hangdx/ingest/json_util.h"
+
+namespace hangdx::ingest {
+namespace {
+
+using model::Diagnostic;
+using Sev = model::Diagnostic::Severity;
+constexpr int64_t kMaxRank = int64_t{1} << 24;  // more ranks than any job has had
+
+// ---- Node adapters: one converter serves both pickle and JSON trees. ----
+
+struct PNode {
+  const PickleValue* v;
+  bool null() const { return !v || v->kind == PickleValue::Kind::kNone; }
+  bool is_dict() const { return v && v->is_dict(); }
+  bool is_seq() const { return v && v->is_seq(); }
+  bool str(std::string_view* out) const {
+    if (!v || v->kind != PickleValue::Kind::kStr) return false;
+    *out = v->s;
+    return true;
+  }
+  bool integer(int64_t* out) const {
+    if (!v) return false;
+    if (v->kind == PickleValue::Kind::kInt) {
+      *out = v->i;
+      return true;
+    }
+    if (v->kind == PickleValue::Kind::kBool) {
+      *out = v->b;
+      return true;
+    }
+    if (v->kind == PickleValue::Kind::kStr) {  // seq ids passed as strings in PyTorch's tests
+      auto r = std::from_chars(v->s.data(), v->s.data() + v->s.size(), *out);
+      return r.ec == std::errc() && r.ptr == v->s.data() + v->s.size();
+    }
+    return false;
+  }
+  bool number(double* out) const {
+    if (!v) return false;
+    if (v->kind == PickleValue::Kind::kFloat) {
+      *out = v->f;
+      return true;
+    }
+    if (v->kind == PickleValue::Kind::kInt) {
+      *out = static_cast<double>(v->i);
+      return true;
+    }
+    return false;
+  }
+  bool boolean(bool* out) const {
+    if (!v) return false;
+    if (v->kind == PickleValue::Kind::kBool) {
+      *out = v->b;
+      return true;
+    }
+    if (v->kind == PickleValue::Kind::kInt) {
+      *out = v->i != 0;
+      return true;
+    }
+    return false;
+  }
+  PNode get(std::string_view key) const { return PNode{v ? v->Get(key) : nullptr}; }
+  size_t size() const { return v && (v->is_seq() || v->is_dict()) ? v->size() : 0; }
+  PNode at(size_t i) const { return PNode{&v->c->items[i]}; }
+  template <typename F>
+  void items_view(F f) const {  // dict items with string keys, no copies
+    if (!is_dict()) return;
+    const auto& it = v->c->items;
+    for (size_t i = 0; i + 1 < it.size(); i += 2)
+      if (it[i].kind == PickleValue::Kind::kStr) f(it[i].s, PNode{&it[i + 1]});
+  }
+  template <typename F>
+  void items(F f) const {  // dict items with string keys
+    if (!is_dict()) return;
+    const auto& it = v->c->items;
+    for (size_t i = 0; i + 1 < it.size(); i += 2) {
+      std::string key;
+      if (it[i].kind == PickleValue::Kind::kStr)
+        key = std::string(it[i].s);
+      else if (it[i].kind == PickleValue::Kind::kInt)
+        key = std::to_string(it[i].i);
+      else
+        continue;
+      f(key, PNode{&it[i + 1]});
+    }
+  }
+  bool present() const { return v != nullptr; }
+  // Identity of a shared container: memoised frame dicts are one object.
+  const void* identity() const { return v && v->c ? static_cast<const void*>(v->c) : v; }
+};
+
+struct JNode {
+  const nlohmann::json* v;
+  bool null() const { return !v || v->is_null(); }
+  bool is_dict() const { return v && v->is_object(); }
+  bool is_seq() const { return v && v->is_array(); }
+  bool str(std::string_view* out) const {
+    if (!v || !v->is_string()) return false;
+    *out = v->get_ref<const std::string&>();
+    return true;
+  }
+  bool integer(int64_t* out) const {
+    if (!v) return false;
+    if (v->is_number_integer()) {
+      *out = v->get<int64_t>();
+      return true;
+    }
+    if (v->is_number_unsigned()) {
+      uint64_t u = v->get<uint64_t>();
+      if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return false;
+      *out = static_cast<int64_t>(u);
+      return true;
+    }
+    if (v->is_boolean()) {
+      *out = v->get<bool>();
+      return true;
+    }
+    if (v->is_string()) {  // pg_status values are strings in JSON dumps
+      const auto& s = v->get_ref<const std::string&>();
+      auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
+      return r.ec == std::errc() && r.ptr == s.data() + s.size();
+    }
+    return false;
+  }
+  bool number(double* out) const {
+    if (!v || !v->is_number()) return false;
+    *out = v->get<double>();
+    return true;
+  }
+  bool boolean(bool* out) const {
+    if (!v) return false;
+    if (v->is_boolean()) {
+      *out = v->get<bool>();
+      return true;
+    }
+    if (v->is_number_integer()) {
+      *out = v->get<int64_t>() != 0;
+      return true;
+    }
+    return false;
+  }
+  JNode get(std::string_view key) const {
+    if (!v || !v->is_object()) return JNode{nullptr};
+    auto it = v->find(key);
+    return JNode{it == v->end() ? nullptr : &*it};
+  }
+  size_t size() const { return v && (v->is_array() || v->is_object()) ? v->size() : 0; }
+  JNode at(size_t i) const { return JNode{&(*v)[i]}; }
+  template <typename F>
+  void items(F f) const {
+    if (!is_dict()) return;
+    for (auto it = v->begin(); it != v->end(); ++it) f(it.key(), JNode{&it.value()});
+  }
+  template <typename F>
+  void items_view(F f) const {
+    if (!is_dict()) return;
+    for (auto it = v->begin(); it != v->end(); ++it) f(std::string_view(it.key()), JNode{&it.value()});
+  }
+  bool present() const { return v != nullptr; }
+  const void* identity() const { return v; }
+};
+
+// Collects per-file problems, deduplicated by message, with a count.
+class DiagSink {
+ public:
+  DiagSink(const std::string& file, model::Rank rank, std::vector<Diagnostic>* out)
+      : file_(file), rank_(rank), out_(out) {}
+  ~DiagSink() {
+    for (auto& [msg, n] : counts_)
+      out_->push_back(
+          model::MakeDiagnostic(Sev::kWarning, file_, n > 1 ? msg + " (" + std::to_string(n) + " times)" : msg, rank_));
+  }
+  void Warn(const std::string& msg) {
+    auto [it, fresh] = counts_.try_emplace(msg, 0);
+    if (fresh) order_.push_back(msg);
+    ++it->second;
+  }
+  void Add(Sev sev, std::string msg, int64_t offset = -1) {
+    out_->push_back(model::MakeDiagnostic(sev, file_, std::move(msg), rank_, offset));
+  }
+
+ private:
+  const std::string& file_;
+  model::Rank rank_;
+  std::vector<Diagnostic>* out_;
+  std::vector<std::string> order_;
+  std::map<std::string, int> counts_;
+};
+
+template <typename N>
+bool ReadShapes(N n, std::vector<model::Shape>* out) {
+  out->clear();  // keeps the capacity of the outer vector
+  if (n.null()) return true;
+  if (!n.is_seq()) return false;
+  for (size_t i = 0; i < n.size(); ++i) {
+    N s = n.at(i);
+    if (!s.is_seq()) {
+      out->clear();
+      return false;
+    }
+    model::Shape& shape = out->emplace_back();
+    shape.reserve(s.size());
+    for (size_t k = 0; k < s.size(); ++k) {
+      int64_t d;
+      if (!s.at(k).integer(&d)) {
+        out->clear();
+        return false;
+      }
+      shape.push_back(d);
+    }
+  }
+  return true;
+}
+
+template <typename N>
+bool ReadStrings(N n, std::vector<std::string>* out) {
+  out->clear();
+  if (n.null()) return true;
+  std::string_view s;
+  if (n.str(&s)) {  // PyTorch's own tests pass a bare dtype string
+    out->emplace_back(s);
+    return true;
+  }
+  if (!n.is_seq()) return false;
+  for (size_t i = 0; i < n.size(); ++i) {
+    if (!n.at(i).str(&s)) return false;
+    out->emplace_back(s);
+  }
+  return true;
+}
+
+// pg_config ranks: "[0, 1, 2]" (ProcessGroupNCCL) or "[0,1,2]" (TorchComm).
+bool ParseRankText(std::string_view s, std::vector<model::Rank>* out) {
+  {
+    size_t i = 0;
+    while (i < s.size() && (s[i] == ' ' || s[i] == '[' || s[i] == '(' || s[i] == '{')) ++i;
+    while (i < s.size()) {
+      while (i < s.size() && (s[i] == ' ' || s[i] == ',')) ++i;
+      if (i >= s.size() || s[i] == ']' || s[i] == ')' || s[i] == '}') break;
+      int64_t r;
+      auto res = std::from_chars(s.data() + i, s.data() + s.size(), r);
+      if (res.ec != std::errc()) return false;
+      if (r < 0 || r >= kMaxRank) return false;
+      out->push_back(r);
+      i = res.ptr - s.data();
+    }
+  }
+  std::sort(out->begin(), out->end());
+  out->erase(std::unique(out->begin(), out->end()), out->end());
+  return true;
+}
+
+// Also accepts a real list (re-pickled or hand-written dumps).
+template <typename N>
+bool ReadRankList(N n, RankListCache* cache, model::SharedRanks* out) {
+  std::string_view s;
+  if (n.str(&s)) {
+    if (cache) {
+      auto p = cache->Get(s, ParseRankText);
+      if (!p) return false;
+      *out = model::SharedRanks(std::move(p));
+      return true;
+    }
+    std::vector<model::Rank> v;
+    if (!ParseRankText(s, &v)) return false;
+    *out = model::SharedRanks(std::move(v));
+    return true;
+  }
+  if (!n.is_seq()) return false;
+  std::vector<model::Rank> v;
+  for (size_t i = 0; i < n.size(); ++i) {
+    int64_t r;
+    if (!n.at(i).integer(&r) || r < 0 || r >= kMaxRank) return false;
+    v.push_back(r);
+  }
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  *out = model::SharedRanks(std::move(v));
+  return true;
+}
+
+// The entry keys the converter reads, gathered in one pass over an entry's
+// items instead of one search per key.
+enum Field {
+  kProfilingName,
+  kRecordId,
+  kPgId,
+  kCollectiveSeq,
+  kP2pSeq,
+  kOpId,
+  kTimeCreated,
+  kTimeStarted,
+  kTimeCompleted,
+  kTimeout,
+  kProcessGroup,
+  kInputSizes,
+  kOutputSizes,
+  kInputDtypes,
+  kOutputDtypes,
+  kState,
+  kRetired,
+  kIsP2p,
+  kDuration,
+  kThreadName,
+  kThreadId,
+  kFrames,
+  kFieldCount
+};
+
+int FieldOf(std::string_view key) {
+  static const std::unordered_map<std::string_view, int> kFields = {{"profiling_name", kProfilingName},
+                                                                    {"record_id", kRecordId},
+                                                                    {"pg_id", kPgId},
+                                                                    {"collective_seq_id", kCollectiveSeq},
+                                                                    {"p2p_seq_id", kP2pSeq},
+                                                                    {"op_id", kOpId},
+                                                                    {"time_created_ns", kTimeCreated},
+                                                                    {"time_discovered_started_ns", kTimeStarted},
+                                                                    {"time_discovered_completed_ns", kTimeCompleted},
+                                                                    {"timeout_ms", kTimeout},
+                                                                    {"process_group", kProcessGroup},
+                                                                    {"input_sizes", kInputSizes},
+                                                                    {"output_sizes", kOutputSizes},
+                                                                    {"input_dtypes", kInputDtypes},
+                                                                    {"output_dtypes", kOutputDtypes},
+                                                                    {"state", kState},
+                                                                    {"retired", kRetired},
+                                                                    {"is_p2p", kIsP2p},
+                                                                    {"duration_ms", kDuration},
+                                                                    {"thread_name", kThreadName},
+                                                                    {"thread_id", kThreadId},
+                                                                    {"frames", kFrames}};
+  auto it = kFields.find(key);
+  return it == kFields.end() ? -1 : it->second;
+}
+
+model::OpState ParseState(std::string_view s) {
+  if (s == "completed") return model::OpState::kCompleted;
+  if (s == "started") return model::OpState::kStarted;
+  if (s == "scheduled") return model::OpState::kScheduled;
+  return model::OpState::kUnknown;
+}
+
+template <typename N>
+class Converter {
+ public:
+  Converter(model::RankDump* dump, DiagSink* sink, RankListCache* cache) : dump_(dump), sink_(sink), cache_(cache) {}
+
+  bool Run(N root) {
+    N entries{nullptr};
+    if (root.is_seq()) {  // pre-2024 dumps: a bare list of entries
+      sink_->Warn("top level is a bare list (dump older than version 2.2): read as entries");
+      entries = root;
+    } else if (!root.is_dict()) {
+      sink_->Add(Sev::kError, "not a Flight Recorder dump: top level is neither a dict nor a list");
+      return false;
+    } else {
+      ReadHeader(root);
+      entries = root.get("entries");
+      if (!root.get("version").present() && !entries.present()) {
+        sink_->Add(Sev::kError, "not a Flight Recorder dump: no 'version' and no 'entries' key");
+        return false;
+      }
+    }
+    if (entries.present() && !entries.null() && !entries.is_seq()) {
+      sink_->Add(Sev::kError, "'entries' is not a list");
+      return false;
+    }
+    size_t n = entries.present() ? entries.size() : 0;
+    dump_->ops.reserve(n);
+    for (size_t i = 0; i < n; ++i) ReadEntry(entries.at(i), i);
+    if (n > 0 && dump_->ops.empty()) {
+      sink_->Add(Sev::kError, "none of its " + std::to_string(n) + " entries could be read");
+      return false;
+    }
+    return true;
+  }
+
+ private:
+  void ReadHeader(N root) {
+    std::string_view s;
+    N version = root.get("version");
+    if (version.present()) {
+      if (!version.str(&s)) {
+        sink_->Warn("'version' is not a string");
+      } else {
+        dump_->version = std::string(s);
+        int major = 0, minor = 0;
+        size_t dot = s.find('.');
+        bool ok = dot != std::string_view::npos && std::from_chars(s.data(), s.data() + dot, major).ec == std::errc() &&
+                  std::from_chars(s.data() + dot + 1, s.data() + s.size(), minor).ec == std::errc();
+        if (!ok || major != 2 || minor < 2 || minor > 10)
+          sink_->Add(Sev::kWarning, "unknown Flight Recorder version '" + std::string(s) +
+                                        "' (known: 2.2 to 2.10); fields are read by presence");
+      }
+    }
+    for (const char* key : {"comm_lib_version", "nccl_version", "xccl_version"}) {
+      if (root.get(key).str(&s) && !s.empty()) {
+        dump_->comm_lib_version = std::string(s);
+        break;
+      }
+    }
+    root.get("pg_config").items([&](const std::string& name, N cfg) {
+      model::PgConfig pc;
+      std::string_view v;
+      pc.name = cfg.get("name").str(&v) ? std::string(v) : name;
+      if (cfg.get("desc").str(&v)) pc.desc = std::string(v);
+      N ranks = cfg.get("ranks");
+      if (ranks.present() && !ReadRankList(ranks, cache_, &pc.ranks)) {
+        sink_->Warn("pg_config '" + name + "': cannot read 'ranks'");
+        pc.ranks = model::SharedRanks();
+      }
+      pc.ranks_known = !pc.ranks.empty();
+      if (name.empty() && pc.ranks.empty()) return;  // gloo writes an empty placeholder
+      dump_->pg_config[name] = std::move(pc);
+    });
+    root.get("pg_status").items([&](const std::string& key, N st) {
+      int64_t pg_id;
+      auto r = std::from_chars(key.data(), key.data() + key.size(), pg_id);
+      if (r.ec != std::errc()) {
+        sink_->Warn("pg_status key '" + key + "' is not a pg id");
+        return;
+      }
+      model::PgStatus ps;
+      st.get("last_enqueued_collective").integer(&ps.last_enqueued);
+      st.get("last_started_collective").integer(&ps.last_started);
+      st.get("last_completed_collective").integer(&ps.last_completed);
+      dump_->pg_status[pg_id] = ps;
+    });
+  }
+
+  uint32_t InternFrame(N f) {
+    // Pickle dumps share one dict per distinct frame: intern by identity.
+    const void* key = f.identity();
+    auto it = frame_ids_.find(key);
+    if (it != frame_ids_.end()) return it->second;
+    model::Frame fr;
+    std::string_view s;
+    if (f.get("name").str(&s)) fr.name = std::string(s);
+    if (f.get("filename").str(&s)) fr.filename = std::string(s);
+    f.get("line").integer(&fr.line);
+    uint32_t id = static_cast<uint32_t>(dump_->frames.size());
+    dump_->frames.push_back(std::move(fr));
+    frame_ids_.emplace(key, id);
+    return id;
+  }
+
+  void ReadEntry(N e, size_t index) {
+    std::string where = "entry " + std::to_string(index);
+    if (!e.is_dict()) {
+      sink_->Warn("an entry is not a dict; skipped");
+      return;
+    }
+    model::OpRecord op;
+    std::string_view s;
+    N field[kFieldCount];
+    for (auto& f : field) f = N{nullptr};
+    e.items_view([&](std::string_view key, N value) {
+      int i = FieldCached(key);
+      if (i >= 0) field[i] = value;
+    });
+    if (!field[kProfilingName].str(&s)) {
+      sink_->Warn("an entry has no 'profiling_name'; skipped");
+      return;
+    }
+    model::Interner& pool = *dump_->interner;
+    op.profiling_name = pool.StrFromBuffer(s);
+    model::ParseProfilingName(&op);
+    auto int_field = [&](Field i, const char* key, int64_t* out) {
+      N f = field[i];
+      if (f.present() && !f.null() && !f.integer(out))
+        sink_->Warn(std::string("field '") + key + "' is not an integer");
+    };
+    int_field(kRecordId, "record_id", &op.record_id);
+    int_field(kPgId, "pg_id", &op.pg_id);
+    int_field(kCollectiveSeq, "collective_seq_id", &op.collective_seq);
+    int_field(kP2pSeq, "p2p_seq_id", &op.p2p_seq);
+    int_field(kOpId, "op_id", &op.op_id);
+    int_field(kTimeCreated, "time_created_ns", &op.time_created_ns);
+    int_field(kTimeStarted, "time_discovered_started_ns", &op.time_started_ns);
+    int_field(kTimeCompleted, "time_discovered_completed_ns", &op.time_completed_ns);
+    int_field(kTimeout, "timeout_ms", &op.timeout_ms);
+    N pg = field[kProcessGroup];
+    if (pg.is_seq() && pg.size() >= 1) {
+      if (pg.at(0).str(&s)) op.pg_name = pool.StrFromBuffer(s);
+      if (pg.size() >= 2 && pg.at(1).str(&s)) op.pg_desc = pool.StrFromBuffer(s);
+    } else if (pg.present()) {
+      sink_->Warn("field 'process_group' is not a (name, desc) pair");
+    }
+    // Scratch buffers keep their capacity between entries; interning looks
+    // the value up before copying it, so a repeated shape costs no allocation.
+    if (!ReadShapes(field[kInputSizes], &shapes_)) sink_->Warn("field 'input_sizes' is malformed");
+    op.input_sizes = pool.InternCopy(shapes_);
+    if (!ReadShapes(field[kOutputSizes], &shapes_)) sink_->Warn("field 'output_sizes' is malformed");
+    op.output_sizes = pool.InternCopy(shapes_);
+    if (!ReadStrings(field[kInputDtypes], &dtypes_)) sink_->Warn("field 'input_dtypes' is malformed");
+    op.input_dtypes = pool.InternCopy(dtypes_);
+    if (!ReadStrings(field[kOutputDtypes], &dtypes_)) sink_->Warn("field 'output_dtypes' is malformed");
+    op.output_dtypes = pool.InternCopy(dtypes_);
+    if (field[kState].str(&s)) {
+      op.state = ParseState(s);
+      if (op.state == model::OpState::kUnknown) sink_->Warn("unknown state '" + std::string(s) + "'");
+    }
+    field[kRetired].boolean(&op.retired);
+    field[kIsP2p].boolean(&op.is_p2p);
+    if (op.op == "send" || op.op == "recv") op.is_p2p = true;
+    double ms;
+    if (field[kDuration].number(&ms) && std::isfinite(ms)) op.duration_ms = ms;
+    if (field[kThreadName].str(&s)) op.thread_name = pool.StrFromBuffer(s);
+    if (field[kThreadId].str(&s)) op.thread_id = pool.StrFromBuffer(s);
+    N frames = field[kFrames];
+    if (frames.is_seq()) {
+      stack_.clear();
+      for (size_t i = 0; i < frames.size(); ++i)
+        if (frames.at(i).is_dict()) stack_.push_back(InternFrame(frames.at(i)));
+      op.frames = pool.InternCopy(stack_);
+    }
+    dump_->ops.push_back(std::move(op));
+  }
+
+  model::RankDump* dump_;
+  DiagSink* sink_;
+  RankListCache* cache_;
+  std::unordered_map<const void*, uint32_t> frame_ids_;
+  model::Shapes shapes_;
+  model::Dtypes dtypes_;
+  model::Stack stack_;
+  // Pickle dumps memoise the keys: the same key comes back at the same
+  // address, so a small address-keyed cache skips the lookup.
+  struct KeySlot {
+    const char* data = nullptr;
+    size_t size = 0;
+    int field = -1;
+  };
+  KeySlot key_cache_[64];
+  int FieldCached(std::string_view key) {
+    KeySlot& slot = key_cache_[(reinterpret_cast<uintptr_t>(key.data()) >> 3) & 63];
+    if (slot.data == key.data() && slot.size == key.size() && key.data()) return slot.field;
+    slot = {key.data(), key.size(), FieldOf(key)};
+    return slot.field;
+  }
+};
+
+}  // namespace
+
+void DeriveCompletion(model::RankDump* dump) {
+  for (auto& op : dump->ops) {
+    op.completed = op.state == model::OpState::kCompleted;
+    // gloo's recorder never moves `state` past "scheduled"; the watchdog
+    // retires a work item when it ends (successfully or not), and pg_status
+    // can lag behind that. Measured on torch 2.13 (see testdata/torch).
+    if (op.backend == "gloo") {
+      // ...and its pg_status counts op_id (which P2P ops advance too), not
+      // collective_seq_id: not comparable with an entry's seq.
+      op.completed = op.completed || op.retired;
+      continue;
+    }
+    if (!op.completed && !op.is_p2p && op.collective_seq >= 0) {
+      auto it = dump->pg_status.find(op.pg_id);
+      if (it != dump->pg_status.end() && op.collective_seq <= it->second.last_completed) op.completed = true;
+    }
+  }
+  // NCCL runs a pg's ops in order on one stream: once a later op of the pg
+  // completed, every earlier one did. This also settles batched P2P entries
+  // (batch_isend_irecv), which stay "scheduled" forever because only the
+  // group's closing entry gets an end event (pytorch/pytorch#137969).
+  std::set<std::string_view> later_done;
+  for (auto it = dump->ops.rbegin(); it != dump->ops.rend(); ++it) {
+    if (it->backend == "gloo") continue;
+    if (it->completed)
+      later_done.insert(it->pg_name);
+    else if (later_done.count(it->pg_name))
+      it->completed = true;
+  }
+}
+
+bool ParseFlightRecorderPickle(std::string_view data, const std::string& file, model::RankDump* dump,
+                               std::vector<Diagnostic>* diags, RankListCache* cache) {
+  DiagSink sink(file, dump->rank, diags);
+  if (data.empty()) {
+    sink.Add(Sev::kError, "empty file", 0);
+    return false;
+  }
+  // One document per parser thread: its memory is reused file after file.
+  thread_local PickleDocument doc;
+  PickleError err;
+  size_t size = data.size();
+  if (!doc.ParseView(data, &err)) {
+    sink.Add(
+        Sev::kError,
+        "unreadable pickle at byte " + std::to_string(err.offset) + " of " + std::to_string(size) + ": " + err.message,
+        err.offset);
+    return false;
+  }
+  dump->from_flight_recorder = true;
+  Converter<PNode> conv(dump, &sink, cache);
+  bool ok = conv.Run(PNode{&doc.root()});
+  dump->interner->ForgetAddresses();
+  if (!ok) return false;
+  DeriveCompletion(dump);
+  return true;
+}
+
+bool ParseFlightRecorderJson(std::string_view data, const std::string& file, model::RankDump* dump,
+                             std::vector<Diagnostic>* diags, RankListCache* cache) {
+  DiagSink sink(file, dump->rank, diags);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(data.begin(), data.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    sink.Add(Sev::kError,
+             std::string("unreadable JSON at byte ") + std::to_string(e.byte > 0 ? e.byte - 1 : 0) + ": " + JsonWhy(e),
+             static_cast<int64_t>(e.byte > 0 ? e.byte - 1 : 0));
+    return false;
+  } catch (const nlohmann::json::exception& e) {
+    // Parses that fail for another reason (a number out of range: 1E400).
+    sink.Add(Sev::kError, "unreadable JSON: " + JsonWhy(e));
+    return false;
+  }
+  dump->from_flight_recorder = true;
+  Converter<JNode> conv(dump, &sink, cache);
+  bool ok = conv.Run(JNode{&j});
+  dump->interner->ForgetAddresses();
+  if (!ok) return false;
+  DeriveCompletion(dump);
+  return true;
+}
+
+}  // namespace hangdx::ingest

@@ -1,0 +1,176 @@
+#include "hangdx/ingest/formats/flight_recorder/flight_recorder.h"
+
+#include <gtest/gtest.h>
+
+#include "hangdx/base/file.h"
+
+namespace hangdx::ingest {
+namespace {
+
+std::string TestFile(const std::string& name) {
+  auto data = ReadFile(std::string(HANGDX_SOURCE_DIR) + "/hangdx/ingest/formats/flight_recorder/testdata/" + name);
+  EXPECT_TRUE(data.ok()) << data.status().message();
+  return data.ok() ? *data : std::string();
+}
+
+// The values below were read off the dumps with Python's pickle/json
+// modules (make_gloo_dump.py wrote them with torch 2.13, gloo, 2 ranks).
+void ExpectRank0(const model::RankDump& d) {
+  EXPECT_EQ(d.version, "2.10");
+  ASSERT_EQ(d.ops.size(), 5u);
+  const auto& first = d.ops[0];
+  EXPECT_EQ(first.record_id, 0);
+  EXPECT_EQ(first.pg_id, 0);
+  EXPECT_EQ(first.pg_name, "0");
+  EXPECT_EQ(first.pg_desc, "default_pg");
+  EXPECT_EQ(first.collective_seq, 1);
+  EXPECT_EQ(first.backend, "gloo");
+  EXPECT_EQ(first.op, "all_reduce");
+  EXPECT_EQ(first.input_sizes, (std::vector<model::Shape>{{4, 4}}));
+  EXPECT_EQ(first.input_dtypes, (std::vector<std::string>{"Float"}));
+  EXPECT_EQ(first.timeout_ms, 2000);
+  EXPECT_FALSE(first.is_p2p);
+  EXPECT_TRUE(first.retired);
+  EXPECT_EQ(first.state, model::OpState::kScheduled);
+  EXPECT_TRUE(first.completed);  // gloo: retired means it ended
+  EXPECT_EQ(d.ops[3].pg_name, "1");
+  EXPECT_EQ(d.ops[3].pg_desc, "undefined");
+  EXPECT_EQ(d.ops[3].op, "broadcast");
+  EXPECT_EQ(d.ops[4].collective_seq, 4);
+  // gloo records no pg members: the placeholder is dropped.
+  EXPECT_TRUE(d.pg_config.empty());
+  ASSERT_EQ(d.pg_status.count(0), 1u);
+  EXPECT_EQ(d.pg_status.at(0).last_completed, 4);
+  EXPECT_EQ(d.pg_status.at(0).last_started, -1);
+}
+
+TEST(FlightRecorder, RealGlooPickle) {
+  model::RankDump d;
+  std::vector<model::Diagnostic> diags;
+  ASSERT_TRUE(ParseFlightRecorderPickle(TestFile("gloo_rank0.pickle"), "gloo_rank0.pickle", &d, &diags));
+  EXPECT_TRUE(d.from_flight_recorder);
+  ExpectRank0(d);
+  ASSERT_FALSE(d.ops[0].frames->empty());
+  const auto& f = d.frames[d.ops[0].frames->at(0)];
+  EXPECT_EQ(f.name, "all_reduce");
+  EXPECT_NE(f.filename.find("distributed_c10d.py"), std::string::npos);
+  // The same frames are shared by entries from the same call site.
+  EXPECT_EQ(d.ops[0].frames->at(0), d.ops[1].frames->at(0));
+  for (const auto& diag : diags) ADD_FAILURE() << diag.message;
+}
+
+TEST(FlightRecorder, RealGlooJsonMatchesPickle) {
+  model::RankDump d;
+  std::vector<model::Diagnostic> diags;
+  ASSERT_TRUE(ParseFlightRecorderJson(TestFile("gloo_rank0.json"), "gloo_rank0.json", &d, &diags));
+  EXPECT_TRUE(d.from_flight_recorder);
+  ExpectRank0(d);
+  EXPECT_TRUE(d.ops[0].frames->empty());  // JSON dumps carry no stacks
+  EXPECT_EQ(d.ops[0].time_completed_ns, 0);
+  for (const auto& diag : diags) ADD_FAILURE() << diag.message;
+}
+
+TEST(FlightRecorder, PgStatusLagsRetired) {
+  // Rank 1's pg_status says last completed 2 although entry seq 3 retired.
+  model::RankDump d;
+  std::vector<model::Diagnostic> diags;
+  ASSERT_TRUE(ParseFlightRecorderPickle(TestFile("gloo_rank1.pickle"), "r1", &d, &diags));
+  ASSERT_EQ(d.ops.size(), 4u);
+  EXPECT_EQ(d.pg_status.at(0).last_completed, 2);
+  EXPECT_TRUE(d.ops[2].completed);
+}
+
+TEST(FlightRecorder, NcclStyleJson) {
+  // The shape ProcessGroupNCCL writes (flight-recorder.md §1.6, §4 NCCLTraceTest).
+  std::string json = R"({
+    "version": "2.10", "comm_lib_version": "2.21.5",
+    "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1]"}},
+    "pg_status": {"0": {"last_enqueued_collective": "2", "last_started_collective": "-1",
+                        "last_completed_collective": "1"}},
+    "entries": [
+      {"record_id": 0, "pg_id": 0, "process_group": ["0", "default_pg"], "collective_seq_id": 1,
+       "p2p_seq_id": 0, "op_id": 1, "profiling_name": "nccl:all_reduce", "time_created_ns": 5,
+       "input_sizes": [[3, 4]], "input_dtypes": ["Float"], "output_sizes": [[3, 4]],
+       "output_dtypes": ["Float"], "state": "completed", "time_discovered_started_ns": 0,
+       "time_discovered_completed_ns": 9, "retired": true, "timeout_ms": 600000, "is_p2p": false},
+      {"record_id": 1, "pg_id": 0, "process_group": ["0", "default_pg"], "collective_seq_id": 2,
+       "p2p_seq_id": 0, "op_id": 2, "profiling_name": "nccl:all_reduce", "time_created_ns": 6,
+       "input_sizes": [[3, 4]], "input_dtypes": ["Float"], "output_sizes": [[3, 4]],
+       "output_dtypes": ["Float"], "state": "scheduled", "retired": true, "timeout_ms": 600000,
+       "is_p2p": false, "duration_ms": 1.5}
+    ]})";
+  model::RankDump d;
+  std::vector<model::Diagnostic> diags;
+  ASSERT_TRUE(ParseFlightRecorderJson(json, "x.json", &d, &diags));
+  EXPECT_EQ(d.comm_lib_version, "2.21.5");
+  EXPECT_EQ(d.pg_config.at("0").ranks, (std::vector<int64_t>{0, 1}));
+  EXPECT_TRUE(d.pg_config.at("0").ranks_known);
+  EXPECT_EQ(d.pg_status.at(0).last_enqueued, 2);
+  EXPECT_TRUE(d.ops[0].completed);
+  EXPECT_FALSE(d.ops[1].completed);  // NCCL: retired but not completed = timed out
+  EXPECT_DOUBLE_EQ(d.ops[1].duration_ms, 1.5);
+  EXPECT_TRUE(diags.empty());
+}
+
+TEST(FlightRecorder, BatchedP2PSettledByItsCompletedGroupEnd) {
+  // batch_isend_irecv: the member entries stay "scheduled" (pytorch#137969);
+  // the closing "coalesced" entry completes, so the whole group did.
+  std::string json = R"({"version": "2.10", "entries": [
+    {"record_id": 0, "pg_id": 0, "process_group": ["0", "default_pg"], "collective_seq_id": 0, "p2p_seq_id": 1,
+     "profiling_name": "nccl:send 0->1", "state": "scheduled", "is_p2p": true},
+    {"record_id": 1, "pg_id": 0, "process_group": ["0", "default_pg"], "collective_seq_id": 0, "p2p_seq_id": 1,
+     "profiling_name": "nccl:recv 0<-1", "state": "scheduled", "is_p2p": true},
+    {"record_id": 2, "pg_id": 0, "process_group": ["0", "default_pg"], "collective_seq_id": 0, "p2p_seq_id": 1,
+     "profiling_name": "nccl:coalesced", "state": "completed", "is_p2p": true},
+    {"record_id": 3, "pg_id": 0, "process_group": ["0", "default_pg"], "collective_seq_id": 0, "p2p_seq_id": 2,
+     "profiling_name": "nccl:send 0->1", "state": "scheduled", "is_p2p": true}]})";
+  model::RankDump d;
+  std::vector<model::Diagnostic> diags;
+  ASSERT_TRUE(ParseFlightRecorderJson(json, "x.json", &d, &diags));
+  ASSERT_EQ(d.ops.size(), 4u);
+  EXPECT_TRUE(d.ops[0].completed);
+  EXPECT_TRUE(d.ops[1].completed);
+  EXPECT_TRUE(d.ops[2].completed);
+  EXPECT_FALSE(d.ops[3].completed);  // nothing after it finished
+}
+
+TEST(FlightRecorder, BadInputBecomesDiagnostics) {
+  std::string good = TestFile("gloo_rank0.pickle");
+  struct Case {
+    std::string data;
+    bool pickle;
+    const char* needle;
+  };
+  std::vector<Case> cases = {
+      {"", true, "empty"},
+      {good.substr(0, good.size() / 3), true, "truncated"},
+      {"{\"version\": \"2.10\", \"entries\": [", false, "unreadable JSON at byte"},
+      {"[1, 2]", false, "an entry is not a dict"},
+      {"\"text\"", false, "neither a dict nor a list"},
+      {"{\"version\": \"7.1\", \"entries\": []}", false, "unknown Flight Recorder version '7.1'"},
+      // Found by the fuzzer: nlohmann throws out_of_range, not parse_error.
+      {"{\"version\": \"2.10\", \"entries\": [{\"profiling_name\": \"x\", \"collective_seq_id\": 1E400}]}", false,
+       "number overflow"},
+      {"{\"version\": \"2.10\", \"entries\": [{\"profiling_name\": \"nccl:all_reduce\", "
+       "\"collective_seq_id\": \"x\"}]}",
+       false, "'collective_seq_id' is not an integer"},
+  };
+  for (const auto& c : cases) {
+    model::RankDump d;
+    std::vector<model::Diagnostic> diags;
+    if (c.pickle)
+      ParseFlightRecorderPickle(c.data, "f", &d, &diags);
+    else
+      ParseFlightRecorderJson(c.data, "f", &d, &diags);
+    bool found = false;
+    for (const auto& diag : diags) {
+      EXPECT_EQ(diag.file, "f");
+      found = found || diag.message.find(c.needle) != std::string::npos;
+    }
+    EXPECT_TRUE(found) << c.needle << " not among " << diags.size() << " diagnostics"
+                       << (diags.empty() ? "" : ": " + diags[0].message);
+  }
+}
+
+}  // namespace
+}  // namespace hangdx::ingest

@@ -1,0 +1,111 @@
+// hangdx/ingest/formats/flight_recorder/pickle.h
+// A pickle machine that only builds data: None, bool, int, float, str,
+// bytes, list, tuple, dict, set. It implements protocols 2-5 (and the
+// integer/float/memo opcodes of protocols 0-1) with full memo support, so a
+// container memoised once and fetched many times (Flight Recorder shares one
+// frame dict per distinct stack frame) is one shared object.
+//
+// It executes nothing. Every opcode that imports, calls or builds objects
+// (GLOBAL, STACK_GLOBAL, REDUCE, BUILD, INST, OBJ, NEWOBJ, NEWOBJ_EX, PERSID,
+// BINPERSID, EXT1/2/4, out-of-band buffers) is refused with an error that
+// names the opcode and its byte offset.
+//
+//   PickleDocument doc;
+//   PickleError err;
+//   if (!doc.Parse(bytes, &err)) print(err.offset, err.message);
+//   const PickleValue& root = doc.root();
+//
+// Upstream writer: torch/csrc/jit/serialization/pickler.cpp via
+// TraceUtils.h::pickle_str (protocol 2), and Python's pickle module.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hangdx::ingest {
+
+struct PickleContainer;
+
+// One unpickled value. Strings and bytes are views into the document's input
+// buffer (or its arena), containers are pointers into the document's arena:
+// a PickleValue is valid only while its PickleDocument lives.
+struct PickleValue {
+  enum class Kind : uint8_t { kNone, kBool, kInt, kBigInt, kFloat, kStr, kBytes, kList, kTuple, kDict, kSet };
+  Kind kind = Kind::kNone;
+  bool b = false;
+  int64_t i = 0;
+  double f = 0;
+  std::string_view s;            // kStr (UTF-8), kBytes, kBigInt (LE two's complement)
+  PickleContainer* c = nullptr;  // kList, kTuple, kSet, kDict
+
+  bool is_dict() const { return kind == Kind::kDict; }
+  bool is_seq() const { return kind == Kind::kList || kind == Kind::kTuple; }
+  // Dict lookup by string key; nullptr if absent or not a dict. Linear in the
+  // dict's size (Flight Recorder dicts have at most ~25 keys).
+  const PickleValue* Get(std::string_view key) const;
+  // Number of items (pairs for a dict); 0 for scalars.
+  size_t size() const;
+};
+
+// Items of a list, tuple or set; a dict stores key, value, key, value, ...
+struct PickleContainer {
+  std::vector<PickleValue> items;
+};
+
+// Where and why parsing stopped.
+struct PickleError {
+  int64_t offset = -1;  // byte offset of the offending opcode
+  std::string message;
+};
+
+// Working memory of the pickle machine, kept by a PickleDocument between
+// parses so that parsing many files in a row reuses its allocations.
+struct PickleScratch {
+  std::deque<PickleContainer> arena;  // containers; the first `used` are live
+  size_t used = 0;
+  std::vector<PickleValue> stack;
+  std::vector<size_t> marks;
+  std::vector<PickleValue> memo;
+  std::vector<uint8_t> memo_set;
+};
+
+// Owns the input bytes and every container built from them.
+// Not copyable (values point into it); movable. Parse again to reuse it: the
+// previous values are invalidated, the memory is kept.
+class PickleDocument {
+ public:
+  PickleDocument() = default;
+  PickleDocument(const PickleDocument&) = delete;
+  PickleDocument& operator=(const PickleDocument&) = delete;
+  PickleDocument(PickleDocument&&) = default;
+  PickleDocument& operator=(PickleDocument&&) = default;
+
+  // Parses one pickle from `data` (taken over by the document). Returns false
+  // and fills *err on a refused opcode, truncation, malformed operands, stack
+  // or memo misuse, or a missing STOP. Bytes after STOP are ignored.
+  bool Parse(std::string data, PickleError* err);
+  // Same, reading `data` in place: the caller keeps it alive (and unchanged)
+  // as long as the document's values are used. For memory-mapped files.
+  bool ParseView(std::string_view data, PickleError* err);
+
+  const PickleValue& root() const { return root_; }
+  // Highest pickle protocol announced by PROTO, 0 if none.
+  int protocol() const { return protocol_; }
+
+ private:
+  bool Run(std::string_view data, PickleError* err);
+
+  std::unique_ptr<std::string> data_;  // heap-held: views survive a move
+  std::unique_ptr<PickleScratch> scratch_ = std::make_unique<PickleScratch>();
+  PickleValue root_;
+  int protocol_ = 0;
+};
+
+// True when `data` looks like a pickle (starts with PROTO 2..5).
+bool LooksLikePickle(std::string_view data);
+
+}  // namespace hangdx::ingest

@@ -1,0 +1,146 @@
+#include "hangdx/ingest/formats/flight_recorder/pickle.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include "hangdx/base/file.h"
+
+namespace hangdx::ingest {
+namespace {
+
+std::string TestFile(const std::string& name) {
+  auto data = ReadFile(std::string(HANGDX_SOURCE_DIR) + "/hangdx/ingest/formats/flight_recorder/testdata/" + name);
+  EXPECT_TRUE(data.ok()) << data.status().message();
+  return data.ok() ? *data : std::string();
+}
+
+// The expected values are those make_pickles.py gave CPython's pickle.
+class PickleProtocols : public ::testing::TestWithParam<int> {};
+
+TEST_P(PickleProtocols, ReadsWhatCPythonWrote) {
+  PickleDocument doc;
+  PickleError err;
+  ASSERT_TRUE(doc.Parse(TestFile("cpython_proto" + std::to_string(GetParam()) + "_data.pickle"), &err)) << err.message;
+  EXPECT_EQ(doc.protocol(), GetParam());
+  const PickleValue& root = doc.root();
+  ASSERT_TRUE(root.is_dict());
+  EXPECT_EQ(root.Get("version")->s, "2.10");
+  const PickleValue* entries = root.Get("entries");
+  ASSERT_TRUE(entries && entries->kind == PickleValue::Kind::kList);
+  ASSERT_EQ(entries->size(), 2u);
+  const PickleValue& e0 = entries->c->items[0];
+  EXPECT_EQ(e0.Get("x")->i, -1);
+  EXPECT_EQ(e0.Get("big")->i, 1796021190774836354LL);
+  EXPECT_EQ(e0.Get("neg")->i, -300000);
+  EXPECT_DOUBLE_EQ(e0.Get("f")->f, 1.5);
+  EXPECT_TRUE(e0.Get("t")->b);
+  EXPECT_EQ(e0.Get("n")->kind, PickleValue::Kind::kNone);
+  EXPECT_EQ(e0.Get("huge")->kind, PickleValue::Kind::kBigInt);
+  EXPECT_EQ(e0.Get("u")->s, "h\xc3\xa9llo");
+  if (GetParam() >= 4) {
+    EXPECT_EQ(e0.Get("b")->s, std::string("\x00\x01", 2));
+    EXPECT_EQ(e0.Get("s")->kind, PickleValue::Kind::kSet);
+    EXPECT_EQ(e0.Get("s")->size(), 2u);
+  }
+  const PickleValue* tup = e0.Get("tup");
+  ASSERT_EQ(tup->kind, PickleValue::Kind::kTuple);
+  EXPECT_EQ(tup->c->items[1].s, "default_pg");
+  // The frame dict is memoised once and fetched again: one shared object.
+  const PickleValue* f0 = &e0.Get("frames")->c->items[0];
+  const PickleValue* f1 = &entries->c->items[1].Get("frames")->c->items[0];
+  EXPECT_EQ(f0->c, f1->c);
+  EXPECT_EQ(f0->Get("line")->i, 3);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllProtocols, PickleProtocols, ::testing::Values(2, 3, 4, 5));
+
+TEST(Pickle, RefusesCodeExecutionWithoutSideEffects) {
+  ::unlink("/tmp/hangdx_pwned");
+  for (const char* name : {"evil_proto2_data.pickle", "evil_proto4_data.pickle"}) {
+    PickleDocument doc;
+    PickleError err;
+    EXPECT_FALSE(doc.Parse(TestFile(name), &err));
+    EXPECT_NE(err.message.find("refused opcode"), std::string::npos) << err.message;
+    EXPECT_TRUE(err.message.find("GLOBAL") != std::string::npos) << err.message;
+    EXPECT_GE(err.offset, 2);
+  }
+  struct stat st;
+  EXPECT_NE(::stat("/tmp/hangdx_pwned", &st), 0) << "a refused pickle had a side effect";
+}
+
+TEST(Pickle, RefusesEveryObjectBuildingOpcode) {
+  for (int op :
+       {int{'c'}, 0x93, int{'R'}, int{'b'}, int{'i'}, int{'o'}, 0x81, 0x92, int{'P'}, int{'Q'}, 0x82, 0x83, 0x84}) {
+    std::string data = "\x80\x02";
+    data += "N";  // something on the stack
+    data += static_cast<char>(op);
+    data += "....";
+    PickleDocument doc;
+    PickleError err;
+    EXPECT_FALSE(doc.Parse(data, &err)) << int(op);
+    EXPECT_EQ(err.offset, 3) << int(op);
+    EXPECT_NE(err.message.find("refused opcode"), std::string::npos) << err.message;
+  }
+}
+
+TEST(Pickle, TruncationNamesTheOffset) {
+  std::string full = TestFile("cpython_proto2_data.pickle");
+  for (size_t cut : {size_t{1}, size_t{2}, size_t{10}, full.size() / 2, full.size() - 1}) {
+    PickleDocument doc;
+    PickleError err;
+    EXPECT_FALSE(doc.Parse(full.substr(0, cut), &err)) << cut;
+    EXPECT_GE(err.offset, 0);
+    EXPECT_LE(err.offset, static_cast<int64_t>(cut));
+    EXPECT_FALSE(err.message.empty());
+  }
+}
+
+TEST(Pickle, MalformedStructure) {
+  struct Case {
+    std::string data;
+    const char* needle;
+  };
+  std::vector<Case> cases = {
+      {std::string("\x80\x02h\x05.", 5), "never stored"},
+      {std::string("\x80\x02"
+                   "e.",
+                   4),
+       "no MARK"},
+      {std::string("\x80\x02NN.", 5), "STOP with 2 values"},
+      {std::string("\x80\x02(N.", 5), "marks"},
+      {std::string("\x80\x02N\xff.", 5), "unknown"},
+      {std::string("\x80\x09N.", 4), "protocol 9"},
+      {std::string("\x80\x02X\xff\xff\xff\x7f", 7), "truncated"},
+      {std::string("\x80\x02NN"
+                   "a.",
+                   6),
+       "non-list"},
+  };
+  for (const auto& c : cases) {
+    PickleDocument doc;
+    PickleError err;
+    EXPECT_FALSE(doc.Parse(c.data, &err));
+    EXPECT_NE(err.message.find(c.needle), std::string::npos) << err.message;
+  }
+}
+
+TEST(Pickle, SelfReferentialListDoesNotHang) {
+  // l = []; l.append(l): EMPTY_LIST BINPUT 0 BINGET 0 APPEND STOP
+  std::string data(
+      "\x80\x02]q\x00h\x00"
+      "a.",
+      9);
+  PickleDocument doc;
+  PickleError err;
+  ASSERT_TRUE(doc.Parse(data, &err)) << err.message;
+  EXPECT_EQ(doc.root().c->items[0].c, doc.root().c);
+}
+
+TEST(Pickle, Sniff) {
+  EXPECT_TRUE(LooksLikePickle(std::string("\x80\x02}.", 4)));
+  EXPECT_FALSE(LooksLikePickle("{\"version\": 1}"));
+  EXPECT_FALSE(LooksLikePickle(""));
+}
+
+}  // namespace
+}  // namespace hangdx::ingest

@@ -1,0 +1,350 @@
+#include "hangdx/ingest/formats/hccl_plog/hccl_plog.h"
+
+#include <re2/re2.h>
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+
+namespace hangdx::ingest::logs {
+namespace {
+
+using Sev = model::Diagnostic::Severity;
+using Kind = model::LogEvent::Kind;
+
+// "AllReduce_group_name_1654NHRAllReduceComm_device" -> "all_reduce";
+// "HcomAllReduce_66294..._0" -> "all_reduce".
+std::string OpFromTag(std::string_view tag) {
+  std::string_view name = tag.substr(0, tag.find('_'));
+  if (name.substr(0, 4) == "Hcom") name.remove_prefix(4);
+  if (name.substr(0, 4) == "Hccl") name.remove_prefix(4);
+  std::string_view t = NcclOpToTorch(name);
+  if (!t.empty()) return std::string(t);
+  if (name == "AlltoAllV" || name == "AlltoAllVC" || name == "AllToAllV") return "all_to_all";
+  std::string s(name);
+  for (char& c : s) c = static_cast<char>(tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string DtypeName(std::string_view d) {
+  static const std::map<std::string_view, std::string_view> kMap = {
+      {"float32", "Float"}, {"fp32", "Float"},     {"float16", "Half"}, {"fp16", "Half"},    {"bfloat16", "BFloat16"},
+      {"bf16", "BFloat16"}, {"int8", "Char"},      {"uint8", "Byte"},   {"int32", "Int"},    {"int64", "Long"},
+      {"uint64", "UInt64"}, {"float64", "Double"}, {"int16", "Short"},  {"uint32", "UInt32"}};
+  auto it = kMap.find(d);
+  return it == kMap.end() ? std::string(d) : std::string(it->second);
+}
+
+// One stuck task, assembled from the lines that describe it.
+struct Task {
+  std::string stream, task, task_type, tag, group, notify, remote, alg, rank_id;
+  int64_t index = -1, rank_size = -1, count = -1;
+  std::string dtype, kind = "timeout";
+  int64_t line = 0;
+  std::string text;
+};
+
+// A device task the runtime reports failed: "an exception occurred during
+// AICPU execution, stream_id:2, task_id:19016, errcode:21008", "Aicpu kernel
+// execute failed, device_id=0, stream_id=2, task_id=19016, errorCode=2a.",
+// "fftsplus task execute failed, dev_id=0, stream_id=50, task_id=21, ...".
+struct Failure {
+  std::string stream, task, type, what;
+  int64_t line = 0;
+};
+
+// The value after `key` up to the next ',', ' ' or '.' ("stream_id:2," and
+// "stream_id=2," give "2").
+std::string_view RuntimeField(std::string_view t, std::string_view key) {
+  size_t p = t.find(key);
+  if (p == std::string_view::npos) return {};
+  size_t i = p + key.size(), j = i;
+  while (j < t.size() && t[j] != ',' && t[j] != ' ' && t[j] != '.' && t[j] != '[' && j - i < 32) ++j;
+  return t.substr(i, j - i);
+}
+
+}  // namespace
+
+std::string_view HcclField(std::string_view msg, std::string_view key) {
+  size_t from = 0;
+  while (from < msg.size()) {
+    size_t p = msg.find(key, from);
+    if (p == std::string_view::npos) return {};
+    size_t i = p + key.size();
+    from = p + 1;
+    if (p > 0 && (isalnum(static_cast<unsigned char>(msg[p - 1])) || msg[p - 1] == '_')) continue;
+    while (i < msg.size() && (msg[i] == ':' || msg[i] == ' ')) ++i;
+    if (i >= msg.size() || msg[i] != '[') continue;
+    int depth = 0;
+    size_t j = i;
+    for (; j < msg.size(); ++j) {
+      if (msg[j] == '[')
+        ++depth;
+      else if (msg[j] == ']' && --depth == 0)
+        break;
+    }
+    if (j >= msg.size()) return msg.substr(i + 1);  // truncated line: take the rest
+    return msg.substr(i + 1, j - i - 1);
+  }
+  return {};
+}
+
+bool LooksLikeHcclPlog(std::string_view data) {
+  for (std::string_view k :
+       {"] HCCL(", "]HCCL(", "EI0002", "Notify register", "Task run failed", "Entry-Hccl", "HeartbeatAbnormal",
+        "PTA call acl api failed", "hccl fftsplus task timeout", "OPS call acl api failed", "during AICPU execution",
+        "Aicpu kernel execute failed", "fftsplus task execute failed"})
+    if (Contains(data, k)) return true;
+  return false;
+}
+
+void ParseHcclPlog(std::string_view data, int64_t rank_hint, DumpSet* out) {
+  static const RE2 kPta(R"re(\(PID:\s*(\d+), Device:\s*(-?\d+), RankID:\s*(-?\d+)\))re");
+  int64_t file_rank = -1;
+  std::vector<Task> tasks;
+  std::vector<model::LogEvent> events;
+  struct Entry {
+    std::string comm, op, dtype;
+    int64_t count = -1, line = 0;
+  };
+  std::vector<Entry> entries;
+  std::vector<Failure> failures;
+  int64_t prefix_rank = -1;
+
+  LineReader reader(data);
+  for (Line l; reader.Next(&l);) {
+    std::string_view t = l.text;
+    if (t.empty()) continue;
+    if (l.rank >= 0) prefix_rank = l.rank;
+    int64_t pid, dev, rid;
+    if (RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), kPta, &pid, &dev, &rid) && rid >= 0) {
+      file_rank = rid;
+      if (Contains(t, "ERR")) {
+        model::LogEvent e;
+        e.kind = Kind::kOther;
+        e.message = std::string(Trim(t.substr(0, 1024)));
+        e.line = l.number;
+        events.push_back(std::move(e));
+      }
+      continue;
+    }
+    bool notify = Contains(t, "Notify register") || Contains(t, "notify wait") || Contains(t, "Waiting peer rank");
+    bool task_failed = Contains(t, "Task run failed");
+    if (notify || task_failed) {
+      // One record can span lines (CANN >=8.5 prints base / groupRank / opData
+      // lines): continue the last task while its tag or stream matches.
+      std::string_view tag = HcclField(t, "tag");
+      std::string_view stream = HcclField(t, "streamID");
+      bool starts = notify || Contains(t, "base information");
+      if (starts || tasks.empty()) {
+        Task k;
+        k.line = l.number;
+        k.text = std::string(Trim(t.substr(0, 2048)));
+        tasks.push_back(std::move(k));
+      }
+      Task& k = tasks.back();
+      auto set = [](std::string* dst, std::string_view v) {
+        if (!v.empty() && dst->empty()) *dst = std::string(v);
+      };
+      set(&k.tag, tag);
+      set(&k.stream, stream);
+      set(&k.task, HcclField(t, "taskID"));
+      set(&k.task_type, HcclField(t, "taskType"));
+      set(&k.notify, HcclField(t, "notify id"));
+      set(&k.alg, HcclField(t, "AlgType(level 0-1-2)"));
+      std::string_view remote = HcclField(t, "remote rank");
+      if (remote.empty()) {
+        size_t w = t.find("Waiting peer rank: ");
+        if (w != std::string_view::npos) remote = t.substr(w + 19, t.find(';', w) - w - 19);
+      }
+      set(&k.remote, remote);
+      set(&k.group, HcclField(t, "group"));
+      set(&k.rank_id, HcclField(t, "rankId"));
+      int64_t v;
+      if (ParseDec(HcclField(t, "rankSize"), &v)) k.rank_size = v;
+      if (ParseDec(HcclField(t, "index"), &v)) k.index = v;
+      if (ParseDec(HcclField(t, "count"), &v)) k.count = v;
+      set(&k.dtype, HcclField(t, "dataType"));
+      if (Contains(t, "[Timeout]") || notify) k.kind = "timeout";
+      continue;
+    }
+    bool aicpu = Contains(t, "during AICPU execution") || Contains(t, "Aicpu kernel execute failed");
+    if (aicpu || Contains(t, "fftsplus task execute failed")) {
+      std::string_view stream = RuntimeField(t, "stream_id:"), task = RuntimeField(t, "task_id:");
+      if (stream.empty()) stream = RuntimeField(t, "stream_id=");
+      if (task.empty()) task = RuntimeField(t, "task_id=");
+      std::string_view code = RuntimeField(t, "errorCode=");
+      if (code.empty()) code = RuntimeField(t, "errcode:");
+      if (code.empty()) code = RuntimeField(t, "err_type=");
+      auto it = std::find_if(failures.begin(), failures.end(),
+                             [&](const Failure& f) { return f.stream == stream && f.task == task; });
+      if (it == failures.end() && failures.size() < 1000) {
+        failures.push_back({std::string(stream), std::string(task), aicpu ? "AICPU" : "fftsplus",
+                            std::string(aicpu ? "kernel failed" : "task execute failed") +
+                                (code.empty() ? "" : ", error " + std::string(code)),
+                            l.number});
+      }
+      model::LogEvent e;
+      e.kind = Kind::kCrash;
+      e.message = std::string(Trim(t.substr(0, 1024)));
+      e.line = l.number;
+      if (events.size() < 200) events.push_back(std::move(e));
+      continue;
+    }
+    size_t entry = t.find("Entry-Hccl");
+    if (entry != std::string_view::npos) {
+      std::string_view rest = t.substr(entry + 10);
+      std::string_view api = rest.substr(0, rest.find(':'));
+      if (api.substr(0, 8) == "CommInit" || api.substr(0, 11) == "CommDestroy") continue;
+      Entry e;
+      std::string_view tag = HcclField(rest, "tag");
+      e.op = OpFromTag(api);
+      size_t us = tag.find('_');
+      e.comm = std::string(us == std::string_view::npos ? tag : tag.substr(us + 1));
+      int64_t v;
+      if (ParseDec(HcclField(rest, "count"), &v)) e.count = v;
+      e.dtype = DtypeName(HcclField(rest, "dataType"));
+      e.line = l.number;
+      if (!e.comm.empty() && entries.size() < (1u << 22)) entries.push_back(std::move(e));
+      continue;
+    }
+    if (Contains(t, "Cluster Exception Location") || Contains(t, "crimer rank")) {
+      model::LogEvent e;
+      e.kind = Kind::kOther;
+      e.message = std::string(Trim(t.substr(0, 1024)));
+      e.line = l.number;
+      if (events.size() < 200) events.push_back(std::move(e));
+      continue;
+    }
+    if (Contains(t, "hccl fftsplus task timeout") || Contains(t, "stuck notify")) {
+      model::LogEvent e;
+      e.kind = Kind::kTimeout;
+      e.message = std::string(Trim(t.substr(0, 1024)));
+      e.line = l.number;
+      if (events.size() < 200) events.push_back(std::move(e));
+    }
+  }
+
+  int64_t rank = file_rank >= 0 ? file_rank : prefix_rank >= 0 ? prefix_rank : rank_hint;
+  if (rank < 0 && tasks.empty() && entries.empty() && events.empty() && failures.empty()) return;
+  model::RankDump& d = out->For(rank);
+  model::Interner& pool = *d.interner;
+  std::map<std::string, int64_t> seq_of;  // Entry- call order per communicator
+  for (const auto& e : entries) {
+    model::OpRecord r;
+    r.record_id = static_cast<int64_t>(d.ops.size());
+    r.pg_name = pool.Str(e.comm);
+    r.collective_seq = seq_of[e.comm]++;
+    r.profiling_name = pool.Str("hccl:" + e.op);
+    model::ParseProfilingName(&r);
+    r.is_p2p = e.op == "send" || e.op == "recv";
+    if (r.is_p2p) {
+      r.p2p_seq = r.collective_seq;
+      r.collective_seq = -1;
+    }
+    if (e.count >= 0) r.input_sizes = r.output_sizes = pool.Intern(model::Shapes{{e.count}});
+    if (!e.dtype.empty()) r.input_dtypes = r.output_dtypes = pool.Intern(model::Dtypes{e.dtype});
+    r.completed = true;
+    r.state = model::OpState::kCompleted;
+    d.ops.push_back(r);
+  }
+  // The last call per communicator is the one that may hang.
+  for (auto it = d.ops.rbegin(); it != d.ops.rend(); ++it) {
+    std::string pg(it->pg_name);
+    if (seq_of.count(pg) && seq_of[pg] >= 0) {
+      it->completed = false;
+      it->state = model::OpState::kScheduled;
+      seq_of[pg] = -1;
+    }
+  }
+  for (const auto& k : tasks) {
+    std::string op = k.tag.empty() ? std::string("unknown") : OpFromTag(k.tag);
+    std::string pg = k.group;
+    if (pg.empty() && !k.tag.empty()) {
+      size_t us = k.tag.find('_');
+      pg = us == std::string::npos ? k.tag : k.tag.substr(us + 1);
+    }
+    model::OpRecord r;
+    r.record_id = static_cast<int64_t>(d.ops.size());
+    r.pg_name = pool.Str(pg);
+    r.collective_seq = k.index;
+    r.profiling_name = pool.Str("hccl:" + op);
+    model::ParseProfilingName(&r);
+    if (k.count >= 0) r.input_sizes = r.output_sizes = pool.Intern(model::Shapes{{k.count}});
+    if (!k.dtype.empty()) r.input_dtypes = r.output_dtypes = pool.Intern(model::Dtypes{DtypeName(k.dtype)});
+    r.retired = true;
+    r.completed = false;
+    r.state = model::OpState::kStarted;
+    r.thread_id = pool.Str(k.stream.empty() ? std::string() : "stream " + k.stream);
+    d.ops.push_back(r);
+    if (!pg.empty() && !d.pg_config.count(pg)) {
+      model::PgConfig cfg;
+      cfg.name = pg;
+      cfg.desc = "HCCL group" + (k.rank_size > 0 ? " (rankSize " + std::to_string(k.rank_size) + ")" : std::string());
+      // rankId[25 24]: the first number is this rank's rank in the group.
+      int64_t self = -1;
+      size_t used = 0;
+      if (ParseDecPrefix(k.rank_id, &self, &used) && self >= 0 && (k.rank_size <= 0 || self < k.rank_size))
+        cfg.self_local = self;
+      d.pg_config[pg] = std::move(cfg);
+    }
+    model::LogEvent e;
+    e.kind = Kind::kTimeout;
+    e.pg = pg;
+    e.seq = k.index;
+    e.op = op;
+    e.line = k.line;
+    std::string m = "HCCL " + op + " stuck";
+    if (!k.task_type.empty()) m += " in " + k.task_type;
+    if (!k.remote.empty()) m += "; waiting for remote rank " + k.remote + " (rank in group " + pg + ")";
+    if (!k.rank_id.empty()) m += "; this rank's group rank(s): " + k.rank_id;
+    if (k.rank_size > 0) m += "; rankSize " + std::to_string(k.rank_size);
+    if (!k.stream.empty()) m += "; streamID " + k.stream;
+    if (!k.task.empty()) m += " taskID " + k.task;
+    if (!k.notify.empty()) m += " notify " + k.notify;
+    if (!k.tag.empty()) m += "; tag " + k.tag;
+    if (!k.alg.empty()) m += "; AlgType " + k.alg;
+    e.message = m;
+    d.events.push_back(std::move(e));
+    // The stuck task waits for a notify that the remote rank never recorded:
+    // a wait on that rank, known only by its rank inside the group.
+    int64_t remote = -1;
+    auto res = std::from_chars(k.remote.data(), k.remote.data() + k.remote.size(), remote);
+    model::DeviceTaskReport report;
+    report.stream = k.stream;
+    report.task = k.task;
+    report.task_type = k.task_type.empty() ? "task" : k.task_type;
+    report.group = pg;
+    report.notify = k.notify;
+    report.op = op;
+    report.remote_local = res.ec == std::errc() && remote >= 0 && remote < (int64_t{1} << 24) ? remote : -1;
+    report.what = "HCCL " + op + " " + report.task_type;
+    report.file = out->file();
+    report.line = k.line;
+    if (d.device_tasks.size() < 1000) d.device_tasks.push_back(std::move(report));
+    if (!d.wait && res.ec == std::errc() && remote >= 0 && remote < (int64_t{1} << 24)) {
+      model::WaitSnapshot w;
+      w.current_op = op;
+      w.waiting_for = {remote};
+      w.op_seq = k.index;
+      w.pg = pg;
+      w.pg_local = true;
+      d.wait = std::move(w);
+    }
+  }
+  for (const auto& f : failures) {
+    model::DeviceTaskReport report;
+    report.stream = f.stream;
+    report.task = f.task;
+    report.task_type = f.type;
+    report.failed = true;
+    report.what = f.what;
+    report.file = out->file();
+    report.line = f.line;
+    if (d.device_tasks.size() < 1000) d.device_tasks.push_back(std::move(report));
+  }
+  for (auto& e : events) d.events.push_back(std::move(e));
+  for (auto& e : d.events) e.file = out->file();
+}
+
+}  // namespace hangdx::ingest::logs

@@ -1,0 +1,378 @@
+#include "hangdx/ingest/formats/nccl_log/nccl_log.h"
+
+#include <re2/re2.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace hangdx::ingest::logs {
+namespace {
+
+using Sev = model::Diagnostic::Severity;
+
+struct Anchor {
+  std::string_view level;  // INFO, WARN, TRACE, CALL, ...
+  std::string_view head;   // text before "NCCL <LEVEL> "
+  std::string_view msg;    // text after it
+};
+
+bool IsUpper(char c) { return c >= 'A' && c <= 'Z'; }
+
+// Finds the last "NCCL <LEVEL> " on the line (interleaved output glues
+// several prefixes together: the last one owns the message).
+bool FindAnchor(std::string_view t, Anchor* a) {
+  size_t pos = t.size();
+  while (pos > 0) {
+    size_t p = t.rfind("NCCL ", pos - 1);
+    if (p == std::string_view::npos) return false;
+    pos = p;
+    if (p > 0 && t[p - 1] != ' ') continue;
+    size_t w = p + 5, e = w;
+    while (e < t.size() && IsUpper(t[e])) ++e;
+    if (e - w < 3 || e - w > 8 || e >= t.size() || t[e] != ' ') continue;
+    a->level = t.substr(w, e - w);
+    a->head = t.substr(0, p);
+    a->msg = t.substr(e + 1);
+    return true;
+  }
+  return false;
+}
+
+bool AllDigits(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (c < '0' || c > '9') return false;
+  return true;
+}
+
+// The last `host:pid:tid` token of the head; sets host:pid and tid.
+bool Identity(std::string_view head, std::string* proc, std::string* tid) {
+  size_t end = head.size();
+  while (end > 0) {
+    while (end > 0 && head[end - 1] == ' ') --end;
+    size_t begin = head.rfind(' ', end ? end - 1 : 0);
+    begin = begin == std::string_view::npos ? 0 : begin + 1;
+    if (begin >= end) break;
+    std::string_view tok = head.substr(begin, end - begin);
+    size_t c2 = tok.rfind(':');
+    if (c2 != std::string_view::npos && c2 > 0) {
+      size_t c1 = tok.rfind(':', c2 - 1);
+      if (c1 != std::string_view::npos && c1 > 0 && AllDigits(tok.substr(c1 + 1, c2 - c1 - 1)) &&
+          AllDigits(tok.substr(c2 + 1))) {
+        *proc = std::string(tok.substr(0, c2));
+        *tid = std::string(tok.substr(c2 + 1));
+        return true;
+      }
+    }
+    end = begin;
+  }
+  return false;
+}
+
+struct Comm {
+  std::string ptr;
+  std::string comm_id;  // "0x..." or ""
+  int64_t rank = -1, nranks = -1;
+};
+
+struct PendingOp {
+  std::string comm_ptr;
+  std::string comm_id;  // known at parse time, else resolved at the end
+  std::string nccl_name;
+  int64_t op_count = -1, count = -1, dtype = -1, root = -1, nranks = -1;
+  std::string tid;
+  int64_t line = 0;
+};
+
+struct Proc {
+  std::string key;                    // host:pid, or "" for prefix-less lines of a one-process file
+  int64_t prefix_rank = -1;           // from a peeled [rankN]: / slurm prefix
+  std::map<std::string, Comm> comms;  // by pointer
+  std::vector<PendingOp> ops;
+  std::vector<model::LogEvent> events;
+  std::string version;
+  int64_t first_offset = 0;
+};
+
+model::LogEvent::Kind WarnKind(std::string_view msg) {
+  if (Contains(msg, "Cuda failure") || Contains(msg, "illegal memory access") || Contains(msg, "CUDA error") ||
+      Contains(msg, "unhandled cuda error") || Contains(msg, "Unhandled CUDA error"))
+    return model::LogEvent::Kind::kCrash;
+  if (Contains(msg, "Mismatched collective") || Contains(msg, "collective mismatch"))
+    return model::LogEvent::Kind::kMismatch;
+  return model::LogEvent::Kind::kOther;
+}
+
+}  // namespace
+
+bool LooksLikeNcclLog(std::string_view data) {
+  return Contains(data, " NCCL INFO ") || Contains(data, " NCCL WARN ") || Contains(data, " NCCL TRACE ") ||
+         (Contains(data, ": opCount ") && Contains(data, " sendbuff "));
+}
+
+void ParseNcclLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
+  static const RE2 kColl(
+      R"re((\w+): opCount ([0-9a-fA-F]+) sendbuff (\S+) recvbuff (\S+) count (\d+) datatype (\d+) op (\d+) root (-?\d+) comm (\S+)(?: \[nranks=(\d+)\])?)re");
+  static const RE2 kInit(R"re(comm (0x[0-9a-fA-F]+|\(nil\)) rank (\d+) n[Rr]anks (\d+))re");
+  static const RE2 kCommId(R"re(commId (0x[0-9a-fA-F]+))re");
+
+  std::vector<Proc> procs;
+  std::map<int64_t, model::SharedRanks> world_lists;  // communicator size -> its ranks 0..size-1
+  std::map<std::string, size_t> proc_index;
+  std::map<std::string, size_t> ptr_owner;             // comm pointer -> proc (pointers are per-process addresses)
+  std::vector<std::pair<PendingOp, int64_t>> orphans;  // prefix-less op lines, with their offset
+  std::string file_version;
+  auto proc_for = [&](const std::string& key, int64_t offset) -> Proc& {
+    auto [it, fresh] = proc_index.try_emplace(key, procs.size());
+    if (fresh) {
+      procs.emplace_back();
+      procs.back().key = key;
+      procs.back().first_offset = offset;
+    }
+    return procs[it->second];
+  };
+
+  LineReader reader(data);
+  for (Line l; reader.Next(&l);) {
+    std::string_view t = l.text;
+    if (t.empty()) continue;
+    Anchor a;
+    bool anchored = FindAnchor(t, &a);
+    std::string_view msg = anchored ? a.msg : t;
+    std::string key, tid;
+    if (anchored) Identity(a.head, &key, &tid);
+
+    // Per-op enqueue line (also without a prefix when output was interleaved).
+    size_t oc = msg.find(": opCount ");
+    if (oc != std::string_view::npos) {
+      size_t b = oc;
+      while (b > 0 && (isalnum(static_cast<unsigned char>(msg[b - 1])) || msg[b - 1] == '_')) --b;
+      std::string name, opcount, sendbuf, recvbuf, ptr, nranks;
+      int64_t count = -1, dtype = -1, redop = -1, root = -1;
+      re2::StringPiece in(msg.data() + b, msg.size() - b);
+      if (RE2::PartialMatch(in, kColl, &name, &opcount, &sendbuf, &recvbuf, &count, &dtype, &redop, &root, &ptr,
+                            &nranks)) {
+        PendingOp op;
+        op.nccl_name = name;
+        op.comm_ptr = ptr;
+        op.count = count;
+        op.dtype = dtype;
+        op.root = root;
+        op.tid = tid;
+        op.line = l.number;
+        if (!ParseHex(opcount, &op.op_count)) op.op_count = -1;
+        if (!nranks.empty() && !ParseDec(nranks, &op.nranks)) op.nranks = -1;
+        if (anchored && !key.empty()) {
+          Proc& p = proc_for(key, l.offset);
+          if (l.rank >= 0) p.prefix_rank = l.rank;
+          auto c = p.comms.find(ptr);
+          if (c != p.comms.end()) op.comm_id = c->second.comm_id;
+          ptr_owner.try_emplace(ptr, proc_index[key]);
+          p.ops.push_back(std::move(op));
+        } else {
+          orphans.emplace_back(std::move(op), l.offset);
+          if (l.rank >= 0) orphans.back().first.tid = "rank" + std::to_string(l.rank);
+        }
+      } else {
+        out->Diag(Sev::kWarning, l.offset, -1,
+                  "line " + std::to_string(l.number) + ": NCCL enqueue line not understood (truncated?)");
+      }
+      continue;
+    }
+    if (!anchored) {
+      if (t.substr(0, 13) == "NCCL version ") file_version = std::string(Trim(t.substr(13)));
+      continue;
+    }
+    if (key.empty()) key = "?";  // an NCCL line whose prefix was cut
+    Proc& p = proc_for(key, l.offset);
+    if (l.rank >= 0) p.prefix_rank = l.rank;
+    if (msg.substr(0, 13) == "NCCL version ") {
+      std::string_view v = Trim(msg.substr(13));
+      p.version = std::string(v.substr(0, v.find(' ')));
+      continue;
+    }
+    std::string ptr;
+    int64_t rank = -1, nranks = -1;
+    if (RE2::PartialMatch(re2::StringPiece(msg.data(), msg.size()), kInit, &ptr, &rank, &nranks)) {
+      Comm& c = p.comms[ptr];
+      c.ptr = ptr;
+      c.rank = rank;
+      c.nranks = nranks;
+      std::string id;
+      if (RE2::PartialMatch(re2::StringPiece(msg.data(), msg.size()), kCommId, &id)) c.comm_id = id;
+      ptr_owner.try_emplace(ptr, proc_index[key]);
+      if (Contains(msg, "Abort COMPLETE") || Contains(msg, "Destroy COMPLETE")) {
+        model::LogEvent e;
+        e.kind = model::LogEvent::Kind::kExit;
+        e.message = "NCCL communicator " + ptr + (Contains(msg, "Abort") ? " aborted" : " destroyed");
+        e.file = out->file();
+        e.line = l.number;
+        e.pg = c.comm_id;
+        p.events.push_back(std::move(e));
+      }
+      continue;
+    }
+    if (a.level == "WARN" || (a.level == "INFO" && WarnKind(msg) == model::LogEvent::Kind::kCrash)) {
+      if (p.events.size() < 200) {
+        model::LogEvent e;
+        e.kind = WarnKind(msg);
+        e.message = std::string(Trim(msg.substr(0, 1024)));
+        e.file = out->file();
+        e.line = l.number;
+        p.events.push_back(std::move(e));
+      }
+    }
+  }
+  if (reader.truncated_lines() > 0)
+    out->Diag(Sev::kInfo, -1, -1,
+              std::to_string(reader.truncated_lines()) + " over-long lines cut at " + std::to_string(kMaxLineBytes) +
+                  " bytes");
+
+  // Prefix-less op lines: the process whose comm pointer they name, else the
+  // only process of the file.
+  for (auto& [op, offset] : orphans) {
+    auto own = ptr_owner.find(op.comm_ptr);
+    size_t idx;
+    if (own != ptr_owner.end()) {
+      idx = own->second;
+    } else if (procs.size() <= 1) {
+      if (procs.empty()) proc_for("", offset);
+      idx = 0;
+      ptr_owner.try_emplace(op.comm_ptr, idx);
+    } else {
+      out->Diag(Sev::kWarning, offset, -1,
+                "line " + std::to_string(op.line) +
+                    ": NCCL enqueue line without a host:pid prefix in a log of several processes; "
+                    "cannot tell whose it is");
+      continue;
+    }
+    procs[idx].ops.push_back(std::move(op));
+  }
+  // Keep file order of ops per process (orphans were appended last).
+  for (auto& p : procs)
+    std::stable_sort(p.ops.begin(), p.ops.end(),
+                     [](const PendingOp& a, const PendingOp& b) { return a.line < b.line; });
+
+  size_t real_procs = 0;
+  for (auto& p : procs)
+    if (!p.ops.empty() || !p.comms.empty()) ++real_procs;
+  for (auto& p : procs) {
+    if (p.ops.empty() && p.comms.empty() && p.events.empty()) continue;
+    // The process's global rank.
+    int64_t rank = p.prefix_rank;
+    if (rank < 0) {
+      int64_t best = -1;
+      for (const auto& [ptr, c] : p.comms)
+        if (c.rank >= 0 && c.nranks > best) {
+          best = c.nranks;
+          rank = c.rank;
+        }
+    }
+    if (rank < 0 && real_procs <= 1) rank = rank_hint;
+    if (rank < 0) {
+      out->Diag(Sev::kWarning, p.first_offset, -1,
+                "NCCL process " + (p.key.empty() ? std::string("(no prefix)") : p.key) +
+                    ": no Init line or rank prefix says its rank; its lines are not used");
+      continue;
+    }
+    int64_t largest = 0;
+    for (const auto& [ptr, c] : p.comms) largest = std::max(largest, c.nranks);
+    model::RankDump& d = out->For(rank);
+    model::Interner& pool = *d.interner;
+    if (!p.version.empty())
+      d.comm_lib_version = p.version;
+    else if (!file_version.empty() && d.comm_lib_version.empty())
+      d.comm_lib_version = file_version;
+    // Names of communicators without a commId: by size and first use.
+    std::map<std::string, std::string> anon_name;  // ptr -> name
+    std::map<int64_t, int> anon_count;             // nranks -> how many so far
+    auto pg_of = [&](PendingOp& op, int64_t* comm_rank, int64_t* nranks) -> std::string {
+      auto c = p.comms.find(op.comm_ptr);
+      *comm_rank = c != p.comms.end() ? c->second.rank : -1;
+      *nranks = op.nranks >= 0 ? op.nranks : (c != p.comms.end() ? c->second.nranks : -1);
+      if (op.comm_id.empty() && c != p.comms.end()) op.comm_id = c->second.comm_id;
+      if (!op.comm_id.empty()) return op.comm_id;
+      auto [it, fresh] = anon_name.try_emplace(op.comm_ptr);
+      if (fresh) it->second = "nccl-comm:n" + std::to_string(*nranks) + "#" + std::to_string(anon_count[*nranks]++);
+      return it->second;
+    };
+    size_t first_op = d.ops.size();
+    for (auto& op : p.ops) {
+      int64_t comm_rank, nranks;
+      std::string pg = pg_of(op, &comm_rank, &nranks);
+      std::string_view torch_op = NcclOpToTorch(op.nccl_name);
+      model::OpRecord r;
+      r.record_id = static_cast<int64_t>(d.ops.size());
+      r.pg_name = pool.Str(pg);
+      bool p2p = torch_op == "send" || torch_op == "recv";
+      std::string prof = "nccl:" + std::string(torch_op.empty() ? std::string_view(op.nccl_name) : torch_op);
+      int64_t self = comm_rank >= 0 ? comm_rank : (nranks > rank ? rank : -1);
+      if (p2p && self >= 0 && op.root >= 0)
+        prof += torch_op == "send" ? " " + std::to_string(self) + "->" + std::to_string(op.root)
+                                   : " " + std::to_string(self) + "<-" + std::to_string(op.root);
+      r.profiling_name = pool.Str(prof);
+      model::ParseProfilingName(&r);
+      r.is_p2p = p2p;
+      if (p2p)
+        r.p2p_seq = op.op_count;
+      else
+        r.collective_seq = op.op_count;
+      int64_t n = op.count;
+      model::Shape in{n}, outs{n};
+      if (torch_op == "all_gather" && nranks > 0 && n <= INT64_MAX / nranks) outs = {n * nranks};
+      if (torch_op == "reduce_scatter" && nranks > 0 && n <= INT64_MAX / nranks) in = {n * nranks};
+      r.input_sizes = pool.Intern(model::Shapes{in});
+      r.output_sizes = pool.Intern(model::Shapes{outs});
+      std::string dt(NcclDtypeName(op.dtype));
+      if (dt.empty() && op.dtype >= 0) dt = "nccl_dtype_" + std::to_string(op.dtype);
+      r.input_dtypes = r.output_dtypes = pool.Intern(model::Dtypes{dt});
+      r.thread_id = pool.Str(op.tid);
+      d.ops.push_back(r);
+      if (nranks > 0 && !d.pg_config.count(pg)) {
+        model::PgConfig cfg;
+        cfg.name = pg;
+        // "NCCL communicator of N ranks": DeriveNcclLogCompletion reads N.
+        cfg.desc = "NCCL communicator of " + std::to_string(nranks) + " ranks" +
+                   (op.comm_id.empty() ? ", no Init line: matched across ranks by size and order" : "");
+        // Members are global ranks: known when the comm is as large as the
+        // process's largest (the world) and this rank's comm rank is its
+        // global rank (or unknown). Other comms: from all members' Init
+        // lines (MapPgLocalRanks), else inferred from who records them.
+        if ((comm_rank < 0 || comm_rank == rank) && rank < nranks && nranks >= largest &&
+            nranks <= (int64_t{1} << 20)) {
+          // One list per communicator size, shared: many comms of a
+          // hostile log must not each allocate a million ranks.
+          auto& members = world_lists[nranks];
+          if (members.empty()) {
+            std::vector<model::Rank> all(static_cast<size_t>(nranks));
+            for (int64_t k = 0; k < nranks; ++k) all[k] = k;
+            members = model::SharedRanks(std::move(all));
+          }
+          cfg.ranks = members;
+          cfg.ranks_known = true;
+        }
+        d.pg_config[pg] = std::move(cfg);
+      }
+    }
+    // Enqueue lines say nothing about completion: every op is scheduled
+    // until the whole job's logs show otherwise (DeriveNcclLogCompletion).
+    for (size_t i = first_op; i < d.ops.size(); ++i) d.ops[i].state = model::OpState::kScheduled;
+    // Which rank of each communicator this process is (from its Init line).
+    for (const auto& [ptr, c] : p.comms) {
+      if (c.comm_id.empty() || c.rank < 0 || c.nranks <= 0 || c.rank >= c.nranks) continue;
+      model::PgConfig& cfg = d.pg_config[c.comm_id];
+      if (cfg.name.empty()) {
+        cfg.name = c.comm_id;
+        cfg.desc = "NCCL communicator of " + std::to_string(c.nranks) + " ranks";
+      }
+      cfg.self_local = c.rank;
+    }
+    for (auto& e : p.events) {
+      e.file = out->file();
+      d.events.push_back(std::move(e));
+    }
+  }
+}
+
+}  // namespace hangdx::ingest::logs

@@ -1,0 +1,101 @@
+#include "hangdx/ingest/formats/nccl_log/nccl_log.h"
+
+#include <gtest/gtest.h>
+
+#include "hangdx/base/file.h"
+
+namespace hangdx::ingest::logs {
+namespace {
+
+std::vector<model::RankDump> Parse(std::string_view text, int64_t hint) {
+  std::vector<model::Diagnostic> diags;
+  DumpSet set("f", &diags);
+  ParseNcclLog(text, hint, &set);
+  return set.Take();
+}
+
+TEST(NcclLog, EnqueueLineFromNccl147) {
+  // NVIDIA/nccl#147, rank 1: two broadcasts on one comm, no Init line.
+  auto d = Parse(
+      "node01:32617:32617 [1] NCCL INFO Broadcast: opCount 0 sendbuff 0x7f3bfe7f5400 recvbuff 0x7f3bfe7f5400 count 53 "
+      "datatype 4 op 0 root 0 comm 0x7f3bf405a260 [nranks=8] stream 0x55d5ffb73110\n"
+      "node01:32617:32617 [1] NCCL INFO Broadcast: opCount 1 sendbuff 0x7f3be4000000 recvbuff 0x7f3be4000000 count "
+      "25503912 datatype 6 op 0 root 0 comm 0x7f3bf405a260 [nranks=8] stream 0x55d5ffb73110\n",
+      1);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].rank, 1);
+  EXPECT_FALSE(d[0].from_flight_recorder);
+  ASSERT_EQ(d[0].ops.size(), 2u);
+  const auto& a = d[0].ops[0];
+  EXPECT_EQ(a.pg_name, "nccl-comm:n8#0");
+  EXPECT_EQ(a.collective_seq, 0);
+  EXPECT_EQ(a.op, "broadcast");
+  EXPECT_EQ(a.backend, "nccl");
+  EXPECT_EQ(*a.input_sizes, (model::Shapes{{53}}));
+  EXPECT_EQ(*a.input_dtypes, (model::Dtypes{"Long"}));
+  EXPECT_FALSE(a.completed);  // enqueued; completion is not in the log
+  EXPECT_EQ(a.state, model::OpState::kScheduled);
+  EXPECT_EQ(*d[0].ops[1].input_dtypes, (model::Dtypes{"Half"}));
+  EXPECT_FALSE(d[0].ops[1].completed);
+  EXPECT_EQ(d[0].pg_config.at("nccl-comm:n8#0").desc.rfind("NCCL communicator of 8 ranks", 0), 0u);
+  ASSERT_TRUE(d[0].pg_config.count("nccl-comm:n8#0"));
+  EXPECT_EQ(d[0].pg_config.at("nccl-comm:n8#0").ranks.size(), 8u);
+  EXPECT_TRUE(d[0].pg_config.at("nccl-comm:n8#0").ranks_known);
+}
+
+TEST(NcclLog, InitLineGivesRankAndCommIdHexOpCount) {
+  std::string text = *ReadFile(std::string(HANGDX_SOURCE_DIR) + "/hangdx/ingest/testdata/mixed_rank2.log");
+  auto d = Parse(text, -1);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].rank, 2);  // from "comm 0x55aa rank 2 nranks 4"
+  EXPECT_EQ(d[0].comm_lib_version, "2.18.5+cuda12.2");
+  ASSERT_EQ(d[0].ops.size(), 2u);
+  EXPECT_EQ(d[0].ops[0].pg_name, "0xabc123");
+  EXPECT_EQ(d[0].ops[0].collective_seq, 0x1a);
+  EXPECT_EQ(d[0].ops[1].op, "all_gather");
+  EXPECT_EQ(*d[0].ops[1].output_sizes, (model::Shapes{{64}}));
+  EXPECT_EQ(*d[0].ops[1].input_dtypes, (model::Dtypes{"BFloat16"}));
+}
+
+TEST(NcclLog, InterleavedLinesAndPrefixlessLines) {
+  // NVIDIA/nccl#147: two prefixes glued; a bare enqueue line of the same comm.
+  auto d = Parse(
+      "learnfair062:32619:32711 [2] NCCL INFO learnfair062:32629:32629 [7] NCCL INFO Broadcast: opCount 0 sendbuff "
+      "0x1 recvbuff 0x1 count 53 datatype 4 op 0 root 0 comm 0xc7 [nranks=8] stream 0x2\n"
+      "learnfair062:32629:32629 [7] NCCL INFO comm 0xc7 rank 7 nranks 8 cudaDev 7 busId 1000 - Init COMPLETE\n"
+      "Broadcast: opCount 1 sendbuff 0x1 recvbuff 0x1 count 53 datatype 4 op 0 root 0 comm 0xc7 [nranks=8] stream "
+      "0x2\n",
+      -1);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].rank, 7);
+  ASSERT_EQ(d[0].ops.size(), 2u);
+  EXPECT_EQ(d[0].ops[1].collective_seq, 1);
+}
+
+TEST(NcclLog, SendRecvAndWarn) {
+  auto d = Parse(
+      "ubuntu:199574:201142 [1] NCCL INFO comm 0x7f5128002e10 rank 1 nranks 2 cudaDev 1 busId 2000 commId 0x77 - Init "
+      "COMPLETE\n"
+      "ubuntu:199574:201142 [1] NCCL INFO Recv: opCount d60 sendbuff (nil) recvbuff 0x7f5176000000 count 2420736 "
+      "datatype 7 op 0 root 0 comm 0x7f5128002e10 [nranks=2] stream 0x55f1de727ae0\n"
+      "\nubuntu:199574:201142 [1] misc/socket.cc:49 NCCL WARN Cuda failure 'an illegal memory access was "
+      "encountered'\n",
+      -1);
+  ASSERT_EQ(d.size(), 1u);
+  ASSERT_EQ(d[0].ops.size(), 1u);
+  EXPECT_TRUE(d[0].ops[0].is_p2p);
+  EXPECT_EQ(d[0].ops[0].p2p_seq, 0xd60);
+  EXPECT_EQ(d[0].ops[0].profiling_name, "nccl:recv 1<-0");
+  ASSERT_EQ(d[0].events.size(), 1u);
+  EXPECT_EQ(d[0].events[0].kind, model::LogEvent::Kind::kCrash);
+}
+
+TEST(NcclLog, JunkNeverCrashes) {
+  std::string junk = "x NCCL INFO AllReduce: opCount zz sendbuff\n\xff\xfe NCCL WARN \0\n";
+  junk += std::string(100000, ':') + " NCCL INFO : opCount \n";
+  auto d = Parse(junk, -1);
+  EXPECT_TRUE(d.empty() || d[0].ops.empty());
+}
+
+}  // namespace
+}  // namespace hangdx::ingest::logs

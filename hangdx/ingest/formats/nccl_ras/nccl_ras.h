@@ -1,0 +1,34 @@
+// hangdx/ingest/formats/nccl_ras/nccl_ras.h
+// Reader for the NCCL RAS status report (`ncclras` client text output, NCCL
+// 2.24+): per-communicator MISMATCH blocks ("N ranks have launched up to
+// operation X", "Rank R has launched up to operation X", "Rank R -- GPU ...")
+// become per-rank OpRecords so the missing-rank analysis finds the ranks
+// that have not launched the newest operation.
+//
+// Upstream: NVIDIA/nccl src/ras/client_support.cc (report templates),
+// src/ras/client.cc. See docs/log-formats.md section 2.1.
+#pragma once
+
+#include <string_view>
+
+#include "hangdx/ingest/logs/line_util.h"
+
+namespace hangdx::ingest::logs {
+
+// True when `data` is an ncclras text report: a `Communicators` or `Job
+// summary` heading together with a `#G-I (<16 hex>) ...` communicator heading
+// or the communicator table header.
+bool LooksLikeNcclRas(std::string_view data);
+
+// Parses an ncclras report into `out`, one RankDump per rank of
+// each communicator with per-function operation counts. pg_name = the comm
+// hash (16 hex digits), members 0..size-1 (size from the communicators table
+// "Ranks per comm"); per rank one OpRecord at collective_seq = the count it
+// has launched up to, completed unless it is the highest count. Ranks not
+// listed individually get the count of the group RAS did not list. Only
+// communicators that span the whole job are read as global ranks; others
+// give a diagnostic. Ranks RAS lists as missing or with errors become
+// diagnostics / LogEvents (kCrash for errors).
+void ParseNcclRas(std::string_view data, DumpSet* out);
+
+}  // namespace hangdx::ingest::logs

@@ -1,0 +1,74 @@
+#include "hangdx/ingest/formats/nccl_ras/nccl_ras.h"
+
+#include <gtest/gtest.h>
+
+#include "hangdx/base/file.h"
+
+namespace hangdx::ingest::logs {
+namespace {
+
+TEST(NcclRas, AllGatherCountsOfNccl1911) {
+  std::string text = *ReadFile(std::string(HANGDX_SOURCE_DIR) +
+                               "/testdata/cases/nccl1911-ras-allgather-opcount-mismatch/ncclras_status.txt");
+  ASSERT_TRUE(LooksLikeNcclRas(text));
+  std::vector<model::Diagnostic> diags;
+  DumpSet set("f", &diags);
+  ParseNcclRas(text, &set);
+  std::vector<model::RankDump> d;
+  set.MoveTo(&d);
+  ASSERT_EQ(d.size(), 32u);
+  for (const auto& r : d) {
+    ASSERT_EQ(r.ops.size(), 1u) << r.rank;
+    EXPECT_EQ(r.ops[0].pg_name, "fa93daea854b060b");
+    EXPECT_EQ(r.ops[0].op, "all_gather");
+    bool ahead = r.rank == 12 || r.rank == 13;
+    EXPECT_EQ(r.ops[0].collective_seq, ahead ? 641 : 640) << r.rank;
+    EXPECT_EQ(r.ops[0].completed, !ahead) << r.rank;
+    EXPECT_EQ(r.pg_config.at("fa93daea854b060b").ranks.size(), 32u);
+  }
+}
+
+TEST(NcclRas, SingleOutlierForm) {
+  std::string text =
+      "Job summary\n===========\n\n  Nodes  Processes         GPUs  Processes     GPUs\n"
+      "(total)   per node  per process    (total)  (total)\n      1          4            1          4        4\n\n"
+      "Communicators... (0.01s)\n=============\n\nGroup     Comms     Nodes     Ranks     Ranks     Ranks    Status  "
+      "Errors\n"
+      "    #  in group  per comm  per node  per comm  in group\n    0         1         1         4         4         "
+      "4   RUNNING  MISMATCH\n\n"
+      "#0-0 (fedcba9876543210) MISMATCH\n  Communicator ranks have different AllReduce operation counts\n"
+      "  3 ranks have launched up to operation 5004\n  Rank 1 has launched up to operation 5003 -- GPU 1 managed by "
+      "process 4711 on node 10.0.0.5\n";
+  std::vector<model::Diagnostic> diags;
+  DumpSet set("f", &diags);
+  ParseNcclRas(text, &set);
+  std::vector<model::RankDump> d;
+  set.MoveTo(&d);
+  ASSERT_EQ(d.size(), 4u);
+  EXPECT_EQ(d[1].ops[0].collective_seq, 5003);
+  EXPECT_TRUE(d[1].ops[0].completed);
+  EXPECT_EQ(d[0].ops[0].collective_seq, 5004);
+  EXPECT_FALSE(d[0].ops[0].completed);
+}
+
+}  // namespace
+}  // namespace hangdx::ingest::logs
+
+namespace hangdx::ingest::logs {
+namespace {
+
+TEST(NcclRas, HugeCommunicatorSizeStaysBounded) {
+  // Found by nccl_ras_fuzzer: a report claiming a communicator of ~10^6
+  // ranks made every rank allocate its own member list (out of memory).
+  auto data =
+      ReadFile(std::string(HANGDX_SOURCE_DIR) + "/hangdx/ingest/formats/nccl_ras/testdata/nccl_ras_oom_huge_comm");
+  ASSERT_TRUE(data.ok());
+  std::vector<model::Diagnostic> diags;
+  DumpSet set("f", &diags);
+  ParseNcclRas(*data, &set);
+  auto dumps = set.Take();
+  EXPECT_LE(dumps.size(), size_t{1} << 17);
+}
+
+}  // namespace
+}  // namespace hangdx::ingest::logs

@@ -1,0 +1,43 @@
+// hangdx/ingest/formats/stack_dump/stack_dump.h
+// Reader for stack dumps of hung ranks: py-spy text (`py-spy dump`) and JSON
+// (`py-spy dump --json`), gdb `thread apply all bt` (and python-gdb `py-bt`),
+// Python faulthandler dumps, and a bare frame list (one function name per
+// line, innermost first, as people paste a py-spy stack into an issue).
+//
+// Upstream: py-spy src/dump.rs and src/stack_trace.rs (benfred/py-spy); gdb's
+// backtrace command; CPython Python/traceback.c (faulthandler
+// dump_traceback). See docs/log-formats.md section 4.
+#pragma once
+
+#include <string_view>
+
+#include "hangdx/ingest/logs/line_util.h"
+
+namespace hangdx::ingest::logs {
+
+// Which stack format `data` is in, by content.
+enum class StackFormat { kNone, kPySpy, kPySpyJson, kGdb, kFaulthandler, kBareFrames };
+
+// Sniffs: py-spy `Process N:` / `Thread N (idle|active...)` headers, a JSON
+// array whose objects carry "thread_id" and "frames", gdb `Thread N (Thread
+// 0x.. (LWP N)` headers, faulthandler `Thread 0x.. (most recent call first):`
+// or python-gdb `Traceback (most recent call first):`; else a short file
+// whose every line is a frame (`func` or `func (file:line)`) and that names a
+// torch.distributed call (all_reduce, broadcast, barrier, ...).
+StackFormat SniffStackFormat(std::string_view data);
+
+// Parses a stack dump of format `f` (from SniffStackFormat) into `out`: one
+// StackSample per thread, frames innermost first, `thread` = the thread
+// header as printed (id, state, name). Rank: a `[rankN]:` prefix in the file,
+// else `rank_hint`.
+void ParseStackDump(std::string_view data, StackFormat f, int64_t rank_hint, DumpSet* out);
+
+// Splits a py-spy frame line `func (file:line)` / `func (file)` / `func`
+// into *frame. False on an empty line.
+bool ParsePySpyFrame(std::string_view text, model::Frame* frame);
+
+// Splits a gdb frame line `#3  0x00007f.. in func (args) at file.cc:713` /
+// `... from /lib/libc.so.6` into *frame. False when not a frame line.
+bool ParseGdbFrame(std::string_view text, model::Frame* frame);
+
+}  // namespace hangdx::ingest::logs

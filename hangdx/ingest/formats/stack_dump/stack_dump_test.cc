@@ -1,0 +1,98 @@
+#include "hangdx/ingest/formats/stack_dump/stack_dump.h"
+
+#include <gtest/gtest.h>
+
+namespace hangdx::ingest::logs {
+namespace {
+
+std::vector<model::RankDump> Parse(std::string_view text, int64_t hint) {
+  std::vector<model::Diagnostic> diags;
+  DumpSet set("f", &diags);
+  ParseStackDump(text, SniffStackFormat(text), hint, &set);
+  return set.Take();
+}
+
+TEST(StackDump, PySpyText) {
+  std::string s =
+      "Process 14310: /usr/local/bin/python -u sft.py\n"
+      "Python v3.11.9 (/usr/local/bin/python3.11)\n\n"
+      "Thread 42 (idle): \"MainThread\"\n"
+      "    backward (torch/autograd/__init__.py:266)\n"
+      "        Arguments:\n"
+      "            x: 1\n"
+      "    training_loop (src/fine_tune.py:410)\n"
+      "Thread 4076 (idle)\n"
+      "Thread 4079 (active)\n"
+      "    all_gather_into_tensor (torch/distributed/distributed_c10d.py:2709)\n"
+      "    0x7caaa50b1a9b (?)\n";
+  EXPECT_EQ(SniffStackFormat(s), StackFormat::kPySpy);
+  auto d = Parse(s, 5);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].rank, 5);
+  EXPECT_FALSE(d[0].from_flight_recorder);
+  ASSERT_EQ(d[0].stacks.size(), 3u);
+  EXPECT_EQ(d[0].stacks[0].thread, "Thread 42 (idle): \"MainThread\"");
+  ASSERT_EQ(d[0].stacks[0].frames.size(), 2u);
+  EXPECT_EQ(d[0].stacks[0].frames[0].name, "backward");
+  EXPECT_EQ(d[0].stacks[0].frames[0].filename, "torch/autograd/__init__.py");
+  EXPECT_EQ(d[0].stacks[0].frames[0].line, 266);
+  EXPECT_TRUE(d[0].stacks[1].frames.empty());
+  EXPECT_EQ(d[0].stacks[2].frames[1].filename, "?");
+}
+
+TEST(StackDump, BareFramesOfSglang27489) {
+  auto d = Parse("all_reduce\nwriting_check\ncheck_hicache_events\nget_new_batch_prefill_raw\nevent_loop_overlap\n", 0);
+  ASSERT_EQ(d.size(), 1u);
+  ASSERT_EQ(d[0].stacks.size(), 1u);
+  EXPECT_EQ(d[0].stacks[0].frames.size(), 5u);
+  EXPECT_EQ(d[0].stacks[0].frames[0].name, "all_reduce");
+  EXPECT_EQ(SniffStackFormat("hello\nworld\n"), StackFormat::kNone);  // names no c10d call
+}
+
+TEST(StackDump, Gdb) {
+  std::string s =
+      "Thread 10 (Thread 0x7f535e7fb000 (LWP 500879)):\n"
+      "#0  futex_wait_cancelable (private=<optimized out>, expected=0, futex_word=0x7f5) at "
+      "../sysdeps/nptl/futex-internal.h:183\n"
+      "#3  0x00007f539f454740 in ncclProxyGetPostedOps (added=<synthetic pointer>, proxyState=0x55d) at proxy.cc:713\n"
+      "Thread 4 (Thread 0x7fd09a759000 (LWP 3913167) \"cuda00006000019\"):\n"
+      "#0  0x00007fd0b01abac1 in poll () from /lib64/libc.so.6\n";
+  EXPECT_EQ(SniffStackFormat(s), StackFormat::kGdb);
+  auto d = Parse(s, 1);
+  ASSERT_EQ(d[0].stacks.size(), 2u);
+  EXPECT_FALSE(d[0].from_flight_recorder);
+  EXPECT_EQ(d[0].stacks[0].frames[1].name, "ncclProxyGetPostedOps");
+  EXPECT_EQ(d[0].stacks[0].frames[1].filename, "proxy.cc");
+  EXPECT_EQ(d[0].stacks[0].frames[1].line, 713);
+  EXPECT_EQ(d[0].stacks[1].frames[0].name, "poll");
+  EXPECT_EQ(d[0].stacks[1].frames[0].filename, "/lib64/libc.so.6");
+}
+
+TEST(StackDump, Faulthandler) {
+  std::string s =
+      "Thread 0x00007f3b6d7fe700 (most recent call first):\n"
+      "  File \"/usr/lib/python3.10/threading.py\", line 320 in wait\n"
+      "Current thread 0x00007f3b7d7fe700 (most recent call first):\n"
+      "  File \"/x/distributed_c10d.py\", line 2050 in all_reduce\n"
+      "  File \"train.py\", line 7 in <module>\n";
+  EXPECT_EQ(SniffStackFormat(s), StackFormat::kFaulthandler);
+  auto d = Parse(s, 2);
+  ASSERT_EQ(d[0].stacks.size(), 2u);
+  EXPECT_FALSE(d[0].from_flight_recorder);
+  EXPECT_EQ(d[0].stacks[1].frames[0].name, "all_reduce");
+  EXPECT_EQ(d[0].stacks[1].frames[1].name, "<module>");
+}
+
+TEST(StackDump, PySpyJson) {
+  std::string s = R"([{"pid": 1, "thread_id": 7, "thread_name": "MainThread", "os_thread_id": 42, "active": true,
+    "owns_gil": false, "frames": [{"name": "barrier", "filename": "/a/c10d.py", "short_filename": "c10d.py", "line": 9}]}])";
+  EXPECT_EQ(SniffStackFormat(s), StackFormat::kPySpyJson);
+  auto d = Parse(s, 3);
+  ASSERT_EQ(d[0].stacks.size(), 1u);
+  EXPECT_EQ(d[0].stacks[0].thread, "Thread 42 (active): \"MainThread\"");
+  EXPECT_EQ(d[0].stacks[0].frames[0].filename, "c10d.py");
+  EXPECT_EQ(Parse("[{\"thread_id\": 1, \"frames\": [", 3).size(), 0u);  // truncated: a diagnostic
+}
+
+}  // namespace
+}  // namespace hangdx::ingest::logs

@@ -1,0 +1,478 @@
+#include "hangdx/ingest/formats/torch_log/torch_log.h"
+
+#include <re2/re2.h>
+
+#include <map>
+#include <set>
+#include <tuple>
+
+namespace hangdx::ingest::logs {
+namespace {
+
+using Sev = model::Diagnostic::Severity;
+using Kind = model::LogEvent::Kind;
+
+// `[PG ID 0 PG GUID 0(default_pg) Rank 1]`, `[PG 2 Rank 3]`, `[Rank 0]` (spec 3.2).
+struct PgPrefix {
+  bool found = false;
+  std::string id, guid, desc;
+  int64_t rank = -1;  // rank within that pg
+  std::string Name() const { return !guid.empty() ? guid : id; }
+  bool IsDefault() const { return Name().empty() || Name() == "0" || desc == "default_pg"; }
+};
+
+PgPrefix FindPgPrefix(std::string_view t) {
+  static const RE2 kPg(R"re(\[(?:PG (?:ID )?(\d+) (?:PG GUID ([^\s(\]]+))?\s?(?:\(([^)]*)\) ?)?)?Rank (\d+)\])re");
+  PgPrefix p;
+  if (RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), kPg, &p.id, &p.guid, &p.desc, &p.rank)) p.found = true;
+  return p;
+}
+
+struct Timeout {
+  int64_t global = -1;   // from [rankN]:
+  int64_t pg_rank = -1;  // from [... Rank N]
+  PgPrefix pg;           // pg.found false: the line names no pg
+  std::string backend, op_type;
+  int64_t seq = -1, numel_in = -1, numel_out = -1, timeout_ms = -1, ran_ms = -1;
+  std::string message;
+  int64_t line = 0, offset = 0;
+};
+
+struct Status {
+  int64_t global = -1, pg_rank = -1;
+  PgPrefix pg;
+  int64_t seq = -1, enqueued = -1, completed = -1;
+};
+
+struct Fingerprint {
+  bool ok = false;
+  int64_t seq = -1;
+  std::string op_type;
+  model::Shape shape;
+  bool has_shape = false;
+  std::string dtype;
+  std::string device;
+};
+
+// Parses the inside of CollectiveFingerPrint(...): fields read by name.
+Fingerprint ParseFingerprint(std::string_view s) {
+  Fingerprint f;
+  size_t p = s.find("SequenceNumber=");
+  if (p != std::string_view::npos) {
+    size_t used = 0;
+    if (ParseDecPrefix(s.substr(p + 15), &f.seq, &used) && used > 0 && f.seq >= 0 && f.seq < INT64_MAX) f.ok = true;
+  }
+  p = s.find("OpType=");
+  if (p != std::string_view::npos) {
+    size_t e = p + 7;
+    while (e < s.size() && (isalnum(static_cast<unsigned char>(s[e])) || s[e] == '_')) ++e;
+    f.op_type = std::string(s.substr(p + 7, e - p - 7));
+  }
+  bool found = false;
+  std::string_view shape = Between(s, "TensorShape=[", "]", &found);
+  if (found) {
+    f.has_shape = true;
+    while (!shape.empty()) {
+      size_t c = shape.find(',');
+      int64_t v;
+      if (ParseDec(Trim(shape.substr(0, c)), &v)) f.shape.push_back(v);
+      if (c == std::string_view::npos) break;
+      shape.remove_prefix(c + 1);
+    }
+  }
+  p = s.find("TensorDtypes=");
+  if (p != std::string_view::npos) {
+    size_t b = p + 13;
+    if (b < s.size() && s[b] == '[') ++b;
+    size_t e = b;
+    while (e < s.size() && (isalnum(static_cast<unsigned char>(s[e])) || s[e] == '_')) ++e;
+    f.dtype = std::string(s.substr(b, e - b));
+  }
+  if (Contains(s, "device=cuda"))
+    f.device = "cuda";
+  else if (Contains(s, "device=cpu"))
+    f.device = "cpu";
+  return f;
+}
+
+bool IsCrashText(std::string_view m) {
+  for (std::string_view k :
+       {"CUDA error", "illegal memory access", "Segmentation fault", "SIGSEGV", "SIGABRT", "Fatal Python error",
+        "NCCL error", "ncclUnhandledCudaError", "ncclInternalError", "ncclSystemError", "CUBLAS_STATUS",
+        "CUDA out of memory", "device-side assert", "OutOfMemoryError"})
+    if (Contains(m, k)) return true;
+  return false;
+}
+
+bool IsConsequenceText(std::string_view m) {
+  for (std::string_view k :
+       {"Watchdog caught", "timed out", "Timed out", "DistBackendError", "communicator was aborted",
+        "Connection reset by peer", "Connection closed by peer", "failed to pass monitoredBarrier",
+        "Timeout at NCCL work", "Detected mismatch between collectives"})
+    if (Contains(m, k)) return true;
+  return false;
+}
+
+}  // namespace
+
+std::string TorchOpName(std::string_view t) {
+  static const std::map<std::string_view, std::string_view> kMap = {
+      {"BROADCAST", "broadcast"},
+      {"ALLREDUCE", "all_reduce"},
+      {"ALLREDUCE_COALESCED", "allreduce_coalesced"},
+      {"REDUCE", "reduce"},
+      {"ALLGATHER", "all_gather"},
+      {"_ALLGATHER_BASE", "_allgather_base"},
+      {"ALLGATHER_COALESCED", "allgather_coalesced"},
+      {"GATHER", "gather"},
+      {"SCATTER", "scatter"},
+      {"REDUCE_SCATTER", "reduce_scatter"},
+      {"_REDUCE_SCATTER_BASE", "_reduce_scatter_base"},
+      {"REDUCE_SCATTER_TENSOR_COALESCED", "reduce_scatter_tensor_coalesced"},
+      {"ALLTOALL_BASE", "all_to_all_single"},
+      {"ALLTOALL", "all_to_all"},
+      {"SEND", "send"},
+      {"RECV", "recv"},
+      {"RECVANYSOURCE", "recv_any_source"},
+      {"BARRIER", "barrier"},
+      {"COALESCED", "coalesced"},
+      {"_ALLREDUCE_SPARSE", "_allreduce_sparse"},
+  };
+  auto it = kMap.find(t);
+  if (it != kMap.end()) return std::string(it->second);
+  std::string s(t);
+  for (char& c : s) c = static_cast<char>(tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool LooksLikeTorchLog(std::string_view data) {
+  for (std::string_view k : {"ProcessGroupNCCL.cpp:", "Watchdog caught", "CollectiveFingerPrint(",
+                             "Detected mismatch between collectives", "ProcessGroupWrapper", "failed (exitcode:",
+                             "Traceback (most recent call last):", "ProcessGroupGloo.cpp:", "ProcessGroupHCCL.cpp:"})
+    if (Contains(data, k)) return true;
+  return false;
+}
+
+void ParseTorchLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
+  static const RE2 kWork(
+      R"re(Work([A-Z]+)\(SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(\d+), NumelOut=(\d+))?, Timeout\(ms\)=(\d+)\)(?: ran for (\d+) milliseconds)?)re");
+  static const RE2 kOldStatus(
+      R"re(Timeout at NCCL work: (-?\d+), last enqueued NCCL work: (-?\d+), last completed NCCL work: (-?\d+))re");
+  static const RE2 kNewStatus(
+      R"re(failure detected by watchdog at work sequence id: (-?\d+) PG status: last enqueued work: (-?\d+), last completed work: (-?\d+))re");
+  static const RE2 kDumpFrom(R"re(collective timeout from\s+rank (\d+))re");
+  static const RE2 kElastic(R"re(failed \(exitcode: (-?\d+)\) local_rank: (\d+))re");
+  static const RE2 kFileLine(R"re(^(\s*)File "([^"]*)", line (\d+), in (.*)$)re");
+  static const RE2 kException(R"re(^\s*([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)): (.*)$)re");
+
+  std::vector<Timeout> timeouts;
+  std::vector<Status> statuses;
+  std::set<int64_t> timed_out_ranks;
+
+  auto event = [&](int64_t rank, Kind kind, std::string_view msg, int64_t line, std::string pg = {}, int64_t seq = -1,
+                   std::string op = {}) {
+    if (rank < 0) return;
+    model::RankDump& d = out->For(rank);
+    if (d.events.size() >= 500) return;
+    for (const auto& e : d.events)  // the same text repeated (exception + what()) counts once
+      if (e.kind == kind && e.pg == pg && e.seq == seq && e.message == std::string(Trim(msg.substr(0, 2048)))) return;
+    model::LogEvent e;
+    e.kind = kind;
+    e.message = std::string(Trim(msg.substr(0, 2048)));
+    e.file = out->file();
+    e.line = line;
+    e.pg = std::move(pg);
+    e.seq = seq;
+    e.op = std::move(op);
+    d.events.push_back(std::move(e));
+  };
+  // Fingerprints by (rank, seq): a rank's own report beats another rank's
+  // report of it, which beats an inference; the first of equals wins.
+  enum FpSource { kInferred, kNamed, kOwn };
+  struct FpClaim {
+    FpSource source;
+    Fingerprint f;
+  };
+  std::map<std::pair<int64_t, int64_t>, FpClaim> fingerprints;
+  std::set<std::tuple<int64_t, int64_t, int64_t>> inferred_from;  // (a, b, seq) whose ranks below b were claimed
+  auto claim = [&](int64_t rank, const Fingerprint& f, FpSource source) {
+    if (rank < 0 || !f.ok || fingerprints.size() >= (1u << 20)) return;
+    auto [it, fresh] = fingerprints.try_emplace({rank, f.seq}, FpClaim{source, f});
+    if (!fresh && source > it->second.source) it->second = FpClaim{source, f};
+  };
+  auto fingerprint_op = [&](int64_t rank, const Fingerprint& f) {
+    model::RankDump& d = out->For(rank);
+    model::Interner& pool = *d.interner;
+    model::OpRecord r;
+    r.record_id = static_cast<int64_t>(d.ops.size());
+    r.pg_name = pool.Str("0");
+    r.pg_desc = pool.Str("default_pg");
+    // SequenceNumber is the pg's collective count before this op
+    // (getSequenceNumberForGroup()); Flight Recorder numbers it one more.
+    r.collective_seq = f.seq + 1;
+    std::string backend = f.device == "cpu" ? "gloo" : "nccl";
+    r.profiling_name = pool.Str(backend + ":" + TorchOpName(f.op_type));
+    model::ParseProfilingName(&r);
+    if (f.has_shape) r.input_sizes = r.output_sizes = pool.Intern(model::Shapes{f.shape});
+    if (!f.dtype.empty()) r.input_dtypes = r.output_dtypes = pool.Intern(model::Dtypes{f.dtype});
+    r.state = model::OpState::kScheduled;
+    d.ops.push_back(r);
+  };
+
+  // Python traceback being collected.
+  struct Tb {
+    bool open = false;
+    size_t indent = 0;
+    int64_t rank = -1, line = 0;
+    std::vector<model::Frame> frames;  // outermost first, as printed
+  } tb;
+  auto close_tb = [&](std::string_view exception_line, int64_t line_no) {
+    if (!tb.open) return;
+    tb.open = false;
+    if (tb.rank < 0 || tb.frames.empty()) return;
+    model::RankDump& d = out->For(tb.rank);
+    model::StackSample s;
+    s.thread = "traceback";
+    s.frames.assign(tb.frames.rbegin(), tb.frames.rend());
+    s.file = out->file();
+    s.line = tb.line;
+    if (d.stacks.size() < 200) d.stacks.push_back(std::move(s));
+    tb.frames.clear();
+    std::string ex, msg;
+    if (!exception_line.empty() &&
+        RE2::PartialMatch(re2::StringPiece(exception_line.data(), exception_line.size()), kException, &ex, &msg)) {
+      if (Contains(msg, "Detected mismatch between collectives")) return;  // the mismatch handler has it
+      Kind k = IsCrashText(msg) ? Kind::kCrash : IsConsequenceText(msg) ? Kind::kExit : Kind::kCrash;
+      event(tb.rank, k, ex + ": " + msg, line_no);
+    }
+  };
+
+  LineReader reader(data);
+  for (Line l; reader.Next(&l);) {
+    std::string_view t = l.text;
+    PgPrefix pg = FindPgPrefix(t);
+    int64_t rank = l.rank >= 0 ? l.rank : (pg.found && pg.IsDefault() && pg.rank >= 0) ? pg.rank : rank_hint;
+
+    // Tracebacks.
+    std::string indent, fname, func;
+    int64_t fline = 0;
+    if (RE2::FullMatch(re2::StringPiece(t.data(), t.size()), kFileLine, &indent, &fname, &fline, &func)) {
+      if (!tb.open) {
+        tb.open = true;
+        tb.indent = indent.size();
+        tb.rank = rank;
+        tb.line = l.number;
+      }
+      if (tb.frames.size() < 512) tb.frames.push_back({std::string(Trim(func)), fname, fline});
+      continue;
+    }
+    if (tb.open) {
+      size_t ind = 0;
+      while (ind < t.size() && (t[ind] == ' ' || t[ind] == '\t')) ++ind;
+      if (t.empty() || ind > tb.indent) continue;  // the source line of a frame, or ^^^ markers
+      close_tb(t, l.number);
+    }
+    if (Contains(t, "Traceback (most recent call last):")) continue;
+
+    // Watchdog timeout (and its repeats in "terminated with exception" / what()).
+    if (Contains(t, "Watchdog caught collective operation timeout")) {
+      Timeout to;
+      std::string numel_in, numel_out, ran;
+      size_t w = t.find("Work");
+      std::string_view rest = t.substr(w == std::string_view::npos ? 0 : w);
+      if (RE2::PartialMatch(re2::StringPiece(rest.data(), rest.size()), kWork, &to.backend, &to.seq, &to.op_type,
+                            &numel_in, &numel_out, &to.timeout_ms, &ran)) {
+        if (!numel_in.empty() && !ParseDec(numel_in, &to.numel_in)) to.numel_in = -1;
+        if (!numel_out.empty() && !ParseDec(numel_out, &to.numel_out)) to.numel_out = -1;
+        if (!ran.empty() && !ParseDec(ran, &to.ran_ms)) to.ran_ms = -1;
+        to.global = l.rank;
+        to.pg_rank = pg.rank;
+        to.pg = pg;
+        to.message = std::string(t.substr(t.find("Watchdog caught")).substr(0, 1024));
+        to.line = l.number;
+        to.offset = l.offset;
+        timed_out_ranks.insert(rank);
+        bool dup = false;
+        for (const auto& o : timeouts)
+          if (o.seq == to.seq && o.global == to.global && o.pg_rank == to.pg_rank && o.op_type == to.op_type &&
+              (o.pg.Name() == to.pg.Name() || !to.pg.found))
+            dup = true;
+        if (!dup) timeouts.push_back(std::move(to));
+      } else {
+        out->Diag(Sev::kWarning, l.offset, rank,
+                  "line " + std::to_string(l.number) + ": watchdog timeout line not understood (truncated?)");
+      }
+      continue;
+    }
+    // PG status after a timeout.
+    {
+      Status st;
+      if (RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), kNewStatus, &st.seq, &st.enqueued, &st.completed) ||
+          RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), kOldStatus, &st.seq, &st.enqueued, &st.completed)) {
+        st.global = l.rank;
+        st.pg_rank = pg.rank;
+        st.pg = pg;
+        statuses.push_back(st);
+        continue;
+      }
+    }
+    // DETAIL fingerprints.
+    if (Contains(t, "Detected mismatch between collectives")) {
+      static const RE2 kRanks(
+          R"re(Rank (\d+) is running collective: CollectiveFingerPrint\((.*?)\), but Rank (\d+) is running collective: CollectiveFingerPrint\((.*))re");
+      int64_t a = -1, b = -1;
+      std::string fa, fb;
+      if (RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), kRanks, &a, &fa, &b, &fb)) {
+        Fingerprint pa = ParseFingerprint(fa), pb = ParseFingerprint(fb);
+        std::string msg(t.substr(t.find("Detected mismatch")).substr(0, 2048));
+        // The ranks of the message are ranks of the checked pg; a [rankN]:
+        // prefix naming another rank means that pg is not the world: its
+        // ranks cannot be placed, only the event is kept.
+        if (l.rank >= 0 && l.rank != a) {
+          event(l.rank, Kind::kMismatch, msg + " [ranks of a sub-group, not global]", l.number, "",
+                pa.ok ? pa.seq + 1 : -1, TorchOpName(pa.op_type));
+          continue;
+        }
+        // The reporting rank (a) compared its fingerprint with every rank's
+        // in rank order and stopped at the first that differs (b): the
+        // ranks below b agree with a (ProcessGroupWrapper.cpp verify()).
+        claim(a, pa, kOwn);
+        claim(b, pb, kNamed);
+        // Once per (reporter, first differing rank, seq): a log repeating
+        // the line (or a hostile one) must not redo 65,536 claims a line.
+        if (pa.ok && inferred_from.emplace(a, b, pa.seq).second && fingerprints.size() < (1u << 20))
+          for (int64_t r = 0; r < b && r < (1 << 16); ++r)
+            if (r != a) claim(r, pa, kInferred);
+        event(a, Kind::kMismatch, msg, l.number, "0",
+              pa.ok   ? pa.seq + 1
+              : pb.ok ? pb.seq + 1
+                      : -1,
+              TorchOpName(pa.op_type));
+      } else {
+        event(rank, Kind::kMismatch, t.substr(t.find("Detected mismatch")), l.number);
+      }
+      continue;
+    }
+    if (Contains(t, "Running collective: CollectiveFingerPrint(")) {
+      Fingerprint f = ParseFingerprint(t.substr(t.find("CollectiveFingerPrint(")));
+      claim(l.rank >= 0 ? l.rank : pg.rank >= 0 ? pg.rank : rank_hint, f, kOwn);
+      continue;
+    }
+    if (Contains(t, "is running inconsistent collective")) {
+      event(rank, Kind::kMismatch, t, l.number, "0");
+      continue;
+    }
+    // Crashes and exits.
+    size_t wd = t.find("watchdog thread terminated with exception: ");
+    if (wd != std::string_view::npos) {
+      std::string_view why = t.substr(wd + 44);
+      if (!Contains(why, "Watchdog caught")) event(rank, Kind::kCrash, t, l.number, pg.Name());
+      continue;
+    }
+    if (Contains(t, "terminate called")) {
+      event(rank, timed_out_ranks.count(rank) || rank < 0 ? Kind::kExit : Kind::kCrash, t, l.number);
+      continue;
+    }
+    if (Contains(t, "we are taking the entire process down")) {
+      event(rank, Kind::kExit, t, l.number, pg.Name());
+      continue;
+    }
+    int64_t code = 0, local = -1;
+    if (RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), kElastic, &code, &local)) {
+      // torchelastic prints the local rank; the global one is unknown here.
+      event(l.rank >= 0 ? l.rank : local, Kind::kExit,
+            std::string(t) + (l.rank >= 0 ? "" : " [rank is torchelastic's local_rank]"), l.number);
+      continue;
+    }
+    if (Contains(t, "Heartbeat monitor timed out") || Contains(t, "watchdog got stuck")) {
+      event(rank, Kind::kOther, t, l.number, pg.Name());
+      continue;
+    }
+    int64_t first = -1;
+    if (RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), kDumpFrom, &first)) {
+      event(rank, Kind::kOther, t.substr(0, 512), l.number, pg.Name());
+      continue;
+    }
+    if (IsCrashText(t) && !Contains(t, "CUDA_LAUNCH_BLOCKING") && !Contains(t, "might be asynchronously") &&
+        !Contains(t, "TORCH_USE_CUDA_DSA")) {  // CUDA's advice lines repeat the words of the error
+      event(rank, Kind::kCrash, t, l.number, pg.found ? pg.Name() : "");
+      continue;
+    }
+  }
+  close_tb({}, 0);
+  for (const auto& [key, c] : fingerprints) fingerprint_op(key.first, c.f);
+
+  // Timeouts: pg from the status line of the same rank and seq when the
+  // watchdog line names none; the global rank from [rankN]:, a default-pg
+  // rank, or the file's rank.
+  for (auto& to : timeouts) {
+    PgPrefix pg = to.pg;
+    if (!pg.found || (pg.id.empty() && pg.guid.empty())) {
+      for (const auto& st : statuses)
+        if (st.seq == to.seq && st.pg.found && !st.pg.Name().empty() &&
+            ((to.global >= 0 && st.global == to.global) || (to.global < 0 && st.pg_rank == to.pg_rank))) {
+          pg = st.pg;
+          break;
+        }
+    }
+    std::string name = pg.Name().empty() ? "0" : pg.Name();
+    std::string desc = pg.desc.empty() && name == "0" ? "default_pg" : pg.desc;
+    int64_t rank = to.global;
+    if (rank < 0 && (name == "0" || desc == "default_pg")) rank = to.pg_rank;
+    if (rank < 0) rank = rank_hint;
+    if (rank < 0) rank = to.pg_rank;
+    if (rank < 0) {
+      out->Diag(Sev::kWarning, to.offset, -1,
+                "line " + std::to_string(to.line) + ": watchdog timeout of an unknown rank");
+      continue;
+    }
+    timed_out_ranks.insert(rank);
+    model::RankDump& d = out->For(rank);
+    model::Interner& pool = *d.interner;
+    model::OpRecord r;
+    r.record_id = static_cast<int64_t>(d.ops.size());
+    r.pg_name = pool.Str(name);
+    r.pg_desc = pool.Str(desc);
+    r.collective_seq = to.seq;
+    std::string backend = to.backend;
+    for (char& c : backend) c = static_cast<char>(tolower(static_cast<unsigned char>(c)));
+    std::string op = TorchOpName(to.op_type);
+    r.profiling_name = pool.Str(backend + ":" + op);
+    model::ParseProfilingName(&r);
+    r.is_p2p = op == "send" || op == "recv" || op == "recv_any_source";
+    if (r.is_p2p) {
+      r.p2p_seq = to.seq;
+      r.collective_seq = -1;
+    }
+    // Coalesced work prints size_t(-1): no size then.
+    if (to.numel_in >= 0) r.input_sizes = pool.Intern(model::Shapes{{to.numel_in}});
+    if (to.numel_out >= 0) r.output_sizes = pool.Intern(model::Shapes{{to.numel_out}});
+    r.state = model::OpState::kStarted;
+    r.retired = true;
+    r.completed = false;
+    r.timeout_ms = to.timeout_ms;
+    if (to.ran_ms >= 0) r.duration_ms = static_cast<double>(to.ran_ms);
+    d.ops.push_back(r);
+    model::LogEvent e;
+    e.kind = Kind::kTimeout;
+    e.message = to.message;
+    e.file = out->file();
+    e.line = to.line;
+    e.pg = name;
+    e.seq = to.seq;
+    e.op = op;
+    d.events.push_back(std::move(e));
+  }
+  for (const auto& st : statuses) {
+    int64_t rank = st.global >= 0 ? st.global : (st.pg.IsDefault() ? st.pg_rank : rank_hint);
+    int64_t id = -1;
+    if (rank < 0 || !ParseDec(st.pg.id.empty() ? "0" : st.pg.id, &id)) continue;
+    model::PgStatus& ps = out->For(rank).pg_status[id];
+    ps.last_enqueued = std::max(ps.last_enqueued, st.enqueued);
+    ps.last_completed = std::max(ps.last_completed, st.completed);
+  }
+  if (reader.truncated_lines() > 0)
+    out->Diag(Sev::kInfo, -1, rank_hint, std::to_string(reader.truncated_lines()) + " over-long lines cut");
+}
+
+}  // namespace hangdx::ingest::logs

@@ -1,0 +1,181 @@
+#include "hangdx/ingest/formats/torch_log/torch_log.h"
+
+#include <gtest/gtest.h>
+
+namespace hangdx::ingest::logs {
+namespace {
+
+std::vector<model::RankDump> Parse(std::string_view text, int64_t hint) {
+  std::vector<model::Diagnostic> diags;
+  DumpSet set("f", &diags);
+  ParseTorchLog(text, hint, &set);
+  return set.Take();
+}
+
+TEST(TorchLog, WatchdogTimeoutsOfAce348) {
+  // ai2cm/ace#348: a combined log, old prefix, no [rankN]:.
+  auto d = Parse(
+      "[E ProcessGroupNCCL.cpp:457] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1132079, "
+      "OpType=ALLREDUCE, NumelIn=304640, NumelOut=304640, Timeout(ms)=1800000) ran for 1800035 milliseconds before "
+      "timing out.\n"
+      "[E ProcessGroupNCCL.cpp:457] [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1132079, "
+      "OpType=ALLREDUCE, NumelIn=304640, NumelOut=304640, Timeout(ms)=1800000) ran for 1800558 milliseconds before "
+      "timing out.\n",
+      -1);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].rank, 2);
+  EXPECT_EQ(d[1].rank, 3);
+  ASSERT_EQ(d[1].ops.size(), 1u);
+  const auto& op = d[1].ops[0];
+  EXPECT_EQ(op.pg_name, "0");
+  EXPECT_EQ(op.collective_seq, 1132079);
+  EXPECT_EQ(op.op, "all_reduce");
+  EXPECT_EQ(op.backend, "nccl");
+  EXPECT_EQ(*op.input_sizes, (model::Shapes{{304640}}));
+  EXPECT_TRUE(op.retired);
+  EXPECT_FALSE(op.completed);
+  EXPECT_EQ(op.timeout_ms, 1800000);
+  EXPECT_EQ(op.duration_ms, 1800035);
+  ASSERT_EQ(d[1].events.size(), 1u);
+  EXPECT_EQ(d[1].events[0].kind, model::LogEvent::Kind::kTimeout);
+  EXPECT_EQ(d[1].events[0].seq, 1132079);
+}
+
+TEST(TorchLog, TimeoutTakesPgFromStatusLine) {
+  // Spec 3.4 example: the watchdog line says [Rank 0], the status line PG 1.
+  auto d = Parse(
+      "[rank0]:[E1218 20:27:21.426415540 ProcessGroupNCCL.cpp:629] [Rank 0] Watchdog caught collective operation "
+      "timeout: WorkNCCL(SeqNum=1, OpType=BROADCAST, NumelIn=131072000, NumelOut=131072000, Timeout(ms)=600000) ran "
+      "for 600081 milliseconds before timing out.\n"
+      "[rank0]:[E1218 20:27:21.484910731 ProcessGroupNCCL.cpp:2168] [PG ID 1 PG GUID 1 Rank 0]  failure detected by "
+      "watchdog at work sequence id: 1 PG status: last enqueued work: 547, last completed work: -1\n",
+      -1);
+  ASSERT_EQ(d.size(), 1u);
+  ASSERT_EQ(d[0].ops.size(), 1u);
+  EXPECT_EQ(d[0].ops[0].pg_name, "1");
+  EXPECT_EQ(d[0].ops[0].op, "broadcast");
+  EXPECT_EQ(d[0].pg_status.at(1).last_enqueued, 547);
+  EXPECT_EQ(d[0].pg_status.at(1).last_completed, -1);
+}
+
+TEST(TorchLog, DetailMismatchOfSpeechbrain2401) {
+  auto d = Parse(
+      "RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running collective: "
+      "CollectiveFingerPrint(SequenceNumber=485, OpType=ALLREDUCE, TensorShape=[25], TensorDtypes=Float, "
+      "TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda, layout=Strided (default))), but Rank 0 is "
+      "running collective: CollectiveFingerPrint(SequenceNumber=485, OpType=BROADCAST, TensorShape=[1], "
+      "TensorDtypes=Long, TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda)).Collectives differ\n",
+      1);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].rank, 0);
+  ASSERT_EQ(d[0].ops.size(), 1u);
+  EXPECT_EQ(d[0].ops[0].op, "broadcast");
+  EXPECT_EQ(d[0].ops[0].collective_seq, 486);  // SequenceNumber counts the ops before it
+  EXPECT_EQ(*d[0].ops[0].input_sizes, (model::Shapes{{1}}));
+  EXPECT_EQ(*d[0].ops[0].input_dtypes, (model::Dtypes{"Long"}));
+  EXPECT_EQ(d[1].ops[0].op, "all_reduce");
+  EXPECT_EQ(*d[1].ops[0].input_sizes, (model::Shapes{{25}}));
+  ASSERT_EQ(d[1].events.size(), 1u);
+  EXPECT_EQ(d[1].events[0].kind, model::LogEvent::Kind::kMismatch);
+  EXPECT_EQ(d[1].events[0].seq, 486);
+  EXPECT_EQ(d[1].events[0].pg, "0");
+}
+
+// The real line of testdata/torch/c_detail/stderr/rank_0.log (torch 2.13,
+// gloo): rank 0 compared every rank's fingerprint in rank order and stopped
+// at rank 2, so rank 1 agrees with rank 0.
+constexpr const char* kCDetailRank0 =
+    "[hangdx-fi rank 0 1796022076.710] collective raised RuntimeError: Detected mismatch between collectives on "
+    "ranks. Rank 0 is running collective: CollectiveFingerPrint(SequenceNumber=2, OpType=ALLREDUCE, TensorShape=[8], "
+    "TensorDtypes=Float, TensorDeviceTypes=TensorOptions(dtype=float (default), device=cpu, layout=Strided "
+    "(default), requires_grad=false (default), pinned_memory=false (default), memory_format=(nullopt))), but Rank 2 "
+    "is running collective: CollectiveFingerPrint(SequenceNumber=2, OpType=BROADCAST, TensorShape=[8], "
+    "TensorDtypes=Float, TensorDeviceTypes=TensorOptions(dtype=float (default), device=cpu, layout=Strided "
+    "(default), requires_grad=false (default), pinned_memory=false (default), memory_format=(nullopt))).Collectives "
+    "differ in the following aspects:   Op type: ALLREDUCEvs BROADCAST\n";
+
+TEST(TorchLog, DetailMismatchNamesTheRanksBelowTheFirstDifferentOne) {
+  auto d = Parse(kCDetailRank0, 0);
+  ASSERT_EQ(d.size(), 3u);
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(d[r].rank, r);
+    ASSERT_EQ(d[r].ops.size(), 1u) << r;
+    EXPECT_EQ(d[r].ops[0].collective_seq, 3) << r;  // FR's seq of the op after two all_reduces
+    EXPECT_EQ(d[r].ops[0].pg_name, "0");
+    EXPECT_EQ(d[r].ops[0].backend, "gloo");  // device=cpu
+    EXPECT_EQ(*d[r].ops[0].input_sizes, (model::Shapes{{8}}));
+  }
+  EXPECT_EQ(d[0].ops[0].op, "all_reduce");
+  EXPECT_EQ(d[1].ops[0].op, "all_reduce");  // inferred: below rank 2 and not reported
+  EXPECT_EQ(d[2].ops[0].op, "broadcast");
+  // The event belongs to the reporting rank only.
+  ASSERT_EQ(d[0].events.size(), 1u);
+  EXPECT_EQ(d[0].events[0].seq, 3);
+  EXPECT_EQ(d[0].events[0].op, "all_reduce");
+  EXPECT_TRUE(d[1].events.empty());
+  EXPECT_TRUE(d[2].events.empty());
+}
+
+TEST(TorchLog, DetailMismatchOwnReportBeatsOthersAndSubgroupsStayLocal) {
+  // Rank 2's own line says broadcast [4]; rank 0's line (read first) claims
+  // rank 2 runs broadcast [8]: the rank's own report wins.
+  auto d = Parse(
+      "Detected mismatch between collectives on ranks. Rank 0 is running collective: "
+      "CollectiveFingerPrint(SequenceNumber=7, OpType=ALLREDUCE, TensorShape=[8], TensorDtypes=Float), but Rank 2 "
+      "is running collective: CollectiveFingerPrint(SequenceNumber=7, OpType=BROADCAST, TensorShape=[8], "
+      "TensorDtypes=Float).\n"
+      "Detected mismatch between collectives on ranks. Rank 2 is running collective: "
+      "CollectiveFingerPrint(SequenceNumber=7, OpType=BROADCAST, TensorShape=[4], TensorDtypes=Float), but Rank 0 "
+      "is running collective: CollectiveFingerPrint(SequenceNumber=7, OpType=ALLREDUCE, TensorShape=[8], "
+      "TensorDtypes=Float).\n"
+      // A sub-group: global rank 5 is rank 1 of the checked pg; nothing can be placed.
+      "[rank5]: RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running collective: "
+      "CollectiveFingerPrint(SequenceNumber=3, OpType=ALLGATHER), but Rank 0 is running collective: "
+      "CollectiveFingerPrint(SequenceNumber=3, OpType=BARRIER).\n",
+      -1);
+  ASSERT_EQ(d.size(), 4u);
+  EXPECT_EQ(d[2].rank, 2);
+  ASSERT_EQ(d[2].ops.size(), 1u);
+  EXPECT_EQ(*d[2].ops[0].input_sizes, (model::Shapes{{4}}));
+  EXPECT_EQ(d[2].ops[0].collective_seq, 8);
+  EXPECT_EQ(d[3].rank, 5);
+  EXPECT_TRUE(d[3].ops.empty());
+  ASSERT_EQ(d[3].events.size(), 1u);
+  EXPECT_EQ(d[3].events[0].kind, model::LogEvent::Kind::kMismatch);
+  EXPECT_EQ(d[3].events[0].pg, "");
+  EXPECT_EQ(d[3].events[0].seq, 4);
+}
+
+TEST(TorchLog, WatchdogCrashOfVllm6042) {
+  auto d = Parse(
+      "[rank3]:[E ProcessGroupNCCL.cpp:1414] [PG 2 Rank 3] Process group watchdog thread terminated with exception: "
+      "CUDA error: an illegal memory access was encountered\n"
+      "  | Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n",
+      -1);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].rank, 3);
+  ASSERT_EQ(d[0].events.size(), 1u);
+  EXPECT_EQ(d[0].events[0].kind, model::LogEvent::Kind::kCrash);
+  EXPECT_EQ(d[0].events[0].pg, "2");
+}
+
+TEST(TorchLog, TracebackBecomesStackInnermostFirst) {
+  auto d = Parse(
+      "Traceback (most recent call last):\n"
+      "  File \"train.py\", line 10, in main\n"
+      "    step()\n"
+      "  File \"dist.py\", line 20, in all_reduce\n"
+      "    work.wait()\n"
+      "ValueError: bad batch\n",
+      4);
+  ASSERT_EQ(d.size(), 1u);
+  ASSERT_EQ(d[0].stacks.size(), 1u);
+  ASSERT_EQ(d[0].stacks[0].frames.size(), 2u);
+  EXPECT_EQ(d[0].stacks[0].frames[0].name, "all_reduce");
+  EXPECT_EQ(d[0].stacks[0].frames[1].line, 10);
+  ASSERT_EQ(d[0].events.size(), 1u);
+  EXPECT_EQ(d[0].events[0].kind, model::LogEvent::Kind::kCrash);
+}
+
+}  // namespace
+}  // namespace hangdx::ingest::logs

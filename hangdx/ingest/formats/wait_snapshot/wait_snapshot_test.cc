@@ -1,0 +1,56 @@
+#include "hangdx/ingest/formats/wait_snapshot/wait_snapshot.h"
+
+#include <gtest/gtest.h>
+
+namespace hangdx::ingest {
+namespace {
+
+TEST(WaitSnapshot, OneWaitPerRankSortedAndUnique) {
+  std::vector<model::RankDump> dumps;
+  std::vector<model::Diagnostic> diags;
+  ASSERT_TRUE(ParseWaitSnapshot(R"({"0": {"current_op": "all_reduce", "waiting_for_ranks": [3, 1, 3], "op_seq": 41},
+                                    "3": {"current_op": "recv", "waiting_for_ranks": [0], "wait_kind": "any"}})",
+                                "snap.json", &dumps, &diags));
+  ASSERT_EQ(dumps.size(), 2u);
+  EXPECT_TRUE(diags.empty());
+  EXPECT_EQ(dumps[0].rank, 0);
+  EXPECT_EQ(dumps[0].file, "snap.json");
+  ASSERT_TRUE(dumps[0].wait);
+  EXPECT_EQ(dumps[0].wait->current_op, "all_reduce");
+  EXPECT_EQ(dumps[0].wait->waiting_for, (std::vector<model::Rank>{1, 3}));
+  EXPECT_EQ(dumps[0].wait->op_seq, 41);
+  EXPECT_FALSE(dumps[0].wait->any_of);
+  EXPECT_TRUE(dumps[1].wait->any_of);
+  EXPECT_FALSE(dumps[1].from_flight_recorder);
+}
+
+TEST(WaitSnapshot, BadMembersAreSkippedWithADiagnostic) {
+  std::vector<model::RankDump> dumps;
+  std::vector<model::Diagnostic> diags;
+  ASSERT_TRUE(ParseWaitSnapshot(R"({"0": {"current_op": 7, "waiting_for_ranks": [1]},
+                                    "1": {"current_op": "send", "waiting_for_ranks": [-2]},
+                                    "2": {"current_op": "barrier", "waiting_for_ranks": []}})",
+                                "snap.json", &dumps, &diags));
+  ASSERT_EQ(dumps.size(), 1u);
+  EXPECT_EQ(dumps[0].rank, 2);
+  ASSERT_EQ(diags.size(), 2u);
+  EXPECT_NE(diags[0].message.find("rank 0: malformed wait state"), std::string::npos) << diags[0].message;
+  EXPECT_EQ(diags[1].rank, 1);
+}
+
+TEST(WaitSnapshot, NotASnapshotIsUnusable) {
+  std::vector<model::RankDump> dumps;
+  std::vector<model::Diagnostic> diags;
+  EXPECT_FALSE(ParseWaitSnapshot(R"({"0": {"current_op": "send")", "cut.json", &dumps, &diags));
+  ASSERT_EQ(diags.size(), 1u);
+  EXPECT_NE(diags[0].message.find("unreadable JSON at byte"), std::string::npos) << diags[0].message;
+  EXPECT_GE(diags[0].offset, 0);
+  diags.clear();
+  EXPECT_FALSE(ParseWaitSnapshot(R"({"entries": []})", "fr.json", &dumps, &diags));
+  EXPECT_TRUE(dumps.empty());
+  EXPECT_TRUE(LooksLikeWaitSnapshot(R"({"5": {"waiting_for_ranks": []}})"));
+  EXPECT_FALSE(LooksLikeWaitSnapshot(R"({"x": {"waiting_for_ranks": []}})"));
+}
+
+}  // namespace
+}  // namespace hangdx::ingest
