@@ -8,7 +8,7 @@ its effect on every case in one diff.
   tests/golden/golden.py --update   # rewrite the goldens after an intended change
 
 Paths are given relative to the repository root, so outputs name no
-absolute path; wall-clock figures are masked. Each golden file holds the command's stdout, then a line
+absolute path; wall-clock figures (simulate's seconds, JSON and text) are masked. Each golden file holds the command's stdout, then a line
 `[exit N]`. HANGDX_BIN names the binary (default build/bin/hangdx).
 """
 import argparse
@@ -76,14 +76,16 @@ def golden_path(name, argv):
     return os.path.join(OUT, name.replace(os.sep, "__") + "." + sub + ".txt")
 
 
-# Wall-clock figures (simulate's "seconds") differ run to run: masked.
+# Wall-clock figures (simulate's JSON "seconds" and its text "explored N
+# states in 0.000 s") differ run to run: masked.
 SECONDS = re.compile(r'("seconds": )[0-9.e+-]+')
+TEXT_SECONDS = re.compile(r'(explored [0-9,]+ states in )[0-9.]+( s)')
 
 
 def run(binary, argv):
     p = subprocess.run([binary] + argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                        timeout=120)
-    text = SECONDS.sub(r'\1"*"', p.stdout.decode("utf-8", "replace"))
+    text = TEXT_SECONDS.sub(r'\1*\2', SECONDS.sub(r'\1"*"', p.stdout.decode("utf-8", "replace")))
     return text + "[exit %d]\n" % p.returncode
 
 
