@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
+
+#include "hangdx/sim/candidates.h"
 
 namespace hangdx::sim {
 namespace {
@@ -85,6 +88,9 @@ class VisitedSet {
     return Put(a, b);
   }
   size_t size() const { return size_; }
+  size_t bytes() const { return slots_.size() * sizeof(slots_[0]); }
+  // What the next Insert of a new state may take: twice the table when it grows.
+  size_t BytesAfterInsert() const { return (size_ + 1) * 2 > slots_.size() ? 2 * bytes() : bytes(); }
 
  private:
   bool Put(uint64_t a, uint64_t b) {
@@ -195,9 +201,20 @@ class Program {
   State Initial() const { return initial_; }
   int64_t Words() const { return words_; }
 
-  // Fills `out` with the transitions to explore from `s`: with `por`, one
-  // safe transition when there is one, else every enabled transition.
-  void Ample(const State& s, bool por, std::vector<Trans>* out) const;
+  // Fills `out` with every enabled transition of `s` (no reduction).
+  void AllEnabled(const State& s, std::vector<Trans>* out, int64_t* examined) const;
+  // Fills `out` with the transitions to explore from `s` with partial-order
+  // reduction: one safe transition when there is one, else every enabled
+  // transition; the same list, in the same order, as a scan of every part
+  // of the job would give. Looks only at the members of `c` (which must
+  // hold every stream, queue and thread that can move, see candidates.h)
+  // and drops those it finds cannot. Adds what it looked at to `examined`.
+  void Reduced(const State& s, Candidates* c, std::vector<Trans>* out, int64_t* examined) const;
+  // After a transition changed the words of `s` that `trail` lists from
+  // `from` on: adds to `c` every part of the job that the change may have
+  // let move.
+  void Touch(const State& s, const State::Trail& trail, size_t from, Candidates* c) const;
+  Candidates NewCandidates() const { return Candidates(streams_.size(), queues_.size(), threads_.size()); }
   void Apply(State* s, const Trans& t) const;
   bool Finished(const State& s) const;  // nothing left anywhere
   std::string Describe(const State& before, const State& after, const Trans& t) const;
@@ -231,6 +248,7 @@ class Program {
   void MakePgCounts(CompileContext* cx);
   Status Layout(const CompileContext& cx);
   void MakeConflictKeys();
+  void MakeTriggers();
   Status MakeInitial(CompileContext* cx);
   Status InitialStreams(CompileContext* cx, State* s);
   Status InitialQueues(CompileContext* cx, State* s);
@@ -244,11 +262,14 @@ class Program {
   void FinishOp(State* s, OpId o) const;
   bool FinishCond(const State& s, OpId o) const;
   bool AnySenderReady(const State& s, OpId o, const AnySender& a) const;
+  void AnySourceFinishes(const State& s, int32_t st, OpId h, std::vector<Trans>* out) const;
   bool SyncCond(const State& s, OpId o) const;
   bool IssueSafe(const State& s, int32_t thread) const;
-  void CountUses(const State& s) const;
+  void CountUses(const State& s, int32_t rank) const;
   void ClearUses() const;
   void CountStart(State* s, OpId o) const;
+  void TouchOp(const State& s, OpId o, Candidates* c) const;
+  void TouchWord(const State& s, int32_t w, int32_t old, Candidates* c) const;
   OpId LastDestined(const State& s, int32_t stream) const;
   DevOp Labeled(const State& s, OpId o) const;  // the DevOp with its current seq
   std::string Label(const State& s, OpId o) const;
@@ -286,6 +307,16 @@ class Program {
   std::map<std::pair<int32_t, int32_t>, std::vector<OpId>> anysource_;  // (rank, pg) -> any-source recvs
   int32_t words_ = 0;
   State initial_{0};
+  // What Touch needs: where each region of the state's words starts (in
+  // layout order), and per pool, event and stream the parts of the job
+  // whose transitions read it.
+  int32_t thread_word0_ = 0, queue_word0_ = 0, stream_word0_ = 0, pool_word0_ = 0, table_word0_ = 0, count_word0_ = 0;
+  std::vector<int32_t> queue_words_, stream_words_;     // first word of each queue, stream
+  std::vector<std::pair<int32_t, int32_t>> count_pgs_;  // (first count word, pg), ascending
+  std::vector<std::vector<int32_t>> pool_streams_;      // per pool: streams with an op that needs it
+  std::vector<std::vector<int32_t>> event_waiters_;     // per event: streams with a wait for it
+  std::vector<std::vector<int32_t>> event_syncs_;       // per event: threads with a host_sync on it
+  std::vector<std::vector<int32_t>> stream_syncs_;      // per stream: threads with a host_sync on it
 };
 
 int32_t Program::NewTable(int32_t cap) {
@@ -567,28 +598,34 @@ void Program::MakePgCounts(CompileContext* cx) {
 // tables, per-pg start counts.
 Status Program::Layout(const CompileContext& cx) {
   int64_t w = 3 * static_cast<int64_t>(cx.n);
+  thread_word0_ = static_cast<int32_t>(w);
   for (auto& t : threads_) {
     t.word = static_cast<int32_t>(w);
     w += 2;
   }
+  queue_word0_ = static_cast<int32_t>(std::min<int64_t>(w, INT32_MAX));
   for (auto& q : queues_) {
     q.word = static_cast<int32_t>(w);
     w += 3 + q.cap;
   }
+  stream_word0_ = static_cast<int32_t>(std::min<int64_t>(w, INT32_MAX));
   for (auto& s : streams_) {
     s.word = static_cast<int32_t>(w);
     w += 3 + s.cap;
   }
+  pool_word0_ = static_cast<int32_t>(std::min<int64_t>(w, INT32_MAX));
   for (auto& p : pools_) {
     p.word = static_cast<int32_t>(w);
     w += 2;
   }
   event_word_ = static_cast<int32_t>(w);
   w += static_cast<int64_t>(events_.size());
+  table_word0_ = static_cast<int32_t>(std::min<int64_t>(w, INT32_MAX));
   for (auto& t : tables_) {
     t.word = static_cast<int32_t>(w);
     w += 1 + t.cap;
   }
+  count_word0_ = static_cast<int32_t>(std::min<int64_t>(w, INT32_MAX));
   for (size_t p = 0; p < pg_names_.size(); ++p) {
     if (cx.pg_seqs[p] == 0) continue;
     pg_count_word_[p] = static_cast<int32_t>(w);
@@ -625,6 +662,33 @@ void Program::MakeConflictKeys() {
       if (c.table >= 0) write(tkey + c.table);
     }
     for (const auto& [k, last] : t.last_use) t.uses.push_back({k, last.first, last.second});
+  }
+}
+
+// Which parts of the job read which words (see Touch).
+void Program::MakeTriggers() {
+  for (const auto& q : queues_) queue_words_.push_back(q.word);
+  for (const auto& st : streams_) stream_words_.push_back(st.word);
+  for (size_t p = 0; p < pg_count_word_.size(); ++p) {
+    if (pg_count_word_[p] >= 0) count_pgs_.push_back({pg_count_word_[p], static_cast<int32_t>(p)});
+  }
+  std::sort(count_pgs_.begin(), count_pgs_.end());
+  pool_streams_.resize(pools_.size());
+  event_waiters_.resize(events_.size());
+  event_syncs_.resize(events_.size());
+  stream_syncs_.resize(streams_.size());
+  for (const COp& c : ops_) {
+    if (c.rank < 0) continue;
+    if (c.pool >= 0 && c.stream >= 0) pool_streams_[c.pool].push_back(c.stream);
+    if (c.kind == OpKind::kWait) event_waiters_[c.event].push_back(c.stream);
+    if (c.kind == OpKind::kHostSync && c.thread >= 0)
+      (c.event >= 0 ? event_syncs_[c.event] : stream_syncs_[c.stream]).push_back(c.thread);
+  }
+  for (auto* lists : {&pool_streams_, &event_waiters_, &event_syncs_, &stream_syncs_}) {
+    for (auto& l : *lists) {
+      std::sort(l.begin(), l.end());
+      l.erase(std::unique(l.begin(), l.end()), l.end());
+    }
   }
 }
 
@@ -762,7 +826,9 @@ Status Program::Compile(const model::DeviceJob& job) {
   MakePgCounts(&cx);
   HANGDX_RETURN_IF_ERROR(Layout(cx));
   MakeConflictKeys();
-  return MakeInitial(&cx);
+  HANGDX_RETURN_IF_ERROR(MakeInitial(&cx));
+  MakeTriggers();
+  return Status::Ok();
 }
 
 int32_t Program::TakeSeq(State* s, int32_t table, OpId o) const {
@@ -846,11 +912,14 @@ bool Program::SyncCond(const State& s, OpId o) const {
 // conflict with issues (they pop the head, issues push the tail, and each
 // stream is fed by one dispatcher), and starts and finishes read only heads.
 //
-// CountUses fills the scratch counts first: per conflict key, the threads
-// (of ranks with more than one thread) that will still write or read it, so
-// that each check is O(keys of one op), not O(threads of the rank).
-void Program::CountUses(const State& s) const {
-  for (const ThreadInfo& u : threads_) {
+// CountUses fills the scratch counts first: per conflict key of `rank`'s
+// ops, the threads of that rank (when it has more than one) that will still
+// write or read it, so that each check is O(keys of one op). Every key is
+// rank-local (a stream, a queue, a counter only that rank takes seqs from),
+// so other ranks' threads never count.
+void Program::CountUses(const State& s, int32_t rank) const {
+  for (int32_t ui : rank_threads_[rank]) {
+    const ThreadInfo& u = threads_[ui];
     if (!u.shares_rank) continue;
     const int32_t pc = s[u.word];
     if (pc >= static_cast<int32_t>(u.program.size())) continue;
@@ -867,7 +936,7 @@ void Program::ClearUses() const {
   key_touched_.clear();
 }
 
-// Needs CountUses(s) when the thread's rank has other threads.
+// Needs CountUses(s, its rank) when the thread's rank has other threads.
 bool Program::IssueSafe(const State& s, int32_t thread) const {
   const ThreadInfo& t = threads_[thread];
   const int32_t pc = s[t.word];
@@ -900,86 +969,187 @@ bool Program::IssueSafe(const State& s, int32_t thread) const {
   return true;
 }
 
-void Program::Ample(const State& s, bool por, std::vector<Trans>* out) const {
+// The finishes of the started any-source recv h at the head of stream st:
+// one per sender whose next send to it has started.
+void Program::AnySourceFinishes(const State& s, int32_t st, OpId h, std::vector<Trans>* out) const {
+  const COp& c = ops_[h];
+  for (int32_t a = 0; a < static_cast<int32_t>(c.senders.size()); ++a) {
+    if (AnySenderReady(s, h, c.senders[a])) out->push_back({Step::Kind::kFinish, st, a});
+  }
+}
+
+void Program::AllEnabled(const State& s, std::vector<Trans>* out, int64_t* examined) const {
   out->clear();
+  *examined += static_cast<int64_t>(streams_.size() + queues_.size() + threads_.size());
   for (int32_t st = 0; st < static_cast<int32_t>(streams_.size()); ++st) {
-    const StreamInfo& si = streams_[st];
     OpId h = StreamHead(s, st);
     if (h < 0) continue;
     const COp& c = ops_[h];
-    if (s[si.word + 2]) {
+    if (s[streams_[st].word + 2]) {
       if (c.kind == OpKind::kRecv && c.peer == -1) {
-        for (int32_t a = 0; a < static_cast<int32_t>(c.senders.size()); ++a) {
-          if (AnySenderReady(s, h, c.senders[a])) out->push_back({Step::Kind::kFinish, st, a});
-        }
+        AnySourceFinishes(s, st, h, out);
       } else if (FinishCond(s, h)) {
-        if (por) {
-          *out = {{Step::Kind::kFinish, st, -1}};
-          return;
-        }
         out->push_back({Step::Kind::kFinish, st, -1});
       }
       continue;
     }
-    if (c.pool >= 0) {
-      const PoolInfo& p = pools_[c.pool];
-      if (s[p.word] >= p.capacity) continue;
-      // Safe when the pool can never run short: its capacity covers every
-      // unfinished op that uses it.
-      if (por && p.capacity >= p.total - s[p.word + 1]) {
-        *out = {{Step::Kind::kStart, st, -1}};
-        return;
-      }
-      out->push_back({Step::Kind::kStart, st, -1});
-      continue;
-    }
-    if (por) {
-      *out = {{Step::Kind::kStart, st, -1}};
-      return;
-    }
+    if (c.pool >= 0 && s[pools_[c.pool].word] >= pools_[c.pool].capacity) continue;
     out->push_back({Step::Kind::kStart, st, -1});
   }
   for (int32_t q = 0; q < static_cast<int32_t>(queues_.size()); ++q) {
     const QueueInfo& qi = queues_[q];
     if (s[qi.word + 2] >= 0 || s[qi.word] >= s[qi.word + 1]) continue;
-    if (por) {
-      *out = {{Step::Kind::kDispatch, q, -1}};
-      return;
-    }
     out->push_back({Step::Kind::kDispatch, q, -1});
   }
-  size_t first_issue = out->size();
   for (int32_t t = 0; t < static_cast<int32_t>(threads_.size()); ++t) {
     const ThreadInfo& ti = threads_[t];
     OpId b = s[ti.word + 1];
     if (b >= 0) {
-      if (ops_[b].kind == OpKind::kHostSync && SyncCond(s, b)) {
-        if (por) {
-          *out = {{Step::Kind::kSyncDone, t, -1}};
-          return;
-        }
-        out->push_back({Step::Kind::kSyncDone, t, -1});
+      if (ops_[b].kind == OpKind::kHostSync && SyncCond(s, b)) out->push_back({Step::Kind::kSyncDone, t, -1});
+      continue;
+    }
+    if (s[ti.word] < static_cast<int32_t>(ti.program.size())) out->push_back({Step::Kind::kIssue, t, -1});
+  }
+}
+
+// The order of preference is that of a scan of every part of the job:
+// streams (a head that finishes, or starts without a pool that can run
+// short), then queues (a dispatch), then threads (a host_sync that
+// returns), then the first issue IssueSafe allows. What cannot move is
+// dropped from `c` as it is met; an any-source recv that has started stays
+// (its senders' progress is not traced by Touch).
+void Program::Reduced(const State& s, Candidates* c, std::vector<Trans>* out, int64_t* examined) const {
+  out->clear();
+  auto one = [out](Step::Kind kind, int32_t idx) { *out = {{kind, idx, -1}}; };
+  const IdSet& streams = c->Of(Candidates::kStream);
+  for (int32_t st = streams.Next(0); st >= 0; st = streams.Next(st + 1)) {
+    ++*examined;
+    OpId h = StreamHead(s, st);
+    if (h < 0) {
+      c->Drop(Candidates::kStream, st);
+      continue;
+    }
+    const COp& op = ops_[h];
+    if (s[streams_[st].word + 2]) {
+      if (op.kind == OpKind::kRecv && op.peer == -1) {
+        AnySourceFinishes(s, st, h, out);
+      } else if (FinishCond(s, h)) {
+        return one(Step::Kind::kFinish, st);
+      } else {
+        c->Drop(Candidates::kStream, st);
       }
       continue;
     }
-    if (s[ti.word] >= static_cast<int32_t>(ti.program.size())) continue;
-    out->push_back({Step::Kind::kIssue, t, -1});
-  }
-  if (!por) return;
-  bool counted = false;
-  for (size_t i = first_issue; i < out->size(); ++i) {
-    if ((*out)[i].kind != Step::Kind::kIssue) continue;
-    if (!counted && threads_[(*out)[i].idx].shares_rank) {
-      CountUses(s);
-      counted = true;
+    if (op.pool >= 0) {
+      const PoolInfo& p = pools_[op.pool];
+      if (s[p.word] >= p.capacity) {
+        c->Drop(Candidates::kStream, st);
+        continue;
+      }
+      // Safe when the pool can never run short: its capacity covers every
+      // unfinished op that uses it.
+      if (p.capacity >= p.total - s[p.word + 1]) return one(Step::Kind::kStart, st);
+      out->push_back({Step::Kind::kStart, st, -1});
+      continue;
     }
-    if (IssueSafe(s, (*out)[i].idx)) {
-      Trans t = (*out)[i];
-      *out = {t};
+    return one(Step::Kind::kStart, st);
+  }
+  const IdSet& queues = c->Of(Candidates::kQueue);
+  for (int32_t q = queues.Next(0); q >= 0; q = queues.Next(q + 1)) {
+    ++*examined;
+    const QueueInfo& qi = queues_[q];
+    if (s[qi.word + 2] < 0 && s[qi.word] < s[qi.word + 1]) return one(Step::Kind::kDispatch, q);
+    c->Drop(Candidates::kQueue, q);
+  }
+  const IdSet& syncs = c->Of(Candidates::kSync);
+  for (int32_t t = syncs.Next(0); t >= 0; t = syncs.Next(t + 1)) {
+    ++*examined;
+    OpId b = s[threads_[t].word + 1];
+    if (b >= 0 && ops_[b].kind == OpKind::kHostSync && SyncCond(s, b)) return one(Step::Kind::kSyncDone, t);
+    c->Drop(Candidates::kSync, t);
+  }
+  const IdSet& issues = c->Of(Candidates::kIssue);
+  int32_t counted = -1;  // the rank whose conflict keys are counted
+  for (int32_t t = issues.Next(0); t >= 0; t = issues.Next(t + 1)) {
+    ++*examined;
+    const ThreadInfo& ti = threads_[t];
+    if (s[ti.word + 1] >= 0 || s[ti.word] >= static_cast<int32_t>(ti.program.size())) {
+      c->Drop(Candidates::kIssue, t);
+      continue;
+    }
+    if (ti.shares_rank && counted != ti.rank) {
+      if (counted >= 0) ClearUses();
+      CountUses(s, ti.rank);
+      counted = ti.rank;
+    }
+    if (IssueSafe(s, t)) {
+      one(Step::Kind::kIssue, t);
       break;
     }
+    out->push_back({Step::Kind::kIssue, t, -1});
   }
-  if (counted) ClearUses();
+  if (counted >= 0) ClearUses();
+}
+
+// What a change of op o's status may enable: a started send or named recv
+// lets its partner (the op with the same seq on the other side) finish, and
+// so does an any-source recv once it is matched (it takes its seq then).
+void Program::TouchOp(const State& s, OpId o, Candidates* c) const {
+  const COp& op = ops_[o];
+  if (OpStatus(s, o) < kStarted || (op.kind != OpKind::kSend && op.kind != OpKind::kRecv)) return;
+  int32_t table = op.partner_table;
+  if (op.peer == -1) {
+    table = -1;
+    for (const AnySender& a : op.senders) {
+      if (a.rank == Aux(s, o)) table = a.send_table;
+    }
+  }
+  OpId partner = table < 0 ? -1 : TableOp(s, table, Seq(s, o));
+  if (partner >= 0) c->Add(Candidates::kStream, ops_[partner].stream);
+}
+
+void Program::TouchWord(const State& s, int32_t w, int32_t old, Candidates* c) const {
+  auto index_in = [w](const std::vector<int32_t>& starts) {
+    return static_cast<int32_t>(std::upper_bound(starts.begin(), starts.end(), w) - starts.begin()) - 1;
+  };
+  if (w < thread_word0_) {
+    if (w % 3 == 0) TouchOp(s, w / 3, c);
+  } else if (w < queue_word0_) {
+    const int32_t t = (w - thread_word0_) / 2;
+    c->Add(Candidates::kSync, t);
+    c->Add(Candidates::kIssue, t);
+  } else if (w < stream_word0_) {
+    c->Add(Candidates::kQueue, index_in(queue_words_));
+  } else if (w < pool_word0_) {
+    const int32_t st = index_in(stream_words_);
+    c->Add(Candidates::kStream, st);
+    for (int32_t t : stream_syncs_[st]) c->Add(Candidates::kSync, t);  // its target may have finished
+  } else if (w < event_word_) {
+    const int32_t p = (w - pool_word0_) / 2;
+    if ((w - pool_word0_) % 2 == 0 && s[w] < old) {  // a unit freed
+      for (int32_t st : pool_streams_[p]) c->Add(Candidates::kStream, st);
+    }
+  } else if (w < table_word0_) {
+    const int32_t e = w - event_word_;
+    for (int32_t st : event_waiters_[e]) c->Add(Candidates::kStream, st);
+    for (int32_t t : event_syncs_[e]) c->Add(Candidates::kSync, t);
+  } else if (w >= count_word0_) {
+    // The members' ops of a collective seq finish once every member started one.
+    auto it = std::upper_bound(count_pgs_.begin(), count_pgs_.end(), std::make_pair(w, INT32_MAX)) - 1;
+    const int32_t pg = it->second, seq = w - it->first;
+    if (s[w] < pg_need_[pg]) return;
+    for (int32_t t : pg_member_tables_[pg]) {
+      OpId o = t < 0 ? -1 : TableOp(s, t, seq);
+      if (o >= 0) c->Add(Candidates::kStream, ops_[o].stream);
+    }
+  }
+  // Table words enable nothing by themselves: a seq taken at issue comes
+  // with its op's own stream or queue change, and the any-source recvs that
+  // read the counts stay candidates once started.
+}
+
+void Program::Touch(const State& s, const State::Trail& trail, size_t from, Candidates* c) const {
+  for (size_t i = from; i < trail.size(); ++i) TouchWord(s, trail[i].first, trail[i].second, c);
 }
 
 void Program::FinishOp(State* s, OpId o) const {
@@ -1400,10 +1570,158 @@ model::DeviceJob Program::ToDeviceJob(const State& s) const {
 // One DFS frame: a state with more than one transition to explore.
 struct Frame {
   std::vector<Trans> todo;
-  size_t next = 1;       // todo[0] is taken when the frame is pushed
-  size_t path_len = 0;   // path length at this state
-  size_t trail_len = 0;  // undo trail length at this state
+  size_t next = 1;            // todo[0] is taken when the frame is pushed
+  size_t path_len = 0;        // path length at this state
+  size_t trail_len = 0;       // undo trail length at this state
+  size_t candidates_len = 0;  // the candidates' undo trail length at this state
 };
+
+std::string MaxSeconds(double s) {  // the time bound's name in ExploreResult::bound
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "max seconds %g", s);
+  return buf;
+}
+
+std::string Bytes(int64_t b) {  // 1073741824 -> "1 GiB", 3145728 -> "3 MiB"
+  if (b >= (int64_t{1} << 30) && b % (int64_t{1} << 30) == 0) return std::to_string(b >> 30) + " GiB";
+  return std::to_string(b >> 20) + " MiB";
+}
+
+// The depth-first search of Explore over one compiled program, with one
+// working state: a transition records the words it changes on the trail, and
+// backtracking undoes them, so a branching state costs what its transitions
+// changed, not a copy of every word.
+class Search {
+ public:
+  Search(const Program& prog, const ExploreOptions& options, ExploreResult* res)
+      : prog_(prog), o_(options), res_(*res), work_(prog.Initial()), cands_(prog.NewCandidates()) {
+    work_.SetTrail(&trail_);
+    visited_.Insert(work_.h1(), work_.h2());
+  }
+  // Runs to the first deadlock, the end, or a bound; fills the result's
+  // verdict, counts and (deadlock) the path. `elapsed` gives the seconds
+  // since the exploration began.
+  template <typename Clock>
+  void Run(const Clock& elapsed);
+  const std::vector<Trans>& path() const { return path_; }
+  const State& state() const { return work_; }
+
+ private:
+  void Cut(std::string why) {
+    res_.bound_reached = true;
+    res_.bound = std::move(why);
+  }
+  // What the search holds: the visited set, the trails, the frames, the path.
+  size_t Memory() const {
+    return visited_.bytes() + trail_.capacity() * sizeof(trail_[0]) + cands_.TrailBytes() + todo_bytes_ +
+           stack_.capacity() * sizeof(Frame) + path_.capacity() * sizeof(Trans);
+  }
+  // False (and the search cut) when visiting one more state could take the
+  // search past its memory bound.
+  bool RoomForAState() {
+    if (Memory() - visited_.bytes() + visited_.BytesAfterInsert() <= static_cast<size_t>(o_.max_memory_bytes))
+      return true;
+    Cut("memory: the search would exceed " + Bytes(o_.max_memory_bytes) + " (" + std::to_string(visited_.size()) +
+        " states visited)");
+    return false;
+  }
+  // Moves the working state along `t`; true when that reaches a new state.
+  bool Step(const Trans& t) {
+    if (stack_.empty()) {  // nothing to go back to
+      trail_.clear();
+      cands_.ClearTrail();
+    }
+    const size_t from = trail_.size();
+    prog_.Apply(&work_, t);
+    if (o_.partial_order_reduction) prog_.Touch(work_, trail_, from, &cands_);
+    path_.push_back(t);
+    ++res_.transitions;
+    return visited_.Insert(work_.h1(), work_.h2());
+  }
+  void Pop() {
+    todo_bytes_ -= stack_.back().todo.capacity() * sizeof(Trans);
+    stack_.pop_back();
+  }
+  // Backtracks to the deepest frame with a transition left and takes it;
+  // false when the search is over (or out of memory).
+  bool Backtrack() {
+    while (!stack_.empty()) {
+      Frame& f = stack_.back();
+      if (f.next >= f.todo.size()) {
+        Pop();
+        continue;
+      }
+      Trans t = f.todo[f.next++];
+      work_.Undo(f.trail_len);
+      cands_.Undo(f.candidates_len);
+      path_.resize(f.path_len);
+      if (f.next >= f.todo.size()) Pop();  // last branch: the frame is done
+      if (!RoomForAState()) return false;
+      if (Step(t)) return true;
+    }
+    return false;
+  }
+
+  const Program& prog_;
+  const ExploreOptions& o_;
+  ExploreResult& res_;
+  VisitedSet visited_;
+  State work_;
+  State::Trail trail_;
+  Candidates cands_;
+  std::vector<Frame> stack_;
+  std::vector<Trans> path_, ample_;
+  size_t todo_bytes_ = 0;  // the frames' branch lists
+};
+
+template <typename Clock>
+void Search::Run(const Clock& elapsed) {
+  int64_t since_clock = 0;
+  bool more = true;
+  while (more) {
+    if (static_cast<int64_t>(visited_.size()) >= o_.max_states) {
+      Cut("max states " + std::to_string(o_.max_states));
+      break;
+    }
+    // A step costs what it changed, but a branching state lists every
+    // enabled transition: look at the clock often.
+    if (++since_clock >= 64) {
+      since_clock = 0;
+      if (elapsed() > o_.max_seconds) {
+        Cut(MaxSeconds(o_.max_seconds));
+        break;
+      }
+    }
+    if (o_.partial_order_reduction)
+      prog_.Reduced(work_, &cands_, &ample_, &res_.examined);
+    else
+      prog_.AllEnabled(work_, &ample_, &res_.examined);
+    if (ample_.empty()) {
+      if (!prog_.Finished(work_)) {
+        res_.deadlock = true;
+        break;
+      }
+      more = Backtrack();
+      continue;
+    }
+    if (static_cast<int64_t>(path_.size()) >= o_.max_depth) {
+      if (!res_.bound_reached) Cut("max depth " + std::to_string(o_.max_depth));
+      more = Backtrack();
+      continue;
+    }
+    if (ample_.size() > 1) {
+      if (Memory() + ample_.size() * sizeof(Trans) > static_cast<size_t>(o_.max_memory_bytes)) {
+        Cut("memory: the search stack would exceed " + Bytes(o_.max_memory_bytes));
+        break;
+      }
+      stack_.push_back(Frame{ample_, 1, path_.size(), trail_.size(), cands_.TrailSize()});
+      todo_bytes_ += stack_.back().todo.capacity() * sizeof(Trans);
+    }
+    if (!RoomForAState()) break;
+    if (!Step(ample_[0])) more = Backtrack();
+  }
+  res_.states = static_cast<int64_t>(visited_.size());
+}
 
 }  // namespace
 
@@ -1440,116 +1758,22 @@ StatusOr<ExploreResult> Explore(const model::DeviceJob& job, const ExploreOption
   auto t0 = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   ExploreResult res;
-  auto time_cut = [&] {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "max seconds %g", options.max_seconds);
-    res.bound_reached = true;
-    res.bound = buf;
-  };
   Program prog;
   if (Status st = prog.Compile(job); !st.ok()) return st;
   if (elapsed() > options.max_seconds) {
-    time_cut();
+    res.bound_reached = true;
+    res.bound = MaxSeconds(options.max_seconds);
     res.seconds = elapsed();
     return res;
   }
-  const bool por = options.partial_order_reduction;
-  VisitedSet visited;
-  // One working state: a transition records the words it changes on the
-  // trail, and backtracking undoes them, so a branching state costs what its
-  // transitions changed, not a copy of every word.
-  State work = prog.Initial();
-  State::Trail trail;
-  work.SetTrail(&trail);
-  visited.Insert(work.h1(), work.h2());
-  std::vector<Frame> stack;
-  std::vector<Trans> path, ample;
-  size_t todo_bytes = 0;  // the frames' branch lists
-  int64_t since_clock = 0;
-  auto cut = [&](std::string why) {
-    res.bound_reached = true;
-    res.bound = std::move(why);
-  };
-  // Moves `work` along `t`; returns true when that reaches a new state.
-  auto step = [&](const Trans& t) {
-    if (stack.empty()) trail.clear();  // nothing to go back to
-    prog.Apply(&work, t);
-    path.push_back(t);
-    ++res.transitions;
-    return visited.Insert(work.h1(), work.h2());
-  };
-  auto pop = [&] {
-    todo_bytes -= stack.back().todo.capacity() * sizeof(Trans);
-    stack.pop_back();
-  };
-  // Backtracks to the deepest frame with a transition left and takes it;
-  // false when the search is over.
-  auto backtrack = [&]() {
-    while (!stack.empty()) {
-      Frame& f = stack.back();
-      if (f.next >= f.todo.size()) {
-        pop();
-        continue;
-      }
-      Trans t = f.todo[f.next++];
-      work.Undo(f.trail_len);
-      path.resize(f.path_len);
-      if (f.next >= f.todo.size()) pop();  // last branch: the frame is done
-      if (step(t)) return true;
-    }
-    return false;
-  };
-  // What the search holds besides the visited set: the trail, the frames, the path.
-  auto memory = [&] {
-    return trail.capacity() * sizeof(trail[0]) + todo_bytes + stack.capacity() * sizeof(Frame) +
-           path.capacity() * sizeof(Trans);
-  };
-  bool more = true;
-  while (more) {
-    if (static_cast<int64_t>(visited.size()) >= options.max_states) {
-      cut("max states " + std::to_string(options.max_states));
-      break;
-    }
-    // A step costs up to O(threads + streams + queues): look at the clock often.
-    if (++since_clock >= 64) {
-      since_clock = 0;
-      if (elapsed() > options.max_seconds) {
-        time_cut();
-        break;
-      }
-    }
-    prog.Ample(work, por, &ample);
-    if (ample.empty()) {
-      if (!prog.Finished(work)) {
-        res.deadlock = true;
-        break;
-      }
-      more = backtrack();
-      continue;
-    }
-    if (static_cast<int64_t>(path.size()) >= options.max_depth) {
-      if (!res.bound_reached) cut("max depth " + std::to_string(options.max_depth));
-      more = backtrack();
-      continue;
-    }
-    if (ample.size() > 1) {
-      // Bound the search's memory besides the visited set (1 GiB).
-      if (memory() + ample.size() * sizeof(Trans) > (size_t{1} << 30)) {
-        cut("memory: the search stack would exceed 1 GiB");
-        break;
-      }
-      stack.push_back(Frame{ample, 1, path.size(), trail.size()});
-      todo_bytes += stack.back().todo.capacity() * sizeof(Trans);
-    }
-    if (!step(ample[0])) more = backtrack();
-  }
-  res.states = static_cast<int64_t>(visited.size());
+  Search search(prog, options, &res);
+  search.Run(elapsed);
   if (res.deadlock) {
     // Replay the path with the state before and after each step, each moved
     // by the transition (a copy per step would cost O(words) each).
     State before = prog.Initial(), after = prog.Initial();
-    res.witness.reserve(path.size());
-    for (const Trans& t : path) {
+    res.witness.reserve(search.path().size());
+    for (const Trans& t : search.path()) {
       prog.Apply(&after, t);
       res.witness.push_back(prog.MakeStep(before, after, t));
       prog.Apply(&before, t);

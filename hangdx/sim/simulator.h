@@ -8,14 +8,16 @@
 //   if (r.ok() && r->deadlock) for (const auto& s : r->witness) puts(s.text.c_str());
 //
 // The search is a depth-first search over transitions with a visited-state
-// set (states are remembered by a 128-bit incremental hash) and
+// set (states are remembered by a 128-bit incremental hash), which looks
+// only at the parts of the job that the last transition may have let move
+// (candidates.h: a step costs what it changed, not a scan of the job), and
 // partial-order reduction: a transition that commutes with every transition
 // any other part of the job could take before it (a stream head finishing,
 // a dispatch, an issue to a stream or queue no other thread of the rank
 // will use, a pooled start that can never run short of units) is taken
 // alone; only conflicting transitions branch. docs/simulate.md explains why
 // this finds every deadlock the full search finds. Bounds (states, depth,
-// seconds) cut the search; a cut search says so (bound_reached) and never
+// seconds, memory) cut the search; a cut search says so (bound_reached) and never
 // claims that no deadlock exists.
 //
 // Clarifications of device.h that the simulator fixes:
@@ -46,9 +48,14 @@ namespace hangdx::sim {
 // Limits of one exploration. A search that hits one stops and reports
 // bound_reached: it has not shown that no deadlock exists.
 struct ExploreOptions {
-  int64_t max_states = 1'000'000;       // distinct states visited
-  int64_t max_depth = 1'000'000;        // transitions from the start on one path
-  double max_seconds = 300;             // wall clock of this exploration
+  int64_t max_states = 1'000'000;  // distinct states visited
+  int64_t max_depth = 1'000'000;   // transitions from the start on one path
+  double max_seconds = 300;        // wall clock of this exploration
+  // Everything the search holds: the visited-state set (16 bytes a slot,
+  // at most half full), the branch lists of the path's branching states, the
+  // undo trails and the path. The compiled job and its state come on top
+  // (about 16 bytes per op plus 12 per rank).
+  int64_t max_memory_bytes = int64_t{1} << 30;
   bool partial_order_reduction = true;  // false: branch on every enabled transition
 };
 
@@ -69,10 +76,16 @@ struct Step {
 
 struct ExploreResult {
   bool deadlock = false;
-  bool bound_reached = false;        // a bound cut the search (no deadlock found within it)
-  std::string bound;                 // which: "max states 1000000", "max depth 50", "max seconds 300", "memory: ..."
-  int64_t states = 0;                // distinct states visited
-  int64_t transitions = 0;           // transitions executed (including ones into visited states)
+  bool bound_reached = false;  // a bound cut the search (no deadlock found within it)
+  std::string bound;           // which: "max states 1000000", "max depth 50", "max seconds 300", "memory: ..."
+  int64_t states = 0;          // distinct states visited
+  int64_t transitions = 0;     // transitions executed (including ones into visited states)
+  // Streams, queues and threads the search looked at to choose its
+  // transitions: its cost, independent of the machine. With reduction it
+  // grows with what the transitions changed (a few per transition for a
+  // schedule with nothing to explore); without, every part of the job is
+  // looked at in every state.
+  int64_t examined = 0;
   double seconds = 0;                // wall clock of the search
   std::vector<Step> witness;         // deadlock: the transitions from the start to the stuck state
   model::DeviceJob stuck;            // deadlock: the stuck state (queues, streams, holders, events)

@@ -458,6 +458,58 @@ TEST(ExploreScale, TwoThousandRanksOneCollective) {
   EXPECT_EQ(r.transitions, 6000);
 }
 
+// The search's work, counted rather than timed: a schedule with nothing to
+// explore costs a few looks per transition, however many ranks it has (a
+// scan of every stream, queue and thread per step made 32,768 ranks x 10
+// ops take minutes). Three shapes: compute only; collectives over a pg of
+// every rank (each finish lets every member finish); two threads per rank
+// handing an event over, with host_syncs.
+TEST(ExploreScale, WorkIsLinearInTheTransitions) {
+  const model::Rank n = 3000;
+  std::vector<model::Rank> all;
+  for (model::Rank r = 0; r < n; ++r) all.push_back(r);
+  DeviceJobBuilder compute, collectives, handover;
+  collectives.Pg("w", all);
+  for (model::Rank r : all) {
+    for (int k = 0; k < 10; ++k) compute.Compute(r, "main", "s");
+    for (int k = 0; k < 3; ++k) collectives.Collective(r, "main", "comm", "w");
+    const std::string e = "e" + std::to_string(r);
+    handover.Compute(r, "producer", "compute");
+    handover.Record(r, "producer", "compute", e);
+    handover.Wait(r, "consumer", "comm", e);
+    handover.Compute(r, "consumer", "comm");
+    handover.SyncStream(r, "consumer", "comm");
+    handover.SyncEvent(r, "producer", e);
+  }
+  for (DeviceJobBuilder* b : {&compute, &collectives, &handover}) {
+    ExploreResult r = Sim(b->Build(), true, int64_t{1} << 40);
+    EXPECT_FALSE(r.deadlock);
+    EXPECT_FALSE(r.bound_reached) << r.bound;
+    EXPECT_GT(r.transitions, 5 * n);
+    EXPECT_LT(r.examined, 6 * r.transitions) << r.transitions << " transitions";
+    std::printf("%lld transitions, %lld examined\n", static_cast<long long>(r.transitions),
+                static_cast<long long>(r.examined));
+  }
+  // Without reduction every part of the job is looked at in every state.
+  ExploreResult full = Sim(compute.Build(), false, 100);
+  EXPECT_GE(full.examined, 100 * n);
+}
+
+// The visited-state set is inside the memory bound: a search with room for
+// billions of states but 1 MiB of memory stops at the bound, and says so.
+TEST(ExploreScale, MemoryBoundHoldsTheVisitedStates) {
+  ExploreOptions o;
+  o.max_states = int64_t{1} << 40;
+  o.max_memory_bytes = int64_t{1} << 20;
+  o.partial_order_reduction = false;
+  auto r = Explore(TaskQueue(QueueMode::kPerStream, 4), o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->deadlock);
+  EXPECT_TRUE(r->bound_reached);
+  EXPECT_THAT(r->bound, HasSubstr("memory: the search would exceed 1 MiB ("));
+  EXPECT_LE(r->states, int64_t{1} << 15);  // 16-byte slots, at most half full
+}
+
 // A pg of 20 members of which only ranks 0-9 have a program: each started
 // head waits for ranks 10-19; the blocked line names 8 and counts the rest.
 // Witness: issue and start on each of the 10 ranks.

@@ -146,6 +146,11 @@ int main(int argc, char** argv) {
       ->add_option("--max-states", sim_options.explore.max_states,
                    "Stop after this many distinct states (then: no deadlock found within the bound)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  int64_t max_memory_mib = sim_options.explore.max_memory_bytes >> 20;
+  simulate
+      ->add_option("--max-memory", max_memory_mib,
+                   "Stop when the search would hold more than this many MiB (visited states, stack; default 1024)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   simulate->add_flag("--no-fixes", no_fixes, "Do not search for fixes after a deadlock");
 
   try {
@@ -171,6 +176,7 @@ int main(int argc, char** argv) {
   if (*analyze) return RunAnalyze(paths, format, output, options);
   if (*simulate) {
     sim_options.search_fixes = !no_fixes;
+    sim_options.explore.max_memory_bytes = max_memory_mib << 20;
     return RunSimulate(schedule, sim_format, sim_options);
   }
   if (*stacks) {
