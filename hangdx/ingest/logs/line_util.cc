@@ -132,14 +132,19 @@ std::string_view CleanLine(std::string_view line, std::string* buf) {
 }
 
 std::string_view PeelPrefixes(std::string_view text, int64_t* rank, int64_t* local_rank,
-                              std::string_view* before_srun) {
-  if (before_srun) *before_srun = {};
+                              std::string_view* before_tag) {
+  if (before_tag) *before_tag = {};
   for (int round = 0; round < 8 && !text.empty(); ++round) {
     size_t n = KubectlPrefix(text);
     if (!n) n = MpiPrefix(text, rank);
     if (!n) n = RayPrefix(text);
-    if (!n) n = BracketPrefix(text, rank, local_rank);
-    if (!n && (n = SlurmPrefix(text, rank)) && before_srun) *before_srun = text;
+    bool ambiguous = false;
+    if (!n) {
+      n = BracketPrefix(text, rank, local_rank);
+      ambiguous = n > 0 && text[n - 1] == ' ';  // "[3] ", not "[rank3]:"
+    }
+    if (!n) ambiguous = (n = SlurmPrefix(text, rank)) > 0;
+    if (ambiguous && before_tag) *before_tag = text;
     if (!n) break;
     text.remove_prefix(n);
   }
@@ -162,7 +167,7 @@ bool LineReader::Next(Line* line) {
   line->rank = -1;
   line->local_rank = -1;
   std::string_view t = CleanLine(raw, &buf_);
-  line->text = PeelPrefixes(t, &line->rank, &line->local_rank, &line->before_srun);
+  line->text = PeelPrefixes(t, &line->rank, &line->local_rank, &line->before_tag);
   return true;
 }
 

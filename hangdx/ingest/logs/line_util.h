@@ -35,10 +35,13 @@ struct Line {
   int64_t rank = -1;        // global rank a peeled prefix names ([rank3]:, `3: `, mpirun [1,3]), else -1
   int64_t local_rank = -1;  // local rank a torchrun `[default0]:` prefix names, else -1
   bool truncated = false;   // longer than kMaxLineBytes
-  // The text as it was before a slurm `3: ` prefix was peeled, else empty:
-  // "N: " also starts lines of some reports (Horovod's "Stalled ranks:"
-  // block lists "3: [tensor, ...]"), so a reader of those looks here too.
-  std::string_view before_srun;
+  // The text as it was before the first launcher tag that a message can
+  // also start with was peeled (slurm `3: `, a bare `[3] `; the last such tag
+  // when several stack), else empty:
+  // Horovod's "Stalled ranks:" block lists "3: [tensor, ...]", PyTorch's
+  // desync report "[1] finished collective #4", so their readers look here
+  // when the peeled text fits nothing.
+  std::string_view before_tag;
 };
 
 // Splits `data` into lines ('\n'; a '\r' before it is dropped) and cleans
@@ -70,9 +73,10 @@ std::string_view CleanLine(std::string_view line, std::string* buf);
 // kubectl `2025-11-24T03:20:21.001125857Z `, launcher `[1803] `, torchrun
 // `[default0]:` (local rank), c10 `[rank3]:`, slurm `3: `. Sets *rank /
 // *local_rank (left alone when no prefix names one). Returns the rest; when
-// a slurm prefix was peeled, *before_srun (if given) is the text before it.
+// an ambiguous tag was peeled (slurm `3: `, bare `[3] `), *before_tag (if
+// given) is the text before the last such tag.
 std::string_view PeelPrefixes(std::string_view text, int64_t* rank, int64_t* local_rank,
-                              std::string_view* before_srun = nullptr);
+                              std::string_view* before_tag = nullptr);
 
 // Decimal / hexadecimal (no 0x; an optional 0x is skipped) integer of the
 // whole view; false on junk, empty, or overflow.

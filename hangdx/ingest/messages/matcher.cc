@@ -104,9 +104,9 @@ const CompiledCatalogue& CompiledCatalogue::Builtin() {
 
 MessageMatcher::MessageMatcher(const CompiledCatalogue& compiled) : compiled_(compiled) {}
 
-bool MessageMatcher::Continue(std::string_view text, std::string_view before_srun, std::vector<MessageMatch>* out) {
+bool MessageMatcher::Continue(std::string_view text, std::string_view before_tag, std::vector<MessageMatch>* out) {
   const CompiledRow& c = compiled_.impl().rows[block_row_];
-  for (std::string_view t : {text, before_srun}) {
+  for (std::string_view t : {text, before_tag}) {
     if (t.data() == nullptr) continue;
     if (c.end && Capture(*c.end, t, &block_.fields, &block_.problems)) {
       FinishFields(*c.row, &block_.fields);
@@ -125,8 +125,13 @@ bool MessageMatcher::Continue(std::string_view text, std::string_view before_sru
 }
 
 bool MessageMatcher::Feed(std::string_view text, int64_t line, int64_t offset, std::vector<MessageMatch>* out,
-                          std::string_view before_srun) {
-  if (block_open_ && Continue(text, before_srun, out)) return true;
+                          std::string_view before_tag) {
+  if (block_open_ && Continue(text, before_tag, out)) return true;
+  if (Start(text, line, offset, out)) return true;
+  return before_tag.data() != nullptr && Start(before_tag, line, offset, out);
+}
+
+bool MessageMatcher::Start(std::string_view text, int64_t line, int64_t offset, std::vector<MessageMatch>* out) {
   const CompiledCatalogue::Impl& impl = compiled_.impl();
   hits_.clear();
   if (!impl.anchors->Match(re2::StringPiece(text.data(), text.size()), &hits_)) return false;
@@ -174,9 +179,9 @@ std::vector<std::string> CheckRow(const CompiledCatalogue& compiled, const Row& 
       // As logs::LineReader hands lines to the matcher: cleaned, launcher
       // prefixes ([1,0]<stderr>:, [rank3]:, timestamps) peeled.
       int64_t rank = -1, local_rank = -1;
-      std::string_view before_srun;
-      std::string_view text = logs::PeelPrefixes(logs::CleanLine(l, &buf), &rank, &local_rank, &before_srun);
-      m.Feed(text, ++line, 0, &got, before_srun);
+      std::string_view before_tag;
+      std::string_view text = logs::PeelPrefixes(logs::CleanLine(l, &buf), &rank, &local_rank, &before_tag);
+      m.Feed(text, ++line, 0, &got, before_tag);
     }
     m.Finish(&got);
     const MessageMatch* mine = nullptr;

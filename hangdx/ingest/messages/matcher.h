@@ -75,16 +75,17 @@ class MessageMatcher {
   explicit MessageMatcher(const CompiledCatalogue& compiled = CompiledCatalogue::Builtin());
   // Matches one cleaned line (no newline). Appends what it recognized to
   // *out (a block is appended when it closes). Returns true when the line
-  // was part of a recognized message. `before_srun` (logs::Line) is tried
-  // for a block's continuation lines when `text` fits none: "3: [a, b]" in
-  // a Horovod block is not a slurm prefix.
+  // was part of a recognized message. `before_tag` (logs::Line) is tried
+  // when `text` fits no row: "3: [a, b]" in a Horovod block is not a slurm
+  // prefix, "[1] finished collective" in a desync report no launcher tag.
   bool Feed(std::string_view text, int64_t line, int64_t offset, std::vector<MessageMatch>* out,
-            std::string_view before_srun = {});
+            std::string_view before_tag = {});
   // Closes an open block at the end of the input.
   void Finish(std::vector<MessageMatch>* out);
 
  private:
-  bool Continue(std::string_view text, std::string_view before_srun, std::vector<MessageMatch>* out);
+  bool Continue(std::string_view text, std::string_view before_tag, std::vector<MessageMatch>* out);
+  bool Start(std::string_view text, int64_t line, int64_t offset, std::vector<MessageMatch>* out);
   const CompiledCatalogue& compiled_;
   bool block_open_ = false;
   size_t block_row_ = 0;
