@@ -124,7 +124,9 @@ grep -q '^    \[0\] .*writing_check > all_reduce$' "$tmp/out" || { echo "FAIL st
 check stacks_json 0 "$BIN" stacks testdata/torch/c/pickle --format json
 python3 -c "
 import json; t=json.load(open('$tmp/out'))
-assert t['from_flight_recorder']==[0,1,2] and t['tree']['ranks']==[0,1,2]" || { echo "FAIL stacks_json"; fail=1; }
+n=t['nodes']; assert t['schema_version']==2 and n[0]['parent'] is None and n[0]['frames']==[]
+assert t['from_flight_recorder']==[0,1,2] and n[0]['ranks']==[0,1,2] and t['cut']==[]
+assert all(n[c]['parent']==x['id'] for x in n for c in x['children'])" || { echo "FAIL stacks_json"; fail=1; }
 check stacks_bad_format 2 "$BIN" stacks testdata/torch/c/pickle --format dot
 # A truncated dump is named, not silently left out of the tree.
 mkdir -p "$tmp/stk" && cp testdata/torch/c/pickle/fr_trace_rank_0 testdata/torch/c/pickle/fr_trace_rank_1 "$tmp/stk/"

@@ -226,10 +226,11 @@ struct WaitSnapshot {
 // A stack of one thread of a rank, innermost frame first, as a stack dump
 // (py-spy, gdb, faulthandler) or a log traceback shows it.
 struct StackSample {
-  std::string thread;         // thread name or id as printed, "" if none
-  std::vector<Frame> frames;  // innermost first
-  std::string file;           // artifact it came from
-  int64_t line = -1;          // 1-based line in `file` where it starts
+  std::string thread;          // thread name or id as printed, "" if none
+  std::vector<Frame> frames;   // innermost first
+  std::string file;            // artifact it came from
+  int64_t line = -1;           // 1-based line in `file` where it starts
+  int64_t frames_dropped = 0;  // outermost frames the parser did not keep (its cap on a runaway recursion)
 };
 
 // A notable line in a rank's log: a watchdog timeout, a crash, a detected

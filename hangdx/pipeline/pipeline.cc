@@ -19,10 +19,7 @@ StatusOr<std::string> Stacks(const std::vector<std::string>& paths, const Pipeli
   StatusOr<model::Job> job = ingest::LoadJob(paths, options.load);
   if (!job.ok()) return job.status();
   analyze::StackTree tree = analyze::MergeStacks(*job);
-  // Frames come from the inputs: invalid UTF-8 becomes U+FFFD, never an exception.
-  if (format == "json")
-    return report::StacksToJson(tree).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  return report::RenderStacksText(tree);
+  return format == "json" ? report::RenderStacksJson(tree) : report::RenderStacksText(tree);
 }
 
 StatusOr<std::string> Render(const analyze::Diagnosis& d, const std::string& format) {

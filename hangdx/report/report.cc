@@ -3,6 +3,7 @@
 #include <set>
 
 #include "hangdx/base/rank_set.h"
+#include "hangdx/report/json_writer.h"
 
 namespace hangdx::report {
 namespace {
@@ -195,14 +196,41 @@ void StackLines(const analyze::StackNode& n, int depth, std::string* o) {
   for (const auto& k : cur->children) StackLines(k, depth + 1, o);
 }
 
-nlohmann::ordered_json StackNodeJson(const analyze::StackNode& n) {
-  nlohmann::ordered_json j;
-  j["frame"] = n.frame;
-  j["ranks"] = n.ranks;
-  nlohmann::ordered_json kids = nlohmann::ordered_json::array();
-  for (const auto& k : n.children) kids.push_back(StackNodeJson(k));
-  j["children"] = kids;
-  return j;
+// The tree as a flat list of nodes in depth-first order, parents first; a
+// chain of single children with the same ranks is one node with its list of
+// frames (as RenderStacksText folds it into one line), so the document's
+// nesting depth is fixed however deep the stacks are, and its size grows
+// with the frames that differ, not with ranks x depth.
+nlohmann::ordered_json StackNodesJson(const analyze::StackNode& root) {
+  using J = nlohmann::ordered_json;
+  struct Todo {
+    const analyze::StackNode* node;
+    int64_t parent;  // -1: the root
+  };
+  J nodes = J::array();
+  std::vector<Todo> todo = {{&root, -1}};
+  while (!todo.empty()) {
+    const Todo t = todo.back();
+    todo.pop_back();
+    const analyze::StackNode* cur = t.node;
+    J frames = J::array();
+    if (t.parent >= 0) {
+      frames.push_back(cur->frame);
+      while (cur->children.size() == 1 && cur->children[0].ranks == cur->ranks) {
+        cur = &cur->children[0];
+        frames.push_back(cur->frame);
+      }
+    }
+    const int64_t id = static_cast<int64_t>(nodes.size());
+    nodes.push_back({{"id", id},
+                     {"parent", t.parent >= 0 ? J(t.parent) : J(nullptr)},
+                     {"frames", std::move(frames)},
+                     {"ranks", cur->ranks},
+                     {"children", J::array()}});
+    if (t.parent >= 0) nodes[static_cast<size_t>(t.parent)]["children"].push_back(id);
+    for (auto it = cur->children.rbegin(); it != cur->children.rend(); ++it) todo.push_back({&*it, id});
+  }
+  return nodes;
 }
 
 }  // namespace
@@ -220,6 +248,10 @@ std::string RenderStacksText(const analyze::StackTree& t) {
     o += "From the frames of their last Flight Recorder entry (no stack dump): ranks " +
          FormatRanks(t.from_flight_recorder) + "\n";
   if (!t.without_stack.empty()) o += "No stack for ranks " + FormatRanks(t.without_stack) + "\n";
+  if (!t.cut.empty())
+    o += "Stacks cut at their innermost " + std::to_string(analyze::kMaxStackFrames) +
+         " frames (outer frames not read; a cut stack merges only with stacks cut by as many frames): ranks " +
+         FormatRanks(t.cut) + "\n";
   if (!t.unreadable.empty()) {
     std::vector<model::Rank> bad;
     for (const auto& [r, why] : t.unreadable) bad.push_back(r);
@@ -242,11 +274,12 @@ std::string RenderStacksText(const analyze::StackTree& t) {
 
 nlohmann::ordered_json StacksToJson(const analyze::StackTree& t) {
   nlohmann::ordered_json j;
-  j["schema_version"] = kSchemaVersion;
+  j["schema_version"] = kStacksSchemaVersion;
   j["tool"] = "hangdx stacks";
-  j["tree"] = StackNodeJson(t.root);
+  j["nodes"] = StackNodesJson(t.root);
   j["from_flight_recorder"] = t.from_flight_recorder;
   j["without_stack"] = t.without_stack;
+  j["cut"] = t.cut;
   nlohmann::ordered_json unreadable = nlohmann::ordered_json::array();
   for (const auto& [r, file] : t.unreadable) unreadable.push_back({{"rank", r}, {"file", file}});
   j["unreadable_dumps"] = unreadable;
@@ -336,9 +369,9 @@ nlohmann::ordered_json ToJson(const Diagnosis& d) {
   return j;
 }
 
-std::string RenderJson(const Diagnosis& d) {
-  return ToJson(d).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-}
+std::string RenderJson(const Diagnosis& d) { return WriteJson(ToJson(d)); }
+
+std::string RenderStacksJson(const analyze::StackTree& t) { return WriteJson(StacksToJson(t)); }
 
 std::string RenderDot(const Diagnosis& d) {
   std::set<int64_t> culprits, nodes;

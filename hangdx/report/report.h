@@ -1,7 +1,9 @@
 // hangdx/report/report.h
 // Renderers of a Diagnosis: a short human report, the stable JSON document
 // (schema in docs/json-schema.md, versioned by "schema_version"), and
-// Graphviz DOT of the rank-level wait-for graph. Renderers only format.
+// Graphviz DOT of the rank-level wait-for graph; and of the merged stacks.
+// Renderers only format; every JSON document is written by WriteJson
+// (json_writer.h).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -12,7 +14,8 @@
 
 namespace hangdx::report {
 
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 1;        // analyze's JSON document
+inline constexpr int kStacksSchemaVersion = 2;  // stacks' (2: a flat list of nodes, not a nested tree)
 
 // The human report. Its first line is the verdict in one sentence; rank sets
 // print as ranges. `max_findings` caps the findings shown in full.
@@ -34,6 +37,11 @@ std::string RenderDot(const analyze::Diagnosis& d);
 // frames that the same ranks share folded into one line ("a > b > c"), each
 // line with its ranks as ranges. The smaller classes are the odd ones out.
 std::string RenderStacksText(const analyze::StackTree& t);
+// The stacks document (docs/json-schema.md, "hangdx stacks"): the tree as a
+// flat list of nodes, each a folded chain of frames with its ranks, parent
+// and children; the ranks without a stack, with a cut stack, unreadable; the
+// diagnostics.
 nlohmann::ordered_json StacksToJson(const analyze::StackTree& t);
+std::string RenderStacksJson(const analyze::StackTree& t);  // WriteJson(StacksToJson(t))
 
 }  // namespace hangdx::report

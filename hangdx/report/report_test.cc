@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "hangdx/report/json_writer.h"
+
 namespace hangdx::report {
 namespace {
 
@@ -52,6 +54,42 @@ TEST(Report, DotIsAGraph) {
   EXPECT_EQ(dot.rfind("digraph wait_for {", 0), 0u);
   EXPECT_NE(dot.find("r0 -> r3"), std::string::npos);
   EXPECT_NE(dot.find("fillcolor"), std::string::npos);  // the culprit is marked
+}
+
+// Chains of frames with the same ranks are one node; ids are depth-first,
+// parents first, the larger class first.
+TEST(Report, StacksJsonIsAFlatListOfChains) {
+  analyze::StackTree t;
+  t.root.ranks = {0, 1, 2};
+  analyze::StackNode main{"main", {0, 1, 2}, {}}, loop{"loop", {0, 1, 2}, {}};
+  loop.children = {{"broadcast", {1, 2}, {{"wait", {1, 2}, {}}}}, {"all_reduce", {0}, {}}};
+  main.children = {loop};
+  t.root.children = {main};
+  t.cut = {2};
+  auto j = StacksToJson(t);
+  EXPECT_EQ(j["schema_version"], kStacksSchemaVersion);
+  const auto& n = j["nodes"];
+  ASSERT_EQ(n.size(), 4u) << n.dump();
+  EXPECT_TRUE(n[0]["parent"].is_null());
+  EXPECT_EQ(n[0]["frames"].size(), 0u);
+  EXPECT_EQ(n[0]["children"], nlohmann::json::array({1}));
+  EXPECT_EQ(n[1]["frames"], nlohmann::json::array({"main", "loop"}));
+  EXPECT_EQ(n[1]["children"], nlohmann::json::array({2, 3}));
+  EXPECT_EQ(n[2]["frames"], nlohmann::json::array({"broadcast", "wait"}));
+  EXPECT_EQ(n[2]["ranks"], nlohmann::json::array({1, 2}));
+  EXPECT_EQ(n[3]["parent"], 1);
+  EXPECT_EQ(n[3]["frames"], nlohmann::json::array({"all_reduce"}));
+  EXPECT_EQ(j["cut"], nlohmann::json::array({2}));
+  EXPECT_NE(RenderStacksText(t).find("Stacks cut at their innermost 1024 frames"), std::string::npos);
+}
+
+// Every JSON document goes through WriteJson: bytes that are not UTF-8
+// become U+FFFD instead of an exception.
+TEST(JsonWriter, InvalidUtf8IsReplacedNeverThrown) {
+  nlohmann::ordered_json j;
+  j["frame"] = std::string("bad \xff\xfe byte");
+  j["ok"] = "caf\xc3\xa9";
+  EXPECT_EQ(WriteJson(j), "{\n  \"frame\": \"bad \xef\xbf\xbd\xef\xbf\xbd byte\",\n  \"ok\": \"caf\xc3\xa9\"\n}\n");
 }
 
 }  // namespace

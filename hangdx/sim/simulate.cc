@@ -6,6 +6,7 @@
 #include "hangdx/analyze/device_graph.h"
 #include "hangdx/base/file.h"
 #include "hangdx/ingest/formats/device_json/device_json.h"
+#include "hangdx/report/json_writer.h"
 #include "hangdx/report/report.h"
 
 namespace hangdx::sim {
@@ -59,26 +60,30 @@ std::string Origin(const model::DeviceJob& job) { return job.origin.empty() ? "t
 
 }  // namespace
 
-StatusOr<model::DeviceJob> LoadSchedule(const std::string& path, std::vector<std::string>* notes) {
+StatusOr<model::DeviceJob> LoadSchedule(const std::string& path, model::DiagnosticSink* notes) {
   auto data = ReadFile(path, uint64_t{256} << 20);
   if (!data.ok()) return data.status();
   model::DeviceJob job;
-  std::vector<model::Diagnostic> all, diags;
+  std::vector<model::Diagnostic> all;
   bool usable = ingest::ParseDeviceJson(*data, path, &job, &all);
+  // The reader's problems, each once with its count, at most 20 (and a line
+  // saying how many more): a schedule with thousands of bad ops gets a
+  // message one can read.
+  model::DiagnosticSink problems(20);
   for (auto& d : all) {
     // A pg member without a program is part of the model (its peers wait for
     // it for ever), not a change of the program: a note, not a refusal.
     if (d.message.find("is a member but not in \"ranks\"") != std::string::npos) {
-      if (notes) notes->push_back(d.message);
+      if (notes) notes->Add(std::move(d));
     } else {
-      diags.push_back(std::move(d));
+      problems.Add(std::move(d));
     }
   }
-  if (!usable || !diags.empty()) {
+  std::vector<model::Diagnostic> listed = problems.Take();
+  if (!usable || !listed.empty()) {
     std::string msg = usable ? path + ": the schedule has problems; fix them first (nothing simulated):"
                              : path + ": not a usable hangdx schedule";
-    for (size_t i = 0; i < diags.size() && i < 20; ++i) msg += "\n  " + diags[i].message;
-    if (diags.size() > 20) msg += "\n  ... " + std::to_string(diags.size() - 20) + " more";
+    for (const auto& d : listed) msg += "\n  " + d.message;
     return InvalidArgument(msg);
   }
   return job;
@@ -246,7 +251,7 @@ std::string RenderJson(const SimulateReport& rep) {
                      {"seconds", t.seconds}});
   }
   j["fixes"] = fixes;
-  return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  return report::WriteJson(j);
 }
 
 }  // namespace hangdx::sim

@@ -15,6 +15,7 @@
 #include "hangdx/analyze/diagnosis.h"
 #include "hangdx/base/status.h"
 #include "hangdx/model/device.h"
+#include "hangdx/model/diagnostic_sink.h"
 #include "hangdx/sim/fixes.h"
 #include "hangdx/sim/simulator.h"
 
@@ -39,11 +40,13 @@ struct SimulateReport {
 // Reads the schedule (or snapshot) file at `path` (docs/snapshot-format.md).
 // Errors: the file cannot be read (NotFound, Io), or it is not a schedule,
 // or the reader had to skip or reinterpret any part of it (InvalidArgument,
-// the message lists the problems with their JSON paths): a simulation of a
-// program other than the one written would mislead. The one reader warning
-// that changes nothing, a pg member with no program (its peers wait for it
-// for ever, as the simulator models it), goes to `notes` when given.
-StatusOr<model::DeviceJob> LoadSchedule(const std::string& path, std::vector<std::string>* notes = nullptr);
+// the message lists the problems with their JSON paths, each once, at most
+// 20 and a count of the rest): a simulation of a program other than the one
+// written would mislead. The one reader warning that changes nothing, a pg
+// member with no program (its peers wait for it for ever, as the simulator
+// models it), goes to `notes` when given (the one sink's policy applies:
+// once each, capped).
+StatusOr<model::DeviceJob> LoadSchedule(const std::string& path, model::DiagnosticSink* notes = nullptr);
 
 // Explores `job`; on a deadlock analyzes the stuck state and, with
 // options.search_fixes, simulates the candidate fixes. Errors: the

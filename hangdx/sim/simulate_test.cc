@@ -31,17 +31,27 @@ TEST(LoadSchedule, Errors) {
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(), HasSubstr("has problems"));
   EXPECT_THAT(bad.status().message(), HasSubstr("ranks[0].threads[0].ops[0]"));
+  // 30 bad ops: 20 listed, then one line for the rest (the diagnostic sink's cap).
+  std::string ops;
+  for (int i = 0; i < 30; ++i) ops += std::string(i ? "," : "") + R"({"op": "wait", "stream": "s"})";
+  auto many = LoadSchedule(WriteTemp("many.json", R"({"hangdx_schedule": 1, "ranks": [{"rank": 0, "threads": [
+      {"name": "main", "ops": [)" + ops + "]}]}]}"));
+  ASSERT_FALSE(many.ok());
+  EXPECT_THAT(many.status().message(), HasSubstr("ops[19]"));
+  EXPECT_THAT(many.status().message(), ::testing::Not(HasSubstr("ops[20]")));
+  EXPECT_THAT(many.status().message(), ::testing::EndsWith("\n  10 more problems in this file not shown"));
 }
 
 // A pg member with no program is a note: its peers wait for it for ever.
 TEST(LoadSchedule, MemberWithoutProgramIsANote) {
-  std::vector<std::string> notes;
+  model::DiagnosticSink sink;
   auto job = LoadSchedule(WriteTemp("member.json", R"({"hangdx_schedule": 1, "pgs": {"tp": [0, 1]}, "ranks": [
       {"rank": 0, "threads": [{"name": "main", "ops": [{"op": "collective", "pg": "tp", "stream": "s"}]}]}]})"),
-                          &notes);
+                          &sink);
   ASSERT_TRUE(job.ok()) << job.status().message();
+  std::vector<model::Diagnostic> notes = sink.Take();
   ASSERT_EQ(notes.size(), 1u);
-  EXPECT_THAT(notes[0], HasSubstr("rank 1 is a member but not in \"ranks\""));
+  EXPECT_THAT(notes[0].message, HasSubstr("rank 1 is a member but not in \"ranks\""));
   auto rep = Simulate(*job, {});
   ASSERT_TRUE(rep.ok());
   EXPECT_EQ(ExitCode(*rep), 1);

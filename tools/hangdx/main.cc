@@ -77,9 +77,9 @@ int RunAnalyze(const std::vector<std::string>& paths, const std::string& format,
 
 // hangdx simulate: 0 no deadlock found, 1 a deadlock, 2 bad input.
 int RunSimulate(const std::string& path, const std::string& format, const hangdx::sim::SimulateOptions& options) {
-  std::vector<std::string> notes;
+  hangdx::model::DiagnosticSink notes;
   auto job = hangdx::sim::LoadSchedule(path, &notes);
-  for (const auto& n : notes) std::cerr << "hangdx: note: " << path << ": " << n << "\n";
+  for (const auto& n : notes.Take()) std::cerr << "hangdx: note: " << path << ": " << n.message << "\n";
   if (!job.ok()) {
     std::cerr << "hangdx: " << job.status().message() << "\n";
     return 2;

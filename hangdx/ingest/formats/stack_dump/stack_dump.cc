@@ -58,6 +58,7 @@ void Push(DumpSet* out, int64_t rank, model::StackSample* s) {
   model::RankDump& d = out->For(rank);
   if (d.stacks.size() < kMaxStacks) d.stacks.push_back(std::move(*s));
   s->frames.clear();
+  s->frames_dropped = 0;
 }
 
 void ParseJson(std::string_view data, int64_t rank_hint, DumpSet* out) {
@@ -83,7 +84,11 @@ void ParseJson(std::string_view data, int64_t rank_hint, DumpSet* out) {
     model::StackSample s = NewSample(*out, "Thread " + thread, -1);
     if (t.contains("frames") && t["frames"].is_array()) {
       for (const auto& f : t["frames"]) {
-        if (!f.is_object() || s.frames.size() >= kMaxFrames) continue;
+        if (!f.is_object()) continue;
+        if (s.frames.size() >= kMaxFrames) {
+          ++s.frames_dropped;
+          continue;
+        }
         model::Frame fr;
         if (f.contains("name") && f["name"].is_string()) fr.name = f["name"].get<std::string>();
         if (f.contains("short_filename") && f["short_filename"].is_string())
@@ -224,8 +229,11 @@ void ParseStackDump(std::string_view data, StackFormat f, int64_t rank_hint, Dum
   auto add_py_frame = [&](const re2::StringPiece& line_text) {
     std::string file, func;
     int64_t line = 0;
-    if (RE2::FullMatch(line_text, PyFrameLine(), &file, &line, &func) && s.frames.size() < kMaxFrames)
+    if (!RE2::FullMatch(line_text, PyFrameLine(), &file, &line, &func)) return;
+    if (s.frames.size() < kMaxFrames)
       s.frames.push_back({std::string(Trim(func)), file, line});
+    else
+      ++s.frames_dropped;
   };
   if (f == StackFormat::kBareFrames) {
     s = NewSample(*out, "", 1);
@@ -264,7 +272,12 @@ void ParseStackDump(std::string_view data, StackFormat f, int64_t rank_hint, Dum
           if (tt == "Arguments:" || tt == "Arguments::" || tt == "Locals:") continue;
         }
         model::Frame fr;
-        if (ParsePySpyFrame(tt, &fr) && s.frames.size() < kMaxFrames) s.frames.push_back(std::move(fr));
+        if (ParsePySpyFrame(tt, &fr)) {
+          if (s.frames.size() < kMaxFrames)
+            s.frames.push_back(std::move(fr));
+          else
+            ++s.frames_dropped;
+        }
         break;
       }
       case StackFormat::kGdb: {
@@ -276,9 +289,12 @@ void ParseStackDump(std::string_view data, StackFormat f, int64_t rank_hint, Dum
           continue;
         }
         model::Frame fr;
-        if (open && ParseGdbFrame(tt, &fr) && s.frames.size() < kMaxFrames) {
-          s.frames.push_back(std::move(fr));
-          continue;
+        if (open && ParseGdbFrame(tt, &fr)) {
+          if (s.frames.size() < kMaxFrames) {
+            s.frames.push_back(std::move(fr));
+            continue;
+          }
+          ++s.frames_dropped;
         }
         // python-gdb py-bt frames under a gdb thread header.
         if (open) add_py_frame(sp);
