@@ -6,27 +6,8 @@
 #include "hangdx/report/json_writer.h"
 
 namespace hangdx::report {
-namespace {
 
-using analyze::Diagnosis;
-using analyze::Finding;
-
-const char* DiagSeverity(model::Diagnostic::Severity s) {
-  switch (s) {
-    case model::Diagnostic::Severity::kInfo:
-      return "info";
-    case model::Diagnostic::Severity::kWarning:
-      return "warning";
-    case model::Diagnostic::Severity::kError:
-      return "error";
-  }
-  return "warning";
-}
-
-// Text from the inputs may hold control characters (a profiling name with
-// "\x1b[2J" or "\n") or bytes that are not UTF-8 (a corrupt dump): each is
-// printed as '?', so the report keeps its lines and stays valid UTF-8.
-std::string C(std::string_view s) {
+std::string Printable(std::string_view s) {
   std::string o(s);
   for (size_t i = 0; i < o.size();) {
     unsigned char c = static_cast<unsigned char>(o[i]);
@@ -48,6 +29,25 @@ std::string C(std::string_view s) {
   }
   return o;
 }
+
+namespace {
+
+using analyze::Diagnosis;
+using analyze::Finding;
+
+const char* DiagSeverity(model::Diagnostic::Severity s) {
+  switch (s) {
+    case model::Diagnostic::Severity::kInfo:
+      return "info";
+    case model::Diagnostic::Severity::kWarning:
+      return "warning";
+    case model::Diagnostic::Severity::kError:
+      return "error";
+  }
+  return "warning";
+}
+
+std::string C(std::string_view s) { return Printable(s); }
 
 // "  warning: FILE @ byte N: message\n", control characters escaped.
 std::string DiagLine(const model::Diagnostic& diag) {

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "hangdx/analyze/diagnosis.h"
 #include "hangdx/analyze/stacks.h"
@@ -16,6 +17,13 @@ namespace hangdx::report {
 
 inline constexpr int kSchemaVersion = 1;        // analyze's JSON document
 inline constexpr int kStacksSchemaVersion = 2;  // stacks' (2: a flat list of nodes, not a nested tree)
+
+// The text policy of every human report: text from the inputs may hold
+// control characters (a profiling name with "\x1b[2J" or "\n") or bytes
+// that are not UTF-8 (a corrupt dump); each such byte becomes '?', so a
+// report keeps its lines, cannot drive the terminal, and stays valid UTF-8.
+// Tabs and well-formed UTF-8 are kept.
+std::string Printable(std::string_view s);
 
 // The human report. Its first line is the verdict in one sentence; rank sets
 // print as ranges. `max_findings` caps the findings shown in full.

@@ -109,32 +109,37 @@ StatusOr<SimulateReport> Simulate(const model::DeviceJob& job, const SimulateOpt
 
 int ExitCode(const SimulateReport& report) { return report.result.deadlock ? 1 : 0; }
 
+// Every text that holds names from the schedule (op, thread, stream, event
+// and pg names, the file name) goes through P: no control character or line
+// break in a name reaches the terminal.
 std::string RenderText(const SimulateReport& rep) {
+  auto P = [](const std::string& s) { return report::Printable(s); };
   const ExploreResult& r = rep.result;
   const bool por = rep.reduction;
   std::string mode = std::string("task queue mode ") + model::QueueModeName(rep.job.queue_mode);
   std::string out;
   if (r.deadlock) {
-    out += "DEADLOCK (" + mode + "): an interleaving of " + Origin(rep.job) + " deadlocks; " + Explored(r, por) + ".\n";
+    out +=
+        "DEADLOCK (" + mode + "): an interleaving of " + P(Origin(rep.job)) + " deadlocks; " + Explored(r, por) + ".\n";
     out += "Witness order (" + std::to_string(r.witness.size()) + " transitions from the start):\n";
     const size_t kMax = 400;
     for (size_t i = 0; i < r.witness.size() && i < kMax; ++i) {
       char num[16];
       std::snprintf(num, sizeof num, "%4zu. ", i + 1);
-      out += num + r.witness[i].text + "\n";
+      out += num + P(r.witness[i].text) + "\n";
     }
     if (r.witness.size() > kMax)
       out += "  ... " + std::to_string(r.witness.size() - kMax) + " more (--format json lists them all)\n";
     out += "Stuck state:\n";
-    for (const auto& b : r.blocked) out += "  " + b + "\n";
+    for (const auto& b : r.blocked) out += "  " + P(b) + "\n";
     bool any = false;
     for (const auto& f : rep.findings) {
       if (f.severity == analyze::Severity::kInfo) continue;
       if (!any) out += "Why (device wait-for graph of the stuck state):\n";
       any = true;
-      out += "  " + std::string(analyze::KindName(f.kind)) + ": " + f.summary + "\n";
-      for (const auto& d : f.details) out += "    " + d + "\n";
-      if (!f.fix_hint.empty()) out += "    hint: " + f.fix_hint + "\n";
+      out += "  " + std::string(analyze::KindName(f.kind)) + ": " + P(f.summary) + "\n";
+      for (const auto& d : f.details) out += "    " + P(d) + "\n";
+      if (!f.fix_hint.empty()) out += "    hint: " + P(f.fix_hint) + "\n";
     }
     if (rep.fixes_searched) {
       out += "Fix search (each change simulated over every interleaving):\n";
@@ -142,11 +147,11 @@ std::string RenderText(const SimulateReport& rep) {
       for (const auto& t : rep.fixes) {
         if (!t.passes) continue;
         found = true;
-        out += "fix: " + t.change + ": no deadlock, " + Count(t.states) + " states" +
+        out += "fix: " + P(t.change) + ": no deadlock, " + Count(t.states) + " states" +
                (t.bound_reached ? " (bound reached: no deadlock found within the bound)" : "") + "\n";
       }
       for (const auto& t : rep.fixes) {
-        if (!t.passes) out += "  tried: " + t.change + ": still deadlocks\n";
+        if (!t.passes) out += "  tried: " + P(t.change) + ": still deadlocks\n";
       }
       if (rep.fixes_untried > 0) {
         out += "  not tried: " + std::to_string(rep.fixes_untried) + " candidate" + (rep.fixes_untried > 1 ? "s" : "") +
@@ -165,7 +170,7 @@ std::string RenderText(const SimulateReport& rep) {
     out += "NO DEADLOCK FOUND WITHIN THE BOUND (" + mode + "): " + Explored(r, por) + ", bound reached (" + r.bound +
            "): no deadlock found within the bound; interleavings beyond it were not explored.\n";
   } else {
-    out += "NO DEADLOCK (" + mode + "): every interleaving of " + Origin(rep.job) + " runs to the end; " +
+    out += "NO DEADLOCK (" + mode + "): every interleaving of " + P(Origin(rep.job)) + " runs to the end; " +
            Explored(r, por) + ".\n";
   }
   return out;

@@ -58,6 +58,20 @@ TEST(LoadSchedule, MemberWithoutProgramIsANote) {
   EXPECT_THAT(RenderText(*rep), HasSubstr("waits for rank 1: it has not issued its tp seq 0 collective"));
 }
 
+// Op and thread names come from the schedule: a control character in one
+// never reaches the terminal.
+TEST(Simulate, TextHasNoControlCharacters) {
+  auto job = LoadSchedule(WriteTemp("evil.json", R"({"hangdx_schedule": 1, "pgs": {"tp": [0, 1]}, "ranks": [
+      {"rank": 0, "threads": [{"name": "m\u001b[2J", "ops": [{"op": "collective", "name": "x\ny", "pg": "tp",
+       "stream": "s"}]}]}]})"));
+  ASSERT_TRUE(job.ok()) << job.status().message();
+  auto rep = Simulate(*job, {});
+  ASSERT_TRUE(rep.ok());
+  std::string text = RenderText(*rep);
+  EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+  EXPECT_THAT(text, HasSubstr("thread m?[2J issues x?y"));
+}
+
 TEST(Simulate, DeadlockTextAndJson) {
   auto job = LoadSchedule(Example("p2p-send-send/deadlock.json"));
   ASSERT_TRUE(job.ok()) << job.status().message();
