@@ -9,7 +9,7 @@
 #include "hangdx/analyze/device_graph.h"
 #include "hangdx/analyze/latent_order.h"
 #include "hangdx/analyze/match.h"
-#include "hangdx/analyze/wait_graph.h"
+#include "hangdx/analyze/rank_analysis.h"
 #include "hangdx/base/rank_set.h"
 
 namespace hangdx::analyze {
@@ -70,71 +70,22 @@ const char* Verb(const std::vector<Rank>& ranks, const char* one, const char* ma
   return ranks.size() == 1 ? one : many;
 }
 
-// A process group as resolved across ranks.
-struct Group {
-  std::string name, desc;
-  std::vector<Rank> members;
-  model::SharedRanks member_list;  // the same list, shared (identity speeds up group lookup)
-  bool inferred = false;
-  int64_t max_seq = -1;
-  int64_t mismatched_seqs = 0;
-  std::vector<const RankDump*> dump;                            // per member; nullptr = no dump
-  std::vector<std::vector<std::pair<int64_t, uint32_t>>> coll;  // per member: (seq, op index) by seq
-  std::vector<std::vector<uint32_t>> p2p;                       // per member: P2P op indices
-
-  int MemberIndex(Rank r) const {
-    auto it = std::lower_bound(members.begin(), members.end(), r);
-    return it != members.end() && *it == r ? static_cast<int>(it - members.begin()) : -1;
-  }
-  // "pg 0 (default_pg)"; a long description (a parser's note) is left out.
-  std::string Label() const {
-    bool show = !desc.empty() && desc != "undefined" && desc.size() <= 32;
-    return "pg " + name + (show ? " (" + desc + ")" : "");
-  }
-};
-
-// Where one member stands with respect to one (pg, seq).
-enum class Presence { kArrived, kNotReached, kPassed, kNoDump };
-
-// One (pg, seq) instance of a collective and its verdict.
-struct Instance {
-  int group = -1;
-  int64_t seq = -1;
-  std::vector<Rank> arrived, not_reached, no_dump;
-  // Op indices (into the rank's dump) at this seq, per arrived rank i:
-  // op_idx[op_start[i] .. op_start[i+1]). Flat: one allocation, not one per rank.
-  std::vector<uint32_t> op_idx, op_start{0};
-  std::span<const uint32_t> ops(size_t i) const { return {op_idx.data() + op_start[i], op_start[i + 1] - op_start[i]}; }
-  // Signature classes among arrived ranks, largest (reference) first; only
-  // filled when they disagree (a mismatch).
-  std::vector<std::pair<std::string, std::vector<Rank>>> classes;
-  bool mismatch = false;
-  bool any_pending = false;   // some arrived op not completed
-  bool all_in_flight = true;  // every arrived op pending, not retired
-  bool failed = false;        // arrived ops finished although a member never came
-  int64_t created_ns = 0;     // earliest creation among arrived ops
-  int node = -1;              // wait-graph node, -1 if none
-  int behind = -1;            // an earlier unfinished problem of the pg it queues behind
-  bool problem() const { return mismatch || !not_reached.empty() || !no_dump.empty(); }
-};
-
 // Records listed per side of a finding; the rest are counted.
 constexpr size_t kEvidencePerSide = 8;
 
 class Analyzer {
  public:
-  Analyzer(const model::Job& job, const AnalyzeOptions& opt) : job_(job), opt_(opt) {}
+  explicit Analyzer(const RankAnalysis& a) : a_(a), job_(a.job), opt_(a.options), dump_based_(a.dump_based) {}
 
   Diagnosis Run() {
     out_.files = job_.files;
     out_.diagnostics = job_.diagnostics;
+    out_.diagnostics.insert(out_.diagnostics.end(), a_.diagnostics.begin(), a_.diagnostics.end());
     out_.inputs = job_.inputs;
     out_.unreadable = job_.unreadable;
-    for (const auto& d : job_.dumps) dump_based_ = dump_based_ || d.from_flight_recorder;
-    ResolveWorld();
-    ResolveGroups();
-    BuildInstances();
-    BuildGraph();
+    out_.world_size = a_.world.reported_size;
+    out_.world_size_inferred = a_.world.inferred;
+    out_.ranks_without_dump = a_.world.without_dump;
     Findings();
     Summaries();
     Verdict();
@@ -142,547 +93,15 @@ class Analyzer {
   }
 
  private:
-  // ---------------------------------------------------------------- world
-  void ResolveWorld() {
-    int64_t w = job_.world_size;
-    out_.world_size_inferred = w < 0;
-    if (w < 0) {
-      // gloo keys its one pg_config entry '' and lists the world there while
-      // only the default pg exists (torch 2.13, testdata/torch/README.md).
-      for (const auto& d : job_.dumps)
-        for (const auto& [name, cfg] : d.pg_config)
-          if ((name == "0" || name.empty() || cfg.desc == "default_pg") && cfg.ranks_known)
-            w = std::max<int64_t>(w, cfg.ranks.back() + 1);
-      if (w >= 0) out_.world_size_inferred = false;
-    }
-    int64_t seen = 0;
-    for (const auto& [r, file] : job_.unreadable) seen = std::max(seen, r + 1);
-    for (const auto& d : job_.dumps) {
-      seen = std::max(seen, d.rank + 1);
-      if (d.wait)
-        for (Rank r : d.wait->waiting_for) seen = std::max(seen, r + 1);
-      for (const auto& [name, cfg] : d.pg_config)
-        if (!cfg.ranks.empty()) seen = std::max(seen, cfg.ranks.back() + 1);
-    }
-    if (w < seen) w = seen;
-    // Rank numbers far above the number of ranks with data (a typo, a
-    // hostile file) must not make a million-member default pg.
-    int64_t with_data = static_cast<int64_t>(job_.dumps.size() + job_.unreadable.size());
-    if (out_.world_size_inferred && w > 4 * with_data + 64) {
-      model::Diagnostic diag;
-      diag.severity = model::Diagnostic::Severity::kWarning;
-      diag.message = "rank numbers go up to " + std::to_string(w - 1) + " but only " + std::to_string(with_data) +
-                     " ranks have data; not guessing the world size (pass --world-size)";
-      out_.diagnostics.push_back(std::move(diag));
-      w = -1;
-    }
-    world_ = w;
-    if (w < 0) {
-      out_.world_size = static_cast<int64_t>(job_.dumps.size());
-      return;
-    }
-    out_.world_size = w;
-    size_t k = 0;
-    for (Rank r = 0; r < w; ++r) {
-      while (k < job_.dumps.size() && job_.dumps[k].rank < r) ++k;
-      if (k >= job_.dumps.size() || job_.dumps[k].rank != r) out_.ranks_without_dump.push_back(r);
-    }
-  }
-
-  // --------------------------------------------------------------- groups
-  // The pg of each (dump, pg name): a short list per dump, looked up by the
-  // interned name (views of one dump's interner compare by address first).
-  int GroupOf(const RankDump& d, std::string_view name) const {
-    const auto& list = dump_groups_[&d - job_.dumps.data()];
-    for (const auto& [n, g] : list)
-      if (n.data() == name.data() || n == name) return g;
-    return -1;
-  }
-
-  void ResolveGroups() {
-    dump_groups_.resize(job_.dumps.size());
-    std::map<std::string, std::set<Rank>> inferred;  // name -> recording ranks
-    std::map<std::string, std::string> inferred_desc;
-    std::map<std::string, std::vector<std::string_view>> inferred_views;  // name -> views to bind
-    std::vector<std::vector<std::pair<std::string_view, std::string_view>>> pending(job_.dumps.size());
-    for (size_t di = 0; di < job_.dumps.size(); ++di) {
-      const RankDump& d = job_.dumps[di];
-      // One pass: each pg name this dump records, with its description.
-      std::vector<std::pair<std::string_view, std::string_view>> names;
-      for (const auto& op : d.ops) {
-        bool have = false;
-        for (const auto& [n, desc] : names)
-          if (n.data() == op.pg_name.data() || n == op.pg_name) {
-            have = true;
-            break;
-          }
-        if (!have) names.emplace_back(op.pg_name, op.pg_desc);
-      }
-      for (const auto& [name, op_desc] : names) {
-        std::string desc(op_desc);
-        auto cfg = d.pg_config.find(name);
-        if (cfg != d.pg_config.end() && cfg->second.ranks_known) {
-          if (desc.empty()) desc = cfg->second.desc;
-          dump_groups_[di].emplace_back(name, GroupIndex(std::string(name), desc, cfg->second.ranks, false));
-        } else if ((name == "0" || desc == "default_pg") && world_ >= 0) {
-          dump_groups_[di].emplace_back(name, GroupIndex(std::string(name), desc, World(), out_.world_size_inferred));
-        } else {
-          inferred[std::string(name)].insert(d.rank);
-          inferred_desc[std::string(name)] = desc;
-          pending[di].emplace_back(name, op_desc);
-        }
-      }
-    }
-    // Members inferred from which ranks record the pg.
-    std::map<std::string, int> inferred_group;
-    for (const auto& [name, ranks] : inferred)
-      inferred_group[name] = GroupIndex(name, inferred_desc[name],
-                                        model::SharedRanks(std::vector<Rank>(ranks.begin(), ranks.end())), true);
-    for (size_t di = 0; di < job_.dumps.size(); ++di)
-      for (const auto& [name, desc] : pending[di])
-        dump_groups_[di].emplace_back(name, inferred_group[std::string(name)]);
-    // Index each member's ops.
-    for (auto& g : groups_) {
-      g.dump.assign(g.members.size(), nullptr);
-      g.coll.resize(g.members.size());
-      g.p2p.resize(g.members.size());
-    }
-    for (const auto& d : job_.dumps) {
-      for (uint32_t i = 0; i < d.ops.size(); ++i) {
-        const OpRecord& op = d.ops[i];
-        int gi = GroupOf(d, op.pg_name);
-        if (gi < 0) continue;
-        Group& g = groups_[gi];
-        int m = g.MemberIndex(d.rank);
-        if (m < 0) {
-          Warn(d, "records pg " + std::string(op.pg_name) + " whose recorded members (" + R(g.members) +
-                      ") do not include this rank");
-          continue;
-        }
-        g.dump[m] = &d;
-        if (op.is_p2p)
-          g.p2p[m].push_back(i);
-        else if (op.collective_seq >= 0)
-          g.coll[m].emplace_back(op.collective_seq, i);
-      }
-    }
-    for (auto& g : groups_) {
-      for (size_t m = 0; m < g.members.size(); ++m) {
-        if (!g.dump[m]) g.dump[m] = job_.Find(g.members[m]);
-        std::stable_sort(g.coll[m].begin(), g.coll[m].end(),
-                         [](const auto& a, const auto& b) { return a.first < b.first; });
-      }
-    }
-  }
-
-  const model::SharedRanks& World() {
-    if (world_ranks_.size() != static_cast<size_t>(world_)) {
-      std::vector<Rank> all(static_cast<size_t>(world_));
-      for (Rank r = 0; r < world_; ++r) all[r] = r;
-      world_ranks_ = model::SharedRanks(std::move(all));
-    }
-    return world_ranks_;
-  }
-
-  // One group per (name, member list); member lists shared between dumps
-  // compare by address, others by value.
-  int GroupIndex(const std::string& name, const std::string& desc, const model::SharedRanks& members,
-                 bool was_inferred) {
-    auto& candidates = groups_by_name_[name];
-    for (int gi : candidates)
-      if (groups_[gi].member_list == members) return gi;
-    Group g;
-    g.name = name;
-    g.desc = desc;
-    g.member_list = members;
-    g.members = members.get();
-    g.inferred = was_inferred;
-    groups_.push_back(std::move(g));
-    candidates.push_back(static_cast<int>(groups_.size()) - 1);
-    return candidates.back();
-  }
-
-  void Warn(const RankDump& d, std::string msg) {
-    model::Diagnostic diag;
-    diag.file = d.file;
-    diag.rank = d.rank;
-    diag.message = std::move(msg);
-    out_.diagnostics.push_back(std::move(diag));
-  }
-
-  // ------------------------------------------------------------ instances
-  void BuildInstances() {
-    for (int gi = 0; gi < static_cast<int>(groups_.size()); ++gi) {
-      const Group& g = groups_[gi];
-      std::vector<int64_t> seqs;
-      for (const auto& list : g.coll)
-        for (const auto& [seq, idx] : list) seqs.push_back(seq);
-      std::sort(seqs.begin(), seqs.end());
-      seqs.erase(std::unique(seqs.begin(), seqs.end()), seqs.end());
-      for (int64_t seq : seqs) EvaluateInstance(gi, seq);
-    }
-  }
-
-  void EvaluateInstance(int gi, int64_t seq) {
-    const Group& g = groups_[gi];
-    Instance in;
-    in.group = gi;
-    in.seq = seq;
-    bool same = true;  // every arrived rank's ops agree with the first one's
-    for (size_t m = 0; m < g.members.size(); ++m) {
-      Rank r = g.members[m];
-      const auto& list = g.coll[m];
-      auto lo = std::lower_bound(list.begin(), list.end(), std::make_pair(seq, uint32_t{0}));
-      if (lo != list.end() && lo->first == seq) {
-        for (auto it = lo; it != list.end() && it->first == seq; ++it) {
-          in.op_idx.push_back(it->second);
-          const OpRecord& op = g.dump[m]->ops[it->second];
-          if (!op.completed) in.any_pending = true;
-          if (op.completed || op.retired) in.all_in_flight = false;
-          if (op.completed) in.failed = true;  // meaningful only if the instance is a problem
-          if (op.time_created_ns > 0 && (in.created_ns == 0 || op.time_created_ns < in.created_ns))
-            in.created_ns = op.time_created_ns;
-          // NCCL-style dumps are written on timeout and update state
-          // themselves: a pending op there is no evidence of progress. gloo
-          // retires (and counts as completed) an op that timed out, so a
-          // pending, unretired gloo op is still in flight.
-          if (op.backend != "gloo") in.all_in_flight = false;
-        }
-        in.arrived.push_back(r);
-        in.op_start.push_back(static_cast<uint32_t>(in.op_idx.size()));
-        if (same && in.arrived.size() > 1) same = SameOps(in, 0, in.arrived.size() - 1);
-      } else if (!g.dump[m]) {
-        in.no_dump.push_back(r);
-      } else if (list.empty() || list.back().first < seq) {
-        // Reached nothing at or after this seq. A ring buffer that dropped
-        // its older entries still shows later ones, so this is a real "not yet".
-        in.not_reached.push_back(r);
-      }
-      // else: the seq is below this rank's oldest kept entry (evicted) or a
-      // gap inside its history: it got past it.
-    }
-    if (opt_.assume_timed_out) in.all_in_flight = false;
-    if (in.arrived.empty()) return;
-    // A member without a dump took part in every seq that some arrived rank
-    // got past (the collective completed); it is a suspect only where the
-    // arrived ranks stopped.
-    if (!in.no_dump.empty()) {
-      for (Rank r : in.arrived) {
-        const auto& list = g.coll[g.MemberIndex(r)];
-        if (!list.empty() && list.back().first > seq) {
-          in.no_dump.clear();
-          break;
-        }
-      }
-    }
-    groups_[gi].max_seq = std::max(groups_[gi].max_seq, seq);
-    if (!same) {
-      // The slow path, for the rare seq where ranks disagree: name each
-      // distinct signature.
-      std::map<std::string, std::vector<Rank>> classes;
-      for (size_t i = 0; i < in.arrived.size(); ++i) {
-        std::string sig;
-        for (uint32_t idx : in.ops(i))
-          sig += (sig.empty() ? "" : " + ") + Signature(DumpOf(in, in.arrived[i])->ops[idx]);
-        classes[sig].push_back(in.arrived[i]);
-      }
-      for (auto& [sig, ranks] : classes) in.classes.emplace_back(sig, ranks);
-    }
-    in.mismatch = in.classes.size() > 1;
-    if (in.mismatch) {
-      OrderClasses(&in, g);
-      ++groups_[gi].mismatched_seqs;
-    }
-    if (!in.problem()) in.failed = false;
-    // A healthy, finished seq needs no more attention: only problems and
-    // pending seqs are kept (memory stays proportional to what is wrong).
-    if (!in.problem() && !in.any_pending) return;
-    int idx = static_cast<int>(instances_.size());
-    instance_index_[{gi, seq}] = idx;
-    instances_.push_back(std::move(in));
-  }
-
-  // True when arrived ranks i and j recorded the same ops at this seq as far
-  // as matching is concerned (op names, and the sizes and dtypes compared for
-  // that op). Fast: compares interned values, builds no strings.
-  bool SameOps(const Instance& in, size_t i, size_t j) const {
-    auto a = in.ops(i), b = in.ops(j);
-    if (a.size() != b.size()) return false;
-    const RankDump* da = DumpOf(in, in.arrived[i]);
-    const RankDump* db = DumpOf(in, in.arrived[j]);
-    for (size_t k = 0; k < a.size(); ++k) {
-      const OpRecord& x = da->ops[a[k]];
-      const OpRecord& y = db->ops[b[k]];
-      // Common case first: identical records (interned values compare by
-      // address within a dump, by value across dumps).
-      if (x.op == y.op && x.input_sizes == y.input_sizes && x.output_sizes == y.output_sizes &&
-          x.input_dtypes == y.input_dtypes && x.output_dtypes == y.output_dtypes &&
-          x.p2p_peer_local == y.p2p_peer_local)
-        continue;
-      MatchState ms = MatchOps(x, y);
-      if (ms != MatchState::kFullyMatched && ms != MatchState::kStateMismatch && ms != MatchState::kUndecided)
-        return false;
-      if (ms == MatchState::kUndecided && Signature(x) != Signature(y)) return false;
-    }
-    return true;
-  }
-
-  // Orders signature classes: larger first; on a tie, the signature seen
-  // more often in this pg's history; then the class without the lowest rank
-  // (rank-0-only code paths are the usual deviation) is the reference.
-  void OrderClasses(Instance* in, const Group& g) {
-    std::map<std::string, int64_t> freq;
-    for (size_t m = 0; m < g.members.size(); ++m)
-      for (const auto& [seq, idx] : g.coll[m])
-        if (seq != in->seq) ++freq[Signature(g.dump[m]->ops[idx])];
-    auto first_sig = [](const std::string& s) { return s.substr(0, s.find(" + ")); };
-    std::stable_sort(in->classes.begin(), in->classes.end(), [&](const auto& a, const auto& b) {
-      if (a.second.size() != b.second.size()) return a.second.size() > b.second.size();
-      int64_t fa = freq[first_sig(a.first)], fb = freq[first_sig(b.first)];
-      if (fa != fb) return fa > fb;
-      return a.second.front() > b.second.front();
-    });
-  }
-
-  const OpRecord& OpAt(const Instance& in, size_t arrived_idx) const {
-    const Group& g = groups_[in.group];
-    Rank r = in.arrived[arrived_idx];
-    return g.dump[g.MemberIndex(r)]->ops[in.ops(arrived_idx).front()];
-  }
-  const RankDump* DumpOf(const Instance& in, Rank r) const {
-    const Group& g = groups_[in.group];
-    return g.dump[g.MemberIndex(r)];
-  }
-
-  // ---------------------------------------------------------------- graph
-  enum class NodeType { kInstance, kP2P, kSnapshot, kIdle, kNoDump };
-  struct NodeInfo {
-    NodeType type;
-    Rank rank = -1;     // P2P, snapshot, idle, no-dump nodes
-    int instance = -1;  // instance nodes
-    int group = -1;
-    uint32_t op = 0;  // P2P op index in the rank's dump
-  };
-  struct EdgeInfo {
-    int from, to;
-    Rank via;
-  };
-
-  int NewNode(WaitGraph::NodeKind kind, NodeInfo info) {
-    int n = graph_.AddNode(kind);
-    nodes_.push_back(info);
-    return n;
-  }
-
-  // True when a log of rank r says it crashed (CUDA error, abort, ...).
-  bool Crashed(Rank r) const {
-    const RankDump* d = job_.Find(r);
-    if (!d) return false;
-    for (const auto& e : d->events)
-      if (e.kind == model::LogEvent::Kind::kCrash) return true;
-    return false;
-  }
-
-  int SinkFor(Rank r) {
-    auto it = sink_of_.find(r);
-    if (it != sink_of_.end()) return it->second;
-    bool has = job_.Find(r) != nullptr && !Crashed(r);
-    int n = NewNode(WaitGraph::NodeKind::kSink, {has ? NodeType::kIdle : NodeType::kNoDump, r});
-    sink_of_[r] = n;
-    return n;
-  }
-
-  // The node where rank r is blocked now: its last recorded op if that op is
-  // stuck, else its live wait state, else a sink (busy elsewhere / no data).
-  int BlockingNode(Rank r) {
-    auto it = blocking_.find(r);
-    if (it != blocking_.end()) return it->second;
-    int n = -1;
-    const RankDump* d = job_.Find(r);
-    if (Crashed(r)) {
-      n = SinkFor(r);
-      blocking_[r] = n;
-      return n;
-    }
-    if (d && !d->ops.empty()) {
-      uint32_t last = static_cast<uint32_t>(d->ops.size() - 1);
-      const OpRecord& op = d->ops[last];
-      int gi = GroupOf(*d, op.pg_name);
-      if (gi >= 0) {
-        if (op.is_p2p) {
-          auto p = p2p_node_.find({r, last});
-          if (p != p2p_node_.end()) n = p->second;
-        } else {
-          auto x = instance_index_.find({gi, op.collective_seq});
-          if (x != instance_index_.end() && instances_[x->second].node >= 0) n = instances_[x->second].node;
-        }
-      }
-    }
-    if (n < 0 && d && d->wait) {
-      auto s = snapshot_node_.find(r);
-      if (s != snapshot_node_.end()) n = s->second;
-    }
-    if (n < 0) n = SinkFor(r);
-    blocking_[r] = n;
-    return n;
-  }
-
-  void Edge(int from, int to, Rank via) {
-    graph_.AddEdge(from, to);
-    edges_.push_back({from, to, via});
-  }
-
-  void BuildGraph() {
-    // Nodes first (so BlockingNode can find them), edges second.
-    for (int i = 0; i < static_cast<int>(instances_.size()); ++i) {
-      Instance& in = instances_[i];
-      if (in.problem() || in.any_pending)
-        in.node = NewNode(WaitGraph::NodeKind::kAnd, {NodeType::kInstance, -1, i, in.group});
-    }
-    for (int gi = 0; gi < static_cast<int>(groups_.size()); ++gi) {
-      const Group& g = groups_[gi];
-      for (size_t m = 0; m < g.members.size(); ++m)
-        for (uint32_t idx : g.p2p[m])
-          if (!g.dump[m]->ops[idx].completed)
-            p2p_node_[{g.members[m], idx}] =
-                NewNode(WaitGraph::NodeKind::kAnd, {NodeType::kP2P, g.members[m], -1, gi, idx});
-    }
-    // A wait on pg-local ranks (global ranks unknown) still blocks its rank;
-    // it gets no edges (PgLocalWaitFindings reports it).
-    for (const auto& d : job_.dumps)
-      if (d.wait && !d.wait->waiting_for.empty())
-        snapshot_node_[d.rank] = NewNode(d.wait->any_of ? WaitGraph::NodeKind::kOr : WaitGraph::NodeKind::kAnd,
-                                         {NodeType::kSnapshot, d.rank});
-    // Edges. A pg's ops run in order on one stream (NCCL): a seq queued
-    // after an earlier problem seq that has not finished cannot finish
-    // either, so it is a consequence of that one, not a root of its own.
-    // (gloo runs them synchronously and ends a failed op: there the earlier
-    // problem is finished and blocks nothing.)
-    std::map<int, int> unfinished_problem;  // group -> instance
-    for (int i = 0; i < static_cast<int>(instances_.size()); ++i) {
-      Instance& in = instances_[i];
-      if (in.node < 0) continue;
-      auto it = unfinished_problem.find(in.group);
-      if (it != unfinished_problem.end()) {
-        in.behind = it->second;
-        Edge(in.node, instances_[it->second].node, -1);
-      } else if (in.problem() && in.any_pending) {
-        unfinished_problem[in.group] = i;
-      }
-    }
-    for (auto& in : instances_) {
-      if (in.node < 0) continue;
-      for (Rank r : in.not_reached) Edge(in.node, BlockingNode(r), r);
-      for (Rank r : in.no_dump) Edge(in.node, SinkFor(r), r);
-    }
-    for (const auto& [key, node] : p2p_node_) P2PEdges(key.first, key.second, node);
-    for (const auto& [rank, node] : snapshot_node_) {
-      if (job_.Find(rank)->wait->pg_local) continue;
-      for (Rank w : job_.Find(rank)->wait->waiting_for) {
-        const RankDump* d = job_.Find(w);
-        Edge(node, d ? BlockingNode(w) : SinkFor(w), w);
-      }
-    }
-  }
-
-  // A pending P2P op waits for its peer's matching op (the k-th send a->b
-  // pairs with the k-th recv b<-a), and, being on the pg's stream, for the
-  // earlier pending ops of its own rank in that pg.
-  void P2PEdges(Rank r, uint32_t idx, int node) {
-    const RankDump* d = job_.Find(r);
-    const OpRecord& op = d->ops[idx];
-    const Group& g = groups_[GroupOf(*d, op.pg_name)];
-    int m = g.MemberIndex(r);
-    // Program order inside the pg.
-    for (uint32_t prev : g.p2p[m]) {
-      if (prev >= idx) break;
-      auto it = p2p_node_.find({r, prev});
-      if (it != p2p_node_.end()) {
-        Edge(node, it->second, r);
-        break;
-      }
-    }
-    if (op.p2p_peer_local < 0 || op.p2p_peer_local >= static_cast<int64_t>(g.members.size())) return;
-    Rank peer = g.members[op.p2p_peer_local];
-    int pm = g.MemberIndex(peer);
-    if (!g.dump[pm]) {
-      Edge(node, SinkFor(peer), peer);
-      return;
-    }
-    // Ordinal of this op among r's ops of the same direction to peer.
-    int ordinal = 0;
-    for (uint32_t prev : g.p2p[m]) {
-      if (prev >= idx) break;
-      const OpRecord& p = d->ops[prev];
-      if (p.op == op.op && p.p2p_peer_local == op.p2p_peer_local) ++ordinal;
-    }
-    const std::string want = op.op == "send" ? "recv" : "send";
-    int seen = 0;
-    const RankDump* pd = g.dump[pm];
-    for (uint32_t cand : g.p2p[pm]) {
-      const OpRecord& c = pd->ops[cand];
-      if (c.op != want || c.p2p_peer_local != g.MemberIndex(r)) continue;
-      if (seen++ < ordinal) continue;
-      if (c.completed) return;
-      // The partner is posted; it can start once the ops before it in its
-      // stream have finished.
-      for (auto it = g.p2p[pm].rbegin(); it != g.p2p[pm].rend(); ++it) {
-        if (*it >= cand) continue;
-        auto pn = p2p_node_.find({peer, *it});
-        if (pn != p2p_node_.end()) Edge(node, pn->second, peer);
-        break;
-      }
-      return;
-    }
-    Edge(node, BlockingNode(peer), peer);  // the peer never posted it
-  }
-
-  // Ranks blocked at a node (the waiters).
-  std::vector<Rank> Waiters(int node) const {
-    const NodeInfo& n = nodes_[node];
-    switch (n.type) {
-      case NodeType::kInstance:
-        return instances_[n.instance].arrived;
-      case NodeType::kP2P:
-      case NodeType::kSnapshot:
-        return {n.rank};
-      default:
-        return {};
-    }
-  }
-
-  std::string NodeLabel(int node) const {
-    const NodeInfo& n = nodes_[node];
-    switch (n.type) {
-      case NodeType::kInstance: {
-        const Instance& in = instances_[n.instance];
-        return groups_[in.group].Label() + " seq " + std::to_string(in.seq) + " " + std::string(OpAt(in, 0).op);
-      }
-      case NodeType::kP2P: {
-        const OpRecord& op = job_.Find(n.rank)->ops[n.op];
-        return groups_[n.group].Label() + " " + std::string(op.profiling_name);
-      }
-      case NodeType::kSnapshot: {
-        const auto& w = *job_.Find(n.rank)->wait;
-        return w.current_op + (w.op_seq >= 0 ? " seq " + std::to_string(w.op_seq) : "");
-      }
-      case NodeType::kIdle:
-        return "not in a collective";
-      case NodeType::kNoDump:
-        return "no dump";
-    }
-    return "";
-  }
-
   // ------------------------------------------------------------- findings
   void Findings() {
-    dead_ = graph_.Deadlocked();
-    for (const auto& comp : graph_.CyclicComponents(dead_)) CycleFinding(comp);
+    for (const auto& comp : a_.graph.components()) CycleFinding(comp);
     // Root causes: problem instances that are not part of a deadlock.
-    for (int i = 0; i < static_cast<int>(instances_.size()); ++i) {
-      const Instance& in = instances_[i];
-      if (!in.problem() || (in.node >= 0 && dead_[in.node])) continue;
-      if (in.behind >= 0) continue;  // queued behind an earlier problem: reported there
+    for (int i = 0; i < static_cast<int>(a_.instances.list.size()); ++i) {
+      const Instance& in = a_.instances.list[i];
+      int node = a_.graph.InstanceNode(i);
+      if (!in.problem() || (node >= 0 && a_.graph.dead(node))) continue;
+      if (a_.graph.Behind(i) >= 0) continue;  // queued behind an earlier problem: reported there
       if (in.mismatch)
         MismatchFinding(in);
       else
@@ -692,8 +111,8 @@ class Analyzer {
     StackFindings();
     PgLocalWaitFindings();
     // Snapshot ranks waiting on ranks that wait on nothing.
-    for (const auto& [rank, node] : snapshot_node_) {
-      if (dead_[node]) continue;
+    for (const auto& [rank, node] : a_.graph.snapshots()) {
+      if (a_.graph.dead(node)) continue;
       SnapshotRootFinding(rank, node);
     }
     // A crash nobody was seen waiting for is still the first thing to look at.
@@ -701,7 +120,7 @@ class Analyzer {
     for (const auto& f : out_.findings) named.insert(f.culprit_ranks.begin(), f.culprit_ranks.end());
     std::vector<Rank> unexplained;
     for (const auto& d : job_.dumps)
-      if (Crashed(d.rank) && !named.count(d.rank)) unexplained.push_back(d.rank);
+      if (a_.Crashed(d.rank) && !named.count(d.rank)) unexplained.push_back(d.rank);
     if (!unexplained.empty()) CrashedFinding(unexplained, nullptr);
     UnexplainedTimeoutFinding();
     AttachCascades();
@@ -760,8 +179,8 @@ class Analyzer {
     // gloo marks a failed op retired like a finished one.
     const char* done = last.backend == "gloo" ? " (ended: finished or failed)" : " (completed)";
     std::string s =
-        "rank " + std::to_string(r) + ": last op " + LabelOf(r, last) + (last.completed ? done : " (not completed)");
-    if (BlockingNode(r) >= 0 && nodes_[BlockingNode(r)].type == NodeType::kIdle)
+        "rank " + std::to_string(r) + ": last op " + a_.LabelOf(r, last) + (last.completed ? done : " (not completed)");
+    if (a_.graph.Blocking(r) >= 0 && a_.graph.node(a_.graph.Blocking(r)).type == RankNodeType::kIdle)
       s += "; not blocked in any recorded collective since";
     if (!last.frames->empty()) s += "; called from " + FrameText(*d, last);
     return s;
@@ -778,35 +197,27 @@ class Analyzer {
     return f.name + " at " + f.filename + ":" + std::to_string(f.line);
   }
 
-  std::string LabelOf(Rank r, const OpRecord& op) const {
-    const RankDump* d = job_.Find(r);
-    int gi = d ? GroupOf(*d, op.pg_name) : -1;
-    std::string pg = gi >= 0 ? groups_[gi].Label() : "pg " + std::string(op.pg_name);
-    if (op.is_p2p) return pg + " " + std::string(op.profiling_name);
-    return pg + " seq " + std::to_string(op.collective_seq) + " " + std::string(op.op);
-  }
-
   void FillPg(Finding* f, const Instance& in) {
-    const Group& g = groups_[in.group];
+    const Group& g = a_.groups[in.group];
     f->pg_name = g.name;
     f->pg_desc = g.desc;
     f->seq = in.seq;
   }
 
   void MismatchFinding(const Instance& in) {
-    const Group& g = groups_[in.group];
+    const Group& g = a_.groups[in.group];
     Finding f;
     FillPg(&f, in);
     const auto& ref = in.classes.front();
     // Which rule separates the reference from the others decides the kind.
     Rank ref_rank = ref.second.front();
     size_t ref_i = std::find(in.arrived.begin(), in.arrived.end(), ref_rank) - in.arrived.begin();
-    const OpRecord& ref_op = OpAt(in, ref_i);
+    const OpRecord& ref_op = a_.OpAt(in, ref_i);
     bool type_differs = false, dtype_only = true;
     for (size_t c = 1; c < in.classes.size(); ++c) {
       Rank r = in.classes[c].second.front();
       size_t i = std::find(in.arrived.begin(), in.arrived.end(), r) - in.arrived.begin();
-      const OpRecord& op = OpAt(in, i);
+      const OpRecord& op = a_.OpAt(in, i);
       MatchState ms = MatchOps(ref_op, op);
       if (ms == MatchState::kTypeMismatch || in.ops(i).size() != in.ops(ref_i).size()) type_differs = true;
       if (ms != MatchState::kDtypeMismatch) dtype_only = false;
@@ -842,9 +253,9 @@ class Analyzer {
       for (size_t k = 0; k < ranks.size() && k < kEvidencePerSide; ++k) {
         size_t i = std::find(in.arrived.begin(), in.arrived.end(), ranks[k]) - in.arrived.begin();
         for (uint32_t idx : in.ops(i)) {
-          const OpRecord& op = DumpOf(in, in.arrived[i])->ops[idx];
+          const OpRecord& op = a_.DumpOf(in, in.arrived[i])->ops[idx];
           std::string note = Signature(op);
-          if (!op.frames->empty()) note += " from " + FrameText(*DumpOf(in, in.arrived[i]), op);
+          if (!op.frames->empty()) note += " from " + FrameText(*a_.DumpOf(in, in.arrived[i]), op);
           AddOpEvidence(&f, in.arrived[i], op, note);
         }
       }
@@ -862,7 +273,7 @@ class Analyzer {
                                 "rank-dependent branch, uneven data (DistributedSampler, drop_last), or a collective "
                                 "that only some ranks reach (checkpointing, logging, clip_grad_norm_)"
                               : "make the tensors of this collective the same shape and dtype on every rank";
-    if (in.failed && OpAt(in, 0).backend == "gloo")
+    if (in.failed && a_.OpAt(in, 0).backend == "gloo")
       f.details.push_back("gloo has ended the op (timed out or failed) on the ranks that called it");
     DetectedByPyTorch(&f, in);
     out_.findings.push_back(std::move(f));
@@ -872,7 +283,7 @@ class Analyzer {
   // at this (pg, seq)): the wrapper compared fingerprints before the op ran
   // and raised on the ranks that logged it, so the job failed, not hung.
   void DetectedByPyTorch(Finding* f, const Instance& in) {
-    const Group& g = groups_[in.group];
+    const Group& g = a_.groups[in.group];
     std::vector<Rank> raised;
     std::vector<Evidence> lines;
     for (const auto& d : job_.dumps) {
@@ -895,14 +306,14 @@ class Analyzer {
   }
 
   void RootMissingFinding(const Instance& in) {
-    const Group& g = groups_[in.group];
+    const Group& g = a_.groups[in.group];
     // Who among the absent ranks is a root cause (not blocked elsewhere)?
     std::vector<Rank> idle, dead, cascade;
     for (Rank r : in.not_reached) {
-      int b = BlockingNode(r);
-      if (nodes_[b].type == NodeType::kIdle)
+      int b = a_.graph.Blocking(r);
+      if (a_.graph.node(b).type == RankNodeType::kIdle)
         idle.push_back(r);
-      else if (nodes_[b].type == NodeType::kNoDump)
+      else if (a_.graph.node(b).type == RankNodeType::kNoDump)
         dead.push_back(r);
       else
         cascade.push_back(r);
@@ -919,7 +330,7 @@ class Analyzer {
     }
     std::vector<Rank> crashed;
     for (Rank r : dead)
-      if (Crashed(r)) crashed.push_back(r);
+      if (a_.Crashed(r)) crashed.push_back(r);
     if (!crashed.empty()) {
       CrashedFinding(crashed, &in);
       return;
@@ -945,7 +356,7 @@ class Analyzer {
     for (Rank r : idle) (!dump_based_ && !combined && !job_.Find(r) ? unlogged : logged).push_back(r);
     Finding f;
     FillPg(&f, in);
-    f.op = OpAt(in, 0).op;
+    f.op = a_.OpAt(in, 0).op;
     f.roles.push_back({"arrived", in.arrived});
     if (!logged.empty()) f.roles.push_back({"never arrived", logged});
     if (!unlogged.empty()) f.roles.push_back({"no line in the logs given", unlogged});
@@ -1007,7 +418,7 @@ class Analyzer {
         f.evidence.push_back({d->file, r, -1, "no op at this seq"});
     }
     for (size_t i = 0; i < in.arrived.size() && i < kEvidencePerSide; ++i)
-      AddOpEvidence(&f, in.arrived[i], DumpOf(in, in.arrived[i])->ops[in.ops(i).front()],
+      AddOpEvidence(&f, in.arrived[i], a_.DumpOf(in, in.arrived[i])->ops[in.ops(i).front()],
                     "arrived at seq " + std::to_string(in.seq));
     if (in.arrived.size() > kEvidencePerSide)
       f.evidence.push_back({"", -1, -1,
@@ -1016,7 +427,7 @@ class Analyzer {
     for (Rank r : idle) f.details.push_back(WhereInstead(r));
     for (Rank r : dead) f.details.push_back(WhereInstead(r));
     for (Rank r : cascade) f.details.push_back(WhereInstead(r) + " (blocked: see the other findings)");
-    if (in.failed && OpAt(in, 0).backend == "gloo")
+    if (in.failed && a_.OpAt(in, 0).backend == "gloo")
       f.details.push_back("gloo has ended the op (timed out or failed) on the ranks that called it");
     out_.findings.push_back(std::move(f));
   }
@@ -1084,9 +495,10 @@ class Analyzer {
   // NCCL it is a stall inside the collective (network, device).
   void StalledFindings() {
     std::map<int, int> first_stalled;  // group -> instance
-    for (int i = 0; i < static_cast<int>(instances_.size()); ++i) {
-      const Instance& in = instances_[i];
-      if (in.problem() || !in.any_pending || (in.node >= 0 && dead_[in.node])) continue;
+    for (int i = 0; i < static_cast<int>(a_.instances.list.size()); ++i) {
+      const Instance& in = a_.instances.list[i];
+      int node = a_.graph.InstanceNode(i);
+      if (in.problem() || !in.any_pending || (node >= 0 && a_.graph.dead(node))) continue;
       first_stalled.try_emplace(in.group, i);
     }
     // pg descriptions set by the user name one logical group: if a desc is a
@@ -1094,7 +506,7 @@ class Analyzer {
     // different order there, and each side waits in a pg the other does not use.
     std::map<std::string, std::vector<int>> by_desc;
     for (const auto& [gi, i] : first_stalled) {
-      const std::string& desc = groups_[gi].desc;
+      const std::string& desc = a_.groups[gi].desc;
       // Descriptions a log parser made up ("NCCL communicator of 8 ranks",
       // "HCCL group ...") name no user group: equal ones mean nothing.
       bool parser_made = desc.rfind("NCCL communicator", 0) == 0 || desc.rfind("HCCL group", 0) == 0;
@@ -1103,7 +515,7 @@ class Analyzer {
     std::set<int> explained;
     for (const auto& [desc, list] : by_desc) {
       std::set<std::string> names;
-      for (int i : list) names.insert(groups_[instances_[i].group].name);
+      for (int i : list) names.insert(a_.groups[a_.instances.list[i].group].name);
       if (names.size() < 2) continue;
       // Only when each rank knows the description under one name: a rank in
       // both pgs (two communicators a log parser described alike) is not a
@@ -1111,8 +523,8 @@ class Analyzer {
       std::map<Rank, const std::string*> name_of;
       bool overlap = false;
       for (int i : list)
-        for (Rank r : instances_[i].arrived) {
-          const std::string* n = &groups_[instances_[i].group].name;
+        for (Rank r : a_.instances.list[i].arrived) {
+          const std::string* n = &a_.groups[a_.instances.list[i].group].name;
           auto [it, fresh] = name_of.emplace(r, n);
           overlap = overlap || (!fresh && *it->second != *n);
         }
@@ -1121,14 +533,14 @@ class Analyzer {
       explained.insert(list.begin(), list.end());
     }
     for (const auto& [gi, i] : first_stalled)
-      if (!explained.count(i)) StallFinding(instances_[i]);
+      if (!explained.count(i)) StallFinding(a_.instances.list[i]);
   }
 
   void NamingFinding(const std::string& desc, const std::vector<int>& list) {
     // Sides: the ranks that know `desc` under one pg name. The larger side is
     // the reference; on a tie, the side with the lowest rank.
     std::vector<std::pair<std::string, std::vector<Rank>>> sides;
-    for (int i : list) sides.push_back({groups_[instances_[i].group].name, instances_[i].arrived});
+    for (int i : list) sides.push_back({a_.groups[a_.instances.list[i].group].name, a_.instances.list[i].arrived});
     std::stable_sort(sides.begin(), sides.end(), [](const auto& a, const auto& b) {
       if (a.second.size() != b.second.size()) return a.second.size() > b.second.size();
       return a.second.front() < b.second.front();
@@ -1137,7 +549,7 @@ class Analyzer {
     f.kind = Kind::kOrderInversion;
     f.severity = Severity::kError;
     f.hang = true;
-    f.op = OpAt(instances_[list.front()], 0).op;
+    f.op = a_.OpAt(a_.instances.list[list.front()], 0).op;
     f.summary = "process groups were created in different orders: pg '" + desc + "' is";
     for (size_t k = 0; k < sides.size(); ++k) {
       f.summary += (k ? (k + 1 == sides.size() ? " and" : ",") : "") + std::string(" pg ") + sides[k].first + " on " +
@@ -1151,10 +563,10 @@ class Analyzer {
     for (const auto& side : sides) f.cycle.push_back(side.second.front());
     std::sort(f.cycle.begin(), f.cycle.end());
     for (int i : list) {
-      const Instance& in = instances_[i];
+      const Instance& in = a_.instances.list[i];
       for (size_t a = 0; a < in.arrived.size(); ++a)
-        AddOpEvidence(&f, in.arrived[a], DumpOf(in, in.arrived[a])->ops[in.ops(a).front()],
-                      "pending in pg " + groups_[in.group].name + " ('" + desc + "') seq " + std::to_string(in.seq));
+        AddOpEvidence(&f, in.arrived[a], a_.DumpOf(in, in.arrived[a])->ops[in.ops(a).front()],
+                      "pending in pg " + a_.groups[in.group].name + " ('" + desc + "') seq " + std::to_string(in.seq));
     }
     f.details.push_back(
         "pg names are creation counters: every rank must call new_group for every group, "
@@ -1173,16 +585,16 @@ class Analyzer {
   }
 
   void StallFinding(const Instance& in) {
-    const Group& g = groups_[in.group];
+    const Group& g = a_.groups[in.group];
     Finding f;
     FillPg(&f, in);
-    f.op = OpAt(in, 0).op;
+    f.op = a_.OpAt(in, 0).op;
     f.kind = Kind::kUndecided;
     bool timed_out = opt_.assume_timed_out;
     // Least advanced state among members: the ranks to look at first.
     std::map<int, std::vector<Rank>> by_state;
     for (size_t a = 0; a < in.arrived.size(); ++a) {
-      const OpRecord& op = OpAt(in, a);
+      const OpRecord& op = a_.OpAt(in, a);
       int st = op.completed ? 3 : op.state == model::OpState::kStarted ? 2 : 1;
       by_state[st].push_back(in.arrived[a]);
       if (op.retired && !op.completed) timed_out = true;
@@ -1198,7 +610,7 @@ class Analyzer {
     if (by_state.size() > 1) f.roles.push_back({"least advanced", by_state.begin()->second});
     f.severity = timed_out ? Severity::kError : Severity::kWarning;
     f.hang = timed_out;
-    bool gloo = OpAt(in, 0).backend == "gloo";
+    bool gloo = a_.OpAt(in, 0).backend == "gloo";
     f.summary = "all " + std::to_string(in.arrived.size()) + " recorded members of " + g.Label() + " are in " + f.op +
                 " seq " + std::to_string(in.seq) + " and agree on it, but it has not finished";
     if (gloo && g.inferred)
@@ -1223,7 +635,7 @@ class Analyzer {
     f.kind = Kind::kUndecided;
     f.severity = Severity::kError;
     f.hang = true;
-    f.op = OpAt(in, 0).op;
+    f.op = a_.OpAt(in, 0).op;
     f.culprit_ranks = unreadable;
     f.roles.push_back({"arrived", in.arrived});
     f.roles.push_back({"dump unreadable", unreadable});
@@ -1234,7 +646,7 @@ class Analyzer {
       f.evidence.push_back({file, r, -1, "could not be read (see input problems)"});
     }
     f.summary = RankWords(in.arrived) + " " + Verb(in.arrived, "waits", "wait") + " in " + f.op + " (" +
-                groups_[in.group].Label() + " seq " + std::to_string(in.seq) + ") for " + RankWords(unreadable) +
+                a_.groups[in.group].Label() + " seq " + std::to_string(in.seq) + ") for " + RankWords(unreadable) +
                 ", whose dump could not be read (" + files + "): cannot tell what it was doing";
     f.fix_hint = "re-collect the unreadable dump (a truncated file usually means the dump was cut short)";
     out_.findings.push_back(std::move(f));
@@ -1261,10 +673,10 @@ class Analyzer {
     f.roles.push_back({"crashed", crashed});
     if (in) {
       FillPg(&f, *in);
-      f.op = OpAt(*in, 0).op;
+      f.op = a_.OpAt(*in, 0).op;
       f.roles.push_back({"waiting for it", in->arrived});
       f.summary = RankWords(in->arrived) + " " + Verb(in->arrived, "waits", "wait") + " in " + f.op + " (" +
-                  groups_[in->group].Label() + " seq " + std::to_string(in->seq) + ") for " + RankWords(crashed) +
+                  a_.groups[in->group].Label() + " seq " + std::to_string(in->seq) + ") for " + RankWords(crashed) +
                   ", which crashed: " + what;
     } else {
       f.summary = RankWords(crashed) + " crashed (" + what +
@@ -1431,9 +843,9 @@ class Analyzer {
   void SnapshotRootFinding(Rank rank, int node) {
     // Report only ranks that wait directly on a rank that waits on nothing.
     std::vector<Rank> idle, gone;
-    for (int s : graph_.successors(node)) {
-      if (nodes_[s].type == NodeType::kIdle) idle.push_back(nodes_[s].rank);
-      if (nodes_[s].type == NodeType::kNoDump) gone.push_back(nodes_[s].rank);
+    for (int s : a_.graph.graph().successors(node)) {
+      if (a_.graph.node(s).type == RankNodeType::kIdle) idle.push_back(a_.graph.node(s).rank);
+      if (a_.graph.node(s).type == RankNodeType::kNoDump) gone.push_back(a_.graph.node(s).rank);
     }
     if (idle.empty() && gone.empty()) return;
     // Merge with an existing snapshot finding for the same culprits.
@@ -1452,7 +864,7 @@ class Analyzer {
     }
     Finding f;
     bool any_crashed = false;
-    for (Rank r : gone) any_crashed = any_crashed || Crashed(r);
+    for (Rank r : gone) any_crashed = any_crashed || a_.Crashed(r);
     f.kind = !idle.empty() || (!dump_based_ && !any_crashed) ? Kind::kMissingRank : Kind::kCrashedRank;
     f.culprit_ranks = culprits;
     f.op = w.current_op;
@@ -1477,7 +889,7 @@ class Analyzer {
   }
 
   void CycleFinding(const std::vector<int>& comp) {
-    std::vector<int> cyc = graph_.WitnessCycle(comp);
+    std::vector<int> cyc = a_.graph.graph().WitnessCycle(comp);
     Finding f;
     // Ranks in wait order: the rank each edge of the cycle goes through.
     std::vector<Rank> order;
@@ -1486,17 +898,17 @@ class Analyzer {
     std::vector<std::string> ops;
     for (size_t i = 0; i < cyc.size(); ++i) {
       int from = cyc[i], to = cyc[(i + 1) % cyc.size()];
-      for (const auto& e : edges_)
+      for (const auto& e : a_.graph.edges())
         if (e.from == from && e.to == to) {
           if (e.via >= 0) order.push_back(e.via);
           break;
         }
-      const NodeInfo& n = nodes_[from];
-      all_p2p = all_p2p && n.type == NodeType::kP2P;
-      all_coll = all_coll && n.type == NodeType::kInstance;
-      all_snapshot = all_snapshot && n.type == NodeType::kSnapshot;
+      const RankNode& n = a_.graph.node(from);
+      all_p2p = all_p2p && n.type == RankNodeType::kP2P;
+      all_coll = all_coll && n.type == RankNodeType::kInstance;
+      all_snapshot = all_snapshot && n.type == RankNodeType::kSnapshot;
       if (n.group >= 0) groups.insert(n.group);
-      ops.push_back(NodeLabel(from));
+      ops.push_back(a_.NodeLabel(from));
     }
     // The waiter of the first node comes first: rotate so the smallest rank leads.
     if (!order.empty()) {
@@ -1507,7 +919,7 @@ class Analyzer {
     if (all_snapshot) {
       bool p2p = true;
       for (int v : cyc) {
-        const std::string& op = job_.Find(nodes_[v].rank)->wait->current_op;
+        const std::string& op = job_.Find(a_.graph.node(v).rank)->wait->current_op;
         p2p = p2p && (op.find("send") != std::string::npos || op.find("recv") != std::string::npos);
       }
       all_p2p = p2p;
@@ -1521,7 +933,7 @@ class Analyzer {
     f.hang = true;
     std::string chain;
     for (size_t i = 0; i < cyc.size(); ++i) {
-      std::vector<Rank> w = Waiters(cyc[i]);
+      std::vector<Rank> w = a_.Waiters(cyc[i]);
       Rank via = OrderVia(cyc, i);
       // No rank on the edge: the op is queued behind an earlier unfinished
       // op of its own pg (one stream), not waiting for a peer.
@@ -1542,17 +954,17 @@ class Analyzer {
     if (cyc.size() <= 4) f.summary += " (" + chain + ")";
     f.details.push_back(chain);
     for (int v : cyc) {
-      const NodeInfo& n = nodes_[v];
-      if (n.type == NodeType::kInstance) {
-        const Instance& in = instances_[n.instance];
+      const RankNode& n = a_.graph.node(v);
+      if (n.type == RankNodeType::kInstance) {
+        const Instance& in = a_.instances.list[n.instance];
         if (f.pg_name.empty()) FillPg(&f, in);
         for (size_t i = 0; i < in.arrived.size(); ++i)
-          AddOpEvidence(&f, in.arrived[i], DumpOf(in, in.arrived[i])->ops[in.ops(i).front()],
-                        "blocked in " + NodeLabel(v));
-      } else if (n.type == NodeType::kP2P) {
-        AddOpEvidence(&f, n.rank, job_.Find(n.rank)->ops[n.op], "blocked in " + NodeLabel(v));
-      } else if (n.type == NodeType::kSnapshot) {
-        f.evidence.push_back({job_.Find(n.rank)->file, n.rank, -1, "waits in " + NodeLabel(v)});
+          AddOpEvidence(&f, in.arrived[i], a_.DumpOf(in, in.arrived[i])->ops[in.ops(i).front()],
+                        "blocked in " + a_.NodeLabel(v));
+      } else if (n.type == RankNodeType::kP2P) {
+        AddOpEvidence(&f, n.rank, job_.Find(n.rank)->ops[n.op], "blocked in " + a_.NodeLabel(v));
+      } else if (n.type == RankNodeType::kSnapshot) {
+        f.evidence.push_back({job_.Find(n.rank)->file, n.rank, -1, "waits in " + a_.NodeLabel(v)});
       }
     }
     if (groups.size() >= 2) f.pg_name.clear(), f.seq = -1;
@@ -1568,7 +980,7 @@ class Analyzer {
 
   Rank OrderVia(const std::vector<int>& cyc, size_t i) const {
     int from = cyc[i], to = cyc[(i + 1) % cyc.size()];
-    for (const auto& e : edges_)
+    for (const auto& e : a_.graph.edges())
       if (e.from == from && e.to == to) return e.via;
     return -1;
   }
@@ -1583,17 +995,20 @@ class Analyzer {
     for (size_t fi = 0; fi < out_.findings.size(); ++fi) {
       const Finding& f = out_.findings[fi];
       if (f.seq < 0 || f.pg_name.empty()) continue;
-      for (const auto& in : instances_)
-        if (in.node >= 0 && in.seq == f.seq && groups_[in.group].name == f.pg_name &&
-            groups_[in.group].desc == f.pg_desc)
-          root_of_node[in.node].push_back(fi);
+      for (size_t i = 0; i < a_.instances.list.size(); ++i) {
+        const Instance& in = a_.instances.list[i];
+        int node = a_.graph.InstanceNode(static_cast<int>(i));
+        if (node >= 0 && in.seq == f.seq && a_.groups[in.group].name == f.pg_name &&
+            a_.groups[in.group].desc == f.pg_desc)
+          root_of_node[node].push_back(fi);
+      }
     }
     // Reverse BFS from each root over predecessors.
-    std::vector<std::vector<int>> pred(graph_.size());
-    for (int v = 0; v < graph_.size(); ++v)
-      for (int w : graph_.successors(v)) pred[w].push_back(v);
+    std::vector<std::vector<int>> pred(a_.graph.graph().size());
+    for (int v = 0; v < a_.graph.graph().size(); ++v)
+      for (int w : a_.graph.graph().successors(v)) pred[w].push_back(v);
     for (auto& [root, fis] : root_of_node) {
-      std::vector<bool> seen(graph_.size(), false);
+      std::vector<bool> seen(a_.graph.graph().size(), false);
       std::vector<int> stack{root};
       seen[root] = true;
       std::set<Rank> behind;
@@ -1604,7 +1019,7 @@ class Analyzer {
           if (seen[p]) continue;
           seen[p] = true;
           stack.push_back(p);
-          for (Rank r : Waiters(p)) behind.insert(r);
+          for (Rank r : a_.Waiters(p)) behind.insert(r);
         }
       }
       for (size_t fi : fis) {
@@ -1621,7 +1036,7 @@ class Analyzer {
 
   // ------------------------------------------------------------ summaries
   void Summaries() {
-    for (const auto& g : groups_) {
+    for (const auto& g : a_.groups.all()) {
       PgSummary s;
       s.name = g.name;
       s.desc = g.desc;
@@ -1629,15 +1044,15 @@ class Analyzer {
       s.ranks_inferred = g.inferred;
       out_.pgs.push_back(std::move(s));
     }
-    for (size_t gi = 0; gi < groups_.size(); ++gi) {
-      out_.pgs[gi].max_seq = groups_[gi].max_seq;
-      out_.pgs[gi].mismatched_seqs = groups_[gi].mismatched_seqs;
+    for (int gi = 0; gi < a_.groups.size(); ++gi) {
+      out_.pgs[gi].max_seq = a_.instances.max_seq[gi];
+      out_.pgs[gi].mismatched_seqs = a_.instances.mismatched_seqs[gi];
     }
-    for (const auto& in : instances_) {
+    for (const auto& in : a_.instances.list) {
       PgSummary& s = out_.pgs[in.group];
       if ((in.problem() || in.any_pending) && s.stuck_seq < 0) {
         s.stuck_seq = in.seq;
-        s.stuck_op = OpAt(in, 0).op;
+        s.stuck_op = a_.OpAt(in, 0).op;
       }
     }
     std::set<Rank> ranks;
@@ -1655,22 +1070,22 @@ class Analyzer {
       s.file = d->file;
       for (auto it = d->ops.rbegin(); it != d->ops.rend(); ++it)
         if (it->completed) {
-          s.last_completed = LabelOf(r, *it);
+          s.last_completed = a_.LabelOf(r, *it);
           break;
         }
       for (const auto& op : d->ops) {
         s.last_activity_ns = std::max({s.last_activity_ns, op.time_created_ns, op.time_completed_ns});
       }
-      int b = BlockingNode(r);
-      if (nodes_[b].type == NodeType::kNoDump) {
+      int b = a_.graph.Blocking(r);
+      if (a_.graph.node(b).type == RankNodeType::kNoDump) {
         s.state = "crashed";
         s.current = "its log reports a crash";
-      } else if (nodes_[b].type == NodeType::kIdle) {
+      } else if (a_.graph.node(b).type == RankNodeType::kIdle) {
         s.state = d->ops.empty() && !d->wait ? "no ops" : "idle";
-        s.current = d->ops.empty() ? (d->wait ? d->wait->current_op : "") : "after " + LabelOf(r, d->ops.back());
+        s.current = d->ops.empty() ? (d->wait ? d->wait->current_op : "") : "after " + a_.LabelOf(r, d->ops.back());
       } else {
-        s.state = b < static_cast<int>(dead_.size()) && dead_[b] ? "deadlocked" : "blocked";
-        s.current = NodeLabel(b);
+        s.state = a_.graph.dead(b) ? "deadlocked" : "blocked";
+        s.current = a_.NodeLabel(b);
       }
       out_.ranks.push_back(std::move(s));
     }
@@ -1678,14 +1093,14 @@ class Analyzer {
     std::set<std::pair<int, int>> cyc_edges;
     for (const auto& [comp, fi] : cycle_nodes_)
       for (int v : comp)
-        for (int w : graph_.successors(v))
+        for (int w : a_.graph.graph().successors(v))
           if (std::binary_search(comp.begin(), comp.end(), w)) cyc_edges.insert({v, w});
     std::set<std::tuple<Rank, Rank>> seen;
-    for (const auto& e : edges_) {
+    for (const auto& e : a_.graph.edges()) {
       if (e.via < 0) continue;
-      for (Rank w : Waiters(e.from)) {
+      for (Rank w : a_.Waiters(e.from)) {
         if (w == e.via || !seen.insert({w, e.via}).second) continue;
-        out_.edges.push_back({w, e.via, NodeLabel(e.from), cyc_edges.count({e.from, e.to}) > 0});
+        out_.edges.push_back({w, e.via, a_.NodeLabel(e.from), cyc_edges.count({e.from, e.to}) > 0});
       }
     }
   }
@@ -1745,28 +1160,19 @@ class Analyzer {
     }
   }
 
+  const RankAnalysis& a_;
   const model::Job& job_;
-  AnalyzeOptions opt_;
+  const AnalyzeOptions& opt_;
+  const bool dump_based_;
   Diagnosis out_;
-  int64_t world_ = 0;
-  bool dump_based_ = false;  // some rank has a Flight Recorder dump
-  std::vector<Group> groups_;
-  std::map<std::string, std::vector<int>> groups_by_name_;
-  std::vector<std::vector<std::pair<std::string_view, int>>> dump_groups_;  // per dump: pg name -> group
-  model::SharedRanks world_ranks_;
-  std::vector<Instance> instances_;
-  std::map<std::pair<int, int64_t>, int> instance_index_;
-  WaitGraph graph_;
-  std::vector<NodeInfo> nodes_;
-  std::vector<EdgeInfo> edges_;
-  std::map<Rank, int> sink_of_, blocking_, snapshot_node_;
-  std::map<std::pair<Rank, uint32_t>, int> p2p_node_;
-  std::vector<bool> dead_;
   std::vector<std::pair<std::vector<int>, size_t>> cycle_nodes_;
 };
 
 }  // namespace
 
-Diagnosis Analyze(const model::Job& job, const AnalyzeOptions& options) { return Analyzer(job, options).Run(); }
+Diagnosis Analyze(const model::Job& job, const AnalyzeOptions& options) {
+  RankAnalysis a = BuildRankAnalysis(job, options);
+  return Analyzer(a).Run();
+}
 
 }  // namespace hangdx::analyze

@@ -1,0 +1,139 @@
+// Step 4 of the rank-level analysis: one (pg, seq) judged on its own
+// (declared in analyze/instances.h).
+#include <algorithm>
+
+#include "hangdx/analyze/instances.h"
+#include "hangdx/analyze/match.h"
+
+namespace hangdx::analyze {
+
+using model::OpRecord;
+using model::Rank;
+using model::RankDump;
+
+namespace {
+
+// True when arrived ranks i and j recorded the same ops at this seq as far
+// as matching is concerned (op names, and the sizes and dtypes compared for
+// that op). Fast: compares interned values, builds no strings.
+bool SameOps(const Group& g, const Instance& in, size_t i, size_t j) {
+  auto a = in.ops(i), b = in.ops(j);
+  if (a.size() != b.size()) return false;
+  const RankDump* da = g.DumpOf(in.arrived[i]);
+  const RankDump* db = g.DumpOf(in.arrived[j]);
+  for (size_t k = 0; k < a.size(); ++k) {
+    const OpRecord& x = da->ops[a[k]];
+    const OpRecord& y = db->ops[b[k]];
+    // Common case first: identical records (interned values compare by
+    // address within a dump, by value across dumps).
+    if (x.op == y.op && x.input_sizes == y.input_sizes && x.output_sizes == y.output_sizes &&
+        x.input_dtypes == y.input_dtypes && x.output_dtypes == y.output_dtypes && x.p2p_peer_local == y.p2p_peer_local)
+      continue;
+    MatchState ms = MatchOps(x, y);
+    if (ms != MatchState::kFullyMatched && ms != MatchState::kStateMismatch && ms != MatchState::kUndecided)
+      return false;
+    if (ms == MatchState::kUndecided && Signature(x) != Signature(y)) return false;
+  }
+  return true;
+}
+
+// Orders signature classes: larger first; on a tie, the signature seen
+// more often in this pg's history; then the class without the lowest rank
+// (rank-0-only code paths are the usual deviation) is the reference.
+void OrderClasses(Instance* in, const Group& g) {
+  std::map<std::string, int64_t> freq;
+  for (size_t m = 0; m < g.members.size(); ++m)
+    for (const auto& [seq, idx] : g.coll[m])
+      if (seq != in->seq) ++freq[Signature(g.dump[m]->ops[idx])];
+  auto first_sig = [](const std::string& s) { return s.substr(0, s.find(" + ")); };
+  std::stable_sort(in->classes.begin(), in->classes.end(), [&](const auto& a, const auto& b) {
+    if (a.second.size() != b.second.size()) return a.second.size() > b.second.size();
+    int64_t fa = freq[first_sig(a.first)], fb = freq[first_sig(b.first)];
+    if (fa != fb) return fa > fb;
+    return a.second.front() > b.second.front();
+  });
+}
+
+// Folds one arrived op into the instance's completion and timing flags.
+void NoteArrivedOp(const OpRecord& op, Instance* in) {
+  if (!op.completed) in->any_pending = true;
+  if (op.completed || op.retired) in->all_in_flight = false;
+  if (op.completed) in->failed = true;  // meaningful only if the instance is a problem
+  if (op.time_created_ns > 0 && (in->created_ns == 0 || op.time_created_ns < in->created_ns))
+    in->created_ns = op.time_created_ns;
+  // NCCL-style dumps are written on timeout and update state themselves: a
+  // pending op there is no evidence of progress. gloo retires (and counts as
+  // completed) an op that timed out, so a pending, unretired gloo op is
+  // still in flight.
+  if (op.backend != "gloo") in->all_in_flight = false;
+}
+
+// Sorts every member into arrived, not reached, no dump (or passed: none of
+// them). Returns false when the arrived ranks' ops disagree somewhere.
+bool SortMembers(const Group& g, Instance* in) {
+  bool same = true;  // every arrived rank's ops agree with the first one's
+  for (size_t m = 0; m < g.members.size(); ++m) {
+    Rank r = g.members[m];
+    const auto& list = g.coll[m];
+    auto lo = std::lower_bound(list.begin(), list.end(), std::make_pair(in->seq, uint32_t{0}));
+    if (lo != list.end() && lo->first == in->seq) {
+      for (auto it = lo; it != list.end() && it->first == in->seq; ++it) {
+        in->op_idx.push_back(it->second);
+        NoteArrivedOp(g.dump[m]->ops[it->second], in);
+      }
+      in->arrived.push_back(r);
+      in->op_start.push_back(static_cast<uint32_t>(in->op_idx.size()));
+      if (same && in->arrived.size() > 1) same = SameOps(g, *in, 0, in->arrived.size() - 1);
+    } else if (!g.dump[m]) {
+      in->no_dump.push_back(r);
+    } else if (list.empty() || list.back().first < in->seq) {
+      // Reached nothing at or after this seq. A ring buffer that dropped
+      // its older entries still shows later ones, so this is a real "not yet".
+      in->not_reached.push_back(r);
+    }
+    // else: the seq is below this rank's oldest kept entry (evicted) or a
+    // gap inside its history: it got past it.
+  }
+  return same;
+}
+
+}  // namespace
+
+std::optional<Instance> EvaluateInstance(const GroupTable& groups, int gi, int64_t seq, const AnalyzeOptions& options) {
+  const Group& g = groups[gi];
+  Instance in;
+  in.group = gi;
+  in.seq = seq;
+  bool same = SortMembers(g, &in);
+  if (options.assume_timed_out) in.all_in_flight = false;
+  if (in.arrived.empty()) return std::nullopt;
+  // A member without a dump took part in every seq that some arrived rank
+  // got past (the collective completed); it is a suspect only where the
+  // arrived ranks stopped.
+  if (!in.no_dump.empty()) {
+    for (Rank r : in.arrived) {
+      const auto& list = g.coll[g.MemberIndex(r)];
+      if (!list.empty() && list.back().first > seq) {
+        in.no_dump.clear();
+        break;
+      }
+    }
+  }
+  if (!same) {
+    // The slow path, for the rare seq where ranks disagree: name each
+    // distinct signature.
+    std::map<std::string, std::vector<Rank>> classes;
+    for (size_t i = 0; i < in.arrived.size(); ++i) {
+      std::string sig;
+      for (uint32_t idx : in.ops(i)) sig += (sig.empty() ? "" : " + ") + Signature(g.DumpOf(in.arrived[i])->ops[idx]);
+      classes[sig].push_back(in.arrived[i]);
+    }
+    for (auto& [sig, ranks] : classes) in.classes.emplace_back(sig, ranks);
+  }
+  in.mismatch = in.classes.size() > 1;
+  if (in.mismatch) OrderClasses(&in, g);
+  if (!in.problem()) in.failed = false;
+  return in;
+}
+
+}  // namespace hangdx::analyze

@@ -1,0 +1,136 @@
+#include "hangdx/analyze/groups.h"
+
+#include <set>
+
+#include "hangdx/base/rank_set.h"
+
+namespace hangdx::analyze {
+
+using model::OpRecord;
+using model::RankDump;
+
+namespace {
+
+// Each pg name dump `d` records, once, with the description of its first op
+// (one pass over the ops; names are interned, so most compare by address).
+std::vector<std::pair<std::string_view, std::string_view>> PgNamesOf(const RankDump& d) {
+  std::vector<std::pair<std::string_view, std::string_view>> names;
+  for (const auto& op : d.ops) {
+    bool have = false;
+    for (const auto& [n, desc] : names)
+      if (n.data() == op.pg_name.data() || n == op.pg_name) {
+        have = true;
+        break;
+      }
+    if (!have) names.emplace_back(op.pg_name, op.pg_desc);
+  }
+  return names;
+}
+
+}  // namespace
+
+GroupTable GroupTable::Resolve(const model::Job& job, const World& world, model::DiagnosticSink* diags) {
+  GroupTable t;
+  t.dumps_ = job.dumps.data();
+  t.per_dump_.resize(job.dumps.size());
+  std::map<std::string, std::set<model::Rank>> inferred;  // name -> recording ranks
+  std::map<std::string, std::string> inferred_desc;
+  std::vector<std::vector<std::pair<std::string_view, std::string_view>>> pending(job.dumps.size());
+  for (size_t di = 0; di < job.dumps.size(); ++di) {
+    const RankDump& d = job.dumps[di];
+    for (const auto& [name, op_desc] : PgNamesOf(d)) {
+      std::string desc(op_desc);
+      auto cfg = d.pg_config.find(name);
+      if (cfg != d.pg_config.end() && cfg->second.ranks_known) {
+        if (desc.empty()) desc = cfg->second.desc;
+        t.per_dump_[di].emplace_back(name, t.Intern(std::string(name), desc, cfg->second.ranks, false));
+      } else if ((name == "0" || desc == "default_pg") && world.size >= 0) {
+        t.per_dump_[di].emplace_back(name, t.Intern(std::string(name), desc, t.WorldRanks(world.size), world.inferred));
+      } else {
+        inferred[std::string(name)].insert(d.rank);
+        inferred_desc[std::string(name)] = desc;
+        pending[di].emplace_back(name, op_desc);
+      }
+    }
+  }
+  // Members inferred from which ranks record the pg.
+  std::map<std::string, int> inferred_group;
+  for (const auto& [name, ranks] : inferred)
+    inferred_group[name] = t.Intern(name, inferred_desc[name],
+                                    model::SharedRanks(std::vector<model::Rank>(ranks.begin(), ranks.end())), true);
+  for (size_t di = 0; di < job.dumps.size(); ++di)
+    for (const auto& [name, desc] : pending[di]) t.per_dump_[di].emplace_back(name, inferred_group[std::string(name)]);
+  t.IndexOps(job, diags);
+  return t;
+}
+
+// Indexes each member's ops: collectives by seq, P2P ops in order.
+void GroupTable::IndexOps(const model::Job& job, model::DiagnosticSink* diags) {
+  for (auto& g : groups_) {
+    g.dump.assign(g.members.size(), nullptr);
+    g.coll.resize(g.members.size());
+    g.p2p.resize(g.members.size());
+  }
+  for (const auto& d : job.dumps) {
+    for (uint32_t i = 0; i < d.ops.size(); ++i) {
+      const OpRecord& op = d.ops[i];
+      int gi = GroupOf(d, op.pg_name);
+      if (gi < 0) continue;
+      Group& g = groups_[gi];
+      int m = g.MemberIndex(d.rank);
+      if (m < 0) {
+        diags->Add(model::Diagnostic::Severity::kWarning, d.file,
+                   "records pg " + std::string(op.pg_name) + " whose recorded members (" + FormatRanks(g.members) +
+                       ") do not include this rank",
+                   d.rank);
+        continue;
+      }
+      g.dump[m] = &d;
+      if (op.is_p2p)
+        g.p2p[m].push_back(i);
+      else if (op.collective_seq >= 0)
+        g.coll[m].emplace_back(op.collective_seq, i);
+    }
+  }
+  for (auto& g : groups_) {
+    for (size_t m = 0; m < g.members.size(); ++m) {
+      if (!g.dump[m]) g.dump[m] = job.Find(g.members[m]);
+      std::stable_sort(g.coll[m].begin(), g.coll[m].end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+    }
+  }
+}
+
+int GroupTable::GroupOf(const RankDump& d, std::string_view name) const {
+  const auto& list = per_dump_[&d - dumps_];
+  for (const auto& [n, g] : list)
+    if (n.data() == name.data() || n == name) return g;
+  return -1;
+}
+
+const model::SharedRanks& GroupTable::WorldRanks(int64_t size) {
+  if (world_ranks_.size() != static_cast<size_t>(size)) {
+    std::vector<model::Rank> all(static_cast<size_t>(size));
+    for (model::Rank r = 0; r < size; ++r) all[r] = r;
+    world_ranks_ = model::SharedRanks(std::move(all));
+  }
+  return world_ranks_;
+}
+
+int GroupTable::Intern(const std::string& name, const std::string& desc, const model::SharedRanks& members,
+                       bool inferred) {
+  auto& candidates = by_name_[name];
+  for (int gi : candidates)
+    if (groups_[gi].member_list == members) return gi;
+  Group g;
+  g.name = name;
+  g.desc = desc;
+  g.member_list = members;
+  g.members = members.get();
+  g.inferred = inferred;
+  groups_.push_back(std::move(g));
+  candidates.push_back(static_cast<int>(groups_.size()) - 1);
+  return candidates.back();
+}
+
+}  // namespace hangdx::analyze

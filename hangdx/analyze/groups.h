@@ -1,0 +1,86 @@
+// hangdx/analyze/groups.h
+// Step 2 of the rank-level analysis (analyze/rank_analysis.h): process groups
+// as resolved across ranks. A pg is identified per rank by its name and
+// member set: the same name with different ranks on different ranks
+// (`split_group`, PyTorch's testBuildDB case) is two groups. Members come
+// from the dump's pg_config; a default pg without one is the world; gloo
+// dumps record no members, so the members of its other pgs are the ranks
+// whose dumps record the pg (`inferred`).
+//
+//   GroupTable groups = GroupTable::Resolve(job, world, &diags);
+//   int gi = groups.GroupOf(dump, op.pg_name);   // -1: the op's pg is not known
+//   const Group& g = groups[gi];                 // members, each member's collectives by seq
+//
+// Each member's ops are indexed: collectives as (seq, op index) sorted by
+// seq, P2P ops in recording order. Immutable after Resolve().
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "hangdx/analyze/world.h"
+#include "hangdx/model/diagnostic_sink.h"
+#include "hangdx/model/job.h"
+
+namespace hangdx::analyze {
+
+// A process group as resolved across ranks.
+struct Group {
+  std::string name, desc;
+  std::vector<model::Rank> members;          // global ranks, ascending
+  model::SharedRanks member_list;            // the same list, shared (identity speeds up group lookup)
+  bool inferred = false;                     // members not recorded: inferred (gloo)
+  std::vector<const model::RankDump*> dump;  // per member; nullptr = no dump
+  std::vector<std::vector<std::pair<int64_t, uint32_t>>> coll;  // per member: (seq, op index) by seq
+  std::vector<std::vector<uint32_t>> p2p;                       // per member: P2P op indices
+
+  // The index of rank r in `members`, -1 when it is not a member.
+  int MemberIndex(model::Rank r) const {
+    auto it = std::lower_bound(members.begin(), members.end(), r);
+    return it != members.end() && *it == r ? static_cast<int>(it - members.begin()) : -1;
+  }
+  // The dump of member r (nullptr: none). r must be a member.
+  const model::RankDump* DumpOf(model::Rank r) const { return dump[MemberIndex(r)]; }
+  // "pg 0 (default_pg)"; a long description (a parser's note) is left out.
+  std::string Label() const {
+    bool show = !desc.empty() && desc != "undefined" && desc.size() <= 32;
+    return "pg " + name + (show ? " (" + desc + ")" : "");
+  }
+};
+
+class GroupTable {
+ public:
+  // Resolves the groups of `job` (dumps sorted by rank; the table keeps
+  // pointers into it). A dump recording a pg whose members exclude it gets a
+  // warning in `diags`, and those ops are left out. Never fails.
+  static GroupTable Resolve(const model::Job& job, const World& world, model::DiagnosticSink* diags);
+
+  int size() const { return static_cast<int>(groups_.size()); }
+  const Group& operator[](int gi) const { return groups_[gi]; }
+  const std::vector<Group>& all() const { return groups_; }
+
+  // The group of pg `name` as dump `d` (an element of the job's dumps)
+  // records it, -1 when unknown. A short list per dump, looked up by the
+  // interned name (views of one dump's interner compare by address first).
+  int GroupOf(const model::RankDump& d, std::string_view name) const;
+
+ private:
+  // One group per (name, member list); member lists shared between dumps
+  // compare by address, others by value.
+  int Intern(const std::string& name, const std::string& desc, const model::SharedRanks& members, bool inferred);
+  const model::SharedRanks& WorldRanks(int64_t size);
+  void IndexOps(const model::Job& job, model::DiagnosticSink* diags);
+
+  const model::RankDump* dumps_ = nullptr;  // job.dumps.data()
+  std::vector<Group> groups_;
+  std::map<std::string, std::vector<int>> by_name_;
+  std::vector<std::vector<std::pair<std::string_view, int>>> per_dump_;  // per dump: pg name -> group
+  model::SharedRanks world_ranks_;
+};
+
+}  // namespace hangdx::analyze

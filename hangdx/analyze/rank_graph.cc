@@ -1,0 +1,225 @@
+#include "hangdx/analyze/rank_graph.h"
+
+#include <string>
+
+namespace hangdx::analyze {
+
+using model::OpRecord;
+using model::Rank;
+using model::RankDump;
+
+namespace {
+uint64_t EdgeKey(int from, int to) { return (static_cast<uint64_t>(from) << 32) | static_cast<uint32_t>(to); }
+}  // namespace
+
+// Fills a RankGraph: nodes first (so that blocking nodes can be found),
+// edges second, then the reduction.
+class RankGraphBuilder {
+ public:
+  RankGraphBuilder(const model::Job& job, const GroupTable& groups, const InstanceTable& instances, RankGraph* g)
+      : job_(job), groups_(groups), instances_(instances), g_(*g) {}
+
+  void Run() {
+    MakeNodes();
+    InstanceEdges();
+    for (const auto& [key, node] : p2p_node_) P2PEdges(key.first, key.second, node);
+    SnapshotEdges();
+    // Every rank with a dump gets its blocking node now, so that the graph
+    // is complete before it is reduced (a sink made now has no edges).
+    for (const auto& d : job_.dumps) BlockingNode(d.rank);
+    g_.dead_ = g_.graph_.Deadlocked();
+    g_.components_ = g_.graph_.CyclicComponents(g_.dead_);
+  }
+
+ private:
+  int NewNode(WaitGraph::NodeKind kind, RankNode info) {
+    int n = g_.graph_.AddNode(kind);
+    g_.nodes_.push_back(info);
+    return n;
+  }
+
+  void Edge(int from, int to, Rank via) {
+    g_.graph_.AddEdge(from, to);
+    g_.edges_.push_back({from, to, via});
+    g_.via_.try_emplace(EdgeKey(from, to), via);
+  }
+
+  void MakeNodes() {
+    const auto& list = instances_.list;
+    g_.instance_node_.assign(list.size(), -1);
+    g_.behind_.assign(list.size(), -1);
+    for (int i = 0; i < static_cast<int>(list.size()); ++i)
+      if (list[i].problem() || list[i].any_pending)
+        g_.instance_node_[i] = NewNode(WaitGraph::NodeKind::kAnd, {RankNodeType::kInstance, -1, i, list[i].group});
+    for (int gi = 0; gi < groups_.size(); ++gi) {
+      const Group& g = groups_[gi];
+      for (size_t m = 0; m < g.members.size(); ++m)
+        for (uint32_t idx : g.p2p[m])
+          if (!g.dump[m]->ops[idx].completed)
+            p2p_node_[{g.members[m], idx}] =
+                NewNode(WaitGraph::NodeKind::kAnd, {RankNodeType::kP2P, g.members[m], -1, gi, idx});
+    }
+    // A wait on pg-local ranks (global ranks unknown) still blocks its rank;
+    // it gets no edges.
+    for (const auto& d : job_.dumps)
+      if (d.wait && !d.wait->waiting_for.empty())
+        g_.snapshot_node_[d.rank] = NewNode(d.wait->any_of ? WaitGraph::NodeKind::kOr : WaitGraph::NodeKind::kAnd,
+                                            {RankNodeType::kSnapshot, d.rank});
+  }
+
+  void InstanceEdges() {
+    // A pg's ops run in order on one stream (NCCL): a seq queued after an
+    // earlier problem seq that has not finished cannot finish either, so it
+    // is a consequence of that one, not a root of its own. (gloo runs them
+    // synchronously and ends a failed op: there the earlier problem is
+    // finished and blocks nothing.)
+    const auto& list = instances_.list;
+    std::map<int, int> unfinished_problem;  // group -> instance
+    for (int i = 0; i < static_cast<int>(list.size()); ++i) {
+      const Instance& in = list[i];
+      if (g_.instance_node_[i] < 0) continue;
+      auto it = unfinished_problem.find(in.group);
+      if (it != unfinished_problem.end()) {
+        g_.behind_[i] = it->second;
+        Edge(g_.instance_node_[i], g_.instance_node_[it->second], -1);
+      } else if (in.problem() && in.any_pending) {
+        unfinished_problem[in.group] = i;
+      }
+    }
+    for (int i = 0; i < static_cast<int>(list.size()); ++i) {
+      int node = g_.instance_node_[i];
+      if (node < 0) continue;
+      for (Rank r : list[i].not_reached) Edge(node, BlockingNode(r), r);
+      for (Rank r : list[i].no_dump) Edge(node, SinkFor(r), r);
+    }
+  }
+
+  void SnapshotEdges() {
+    for (const auto& [rank, node] : g_.snapshot_node_) {
+      if (job_.Find(rank)->wait->pg_local) continue;
+      for (Rank w : job_.Find(rank)->wait->waiting_for) {
+        const RankDump* d = job_.Find(w);
+        Edge(node, d ? BlockingNode(w) : SinkFor(w), w);
+      }
+    }
+  }
+
+  int SinkFor(Rank r) {
+    auto it = sink_of_.find(r);
+    if (it != sink_of_.end()) return it->second;
+    bool has = job_.Find(r) != nullptr && !Crashed(job_, r);
+    int n = NewNode(WaitGraph::NodeKind::kSink, {has ? RankNodeType::kIdle : RankNodeType::kNoDump, r});
+    sink_of_[r] = n;
+    return n;
+  }
+
+  // The node where rank r is blocked now: its last recorded op if that op is
+  // stuck, else its live wait state, else a sink (busy elsewhere / no data).
+  int BlockingNode(Rank r) {
+    auto it = g_.blocking_.find(r);
+    if (it != g_.blocking_.end()) return it->second;
+    int n = Crashed(job_, r) ? SinkFor(r) : LastOpNode(r);
+    const RankDump* d = job_.Find(r);
+    if (n < 0 && d && d->wait) {
+      auto s = g_.snapshot_node_.find(r);
+      if (s != g_.snapshot_node_.end()) n = s->second;
+    }
+    if (n < 0) n = SinkFor(r);
+    g_.blocking_[r] = n;
+    return n;
+  }
+
+  // The node of rank r's last recorded op, -1 when that op has none (it
+  // finished, or its pg is unknown).
+  int LastOpNode(Rank r) const {
+    const RankDump* d = job_.Find(r);
+    if (!d || d->ops.empty()) return -1;
+    uint32_t last = static_cast<uint32_t>(d->ops.size() - 1);
+    const OpRecord& op = d->ops[last];
+    int gi = groups_.GroupOf(*d, op.pg_name);
+    if (gi < 0) return -1;
+    if (op.is_p2p) {
+      auto p = p2p_node_.find({r, last});
+      return p != p2p_node_.end() ? p->second : -1;
+    }
+    int i = instances_.Find(gi, op.collective_seq);
+    return i >= 0 ? g_.instance_node_[i] : -1;
+  }
+
+  // A pending P2P op waits for its peer's matching op (the k-th send a->b
+  // pairs with the k-th recv b<-a), and, being on the pg's stream, for the
+  // earlier pending ops of its own rank in that pg.
+  void P2PEdges(Rank r, uint32_t idx, int node) {
+    const RankDump* d = job_.Find(r);
+    const OpRecord& op = d->ops[idx];
+    const Group& g = groups_[groups_.GroupOf(*d, op.pg_name)];
+    int m = g.MemberIndex(r);
+    // Program order inside the pg.
+    for (uint32_t prev : g.p2p[m]) {
+      if (prev >= idx) break;
+      auto it = p2p_node_.find({r, prev});
+      if (it != p2p_node_.end()) {
+        Edge(node, it->second, r);
+        break;
+      }
+    }
+    if (op.p2p_peer_local < 0 || op.p2p_peer_local >= static_cast<int64_t>(g.members.size())) return;
+    Rank peer = g.members[op.p2p_peer_local];
+    int pm = g.MemberIndex(peer);
+    if (!g.dump[pm]) {
+      Edge(node, SinkFor(peer), peer);
+      return;
+    }
+    // Ordinal of this op among r's ops of the same direction to peer.
+    int ordinal = 0;
+    for (uint32_t prev : g.p2p[m]) {
+      if (prev >= idx) break;
+      const OpRecord& p = d->ops[prev];
+      if (p.op == op.op && p.p2p_peer_local == op.p2p_peer_local) ++ordinal;
+    }
+    const std::string want = op.op == "send" ? "recv" : "send";
+    int seen = 0;
+    const RankDump* pd = g.dump[pm];
+    for (uint32_t cand : g.p2p[pm]) {
+      const OpRecord& c = pd->ops[cand];
+      if (c.op != want || c.p2p_peer_local != g.MemberIndex(r)) continue;
+      if (seen++ < ordinal) continue;
+      if (c.completed) return;
+      // The partner is posted; it can start once the ops before it in its
+      // stream have finished.
+      for (auto it = g.p2p[pm].rbegin(); it != g.p2p[pm].rend(); ++it) {
+        if (*it >= cand) continue;
+        auto pn = p2p_node_.find({peer, *it});
+        if (pn != p2p_node_.end()) Edge(node, pn->second, peer);
+        break;
+      }
+      return;
+    }
+    Edge(node, BlockingNode(peer), peer);  // the peer never posted it
+  }
+
+  const model::Job& job_;
+  const GroupTable& groups_;
+  const InstanceTable& instances_;
+  RankGraph& g_;
+  std::map<Rank, int> sink_of_;
+  std::map<std::pair<Rank, uint32_t>, int> p2p_node_;
+};
+
+RankGraph RankGraph::Build(const model::Job& job, const GroupTable& groups, const InstanceTable& instances) {
+  RankGraph g;
+  RankGraphBuilder(job, groups, instances, &g).Run();
+  return g;
+}
+
+Rank RankGraph::Via(int from, int to) const {
+  auto it = via_.find(EdgeKey(from, to));
+  return it == via_.end() ? -1 : it->second;
+}
+
+int RankGraph::Blocking(Rank r) const {
+  auto it = blocking_.find(r);
+  return it == blocking_.end() ? -1 : it->second;
+}
+
+}  // namespace hangdx::analyze

@@ -1,0 +1,103 @@
+// hangdx/analyze/rank_graph.h
+// Step 5 of the rank-level analysis (analyze/rank_analysis.h): the rank-level
+// wait-for graph, its reduction and its cyclic components. (The device-level
+// engine has its own graph: analyze/device_graph.h.)
+//
+// Nodes: each kept (pg, seq) instance; each pending P2P op; each live wait
+// state; and sinks: a rank not blocked in anything recorded ("idle": busy
+// elsewhere, the usual culprit) and a rank with no data or whose log reports a
+// crash ("no dump"). Edges (A -> B: A cannot finish until B progresses):
+//   - an instance waits for every member that did not reach it, at the node
+//     where that member is blocked now (AND), and for every member with no dump;
+//   - an instance queued after an earlier unfinished problem of its pg (one
+//     stream) waits for that one (an edge through no rank);
+//   - a pending P2P op waits for its peer's matching op and for its rank's
+//     earlier pending op in the pg;
+//   - a wait snapshot waits for the ranks it lists (AND, or OR for any_of);
+//     one on pg-local ranks gets no edges (checks/pg_local_wait.h reports it).
+// Graph reduction (analyze/wait_graph.h) leaves the nodes that can never
+// finish; the cyclic strongly connected components among them are the
+// deadlocks.
+//
+//   RankGraph g = RankGraph::Build(job, groups, instances);
+//   for (size_t c = 0; c < g.components().size(); ++c) ... g.Via(v, w)
+//
+// Immutable after Build(); deterministic (node ids follow instance, rank and
+// op order, never hash order).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "hangdx/analyze/groups.h"
+#include "hangdx/analyze/instances.h"
+#include "hangdx/analyze/wait_graph.h"
+
+namespace hangdx::analyze {
+
+enum class RankNodeType { kInstance, kP2P, kSnapshot, kIdle, kNoDump };
+
+struct RankNode {
+  RankNodeType type;
+  model::Rank rank = -1;  // P2P, snapshot, idle, no-dump nodes
+  int instance = -1;      // instance nodes: index into InstanceTable::list
+  int group = -1;         // instance and P2P nodes
+  uint32_t op = 0;        // P2P op index in the rank's dump
+};
+
+// One wait edge; `via` is the rank it goes through (-1: queued behind an
+// earlier op of the same pg).
+struct RankGraphEdge {
+  int from, to;
+  model::Rank via;
+};
+
+class RankGraph {
+ public:
+  // Builds the graph of `job` over resolved groups and kept instances, and
+  // reduces it. Every rank with a dump gets its blocking node.
+  static RankGraph Build(const model::Job& job, const GroupTable& groups, const InstanceTable& instances);
+
+  const WaitGraph& graph() const { return graph_; }
+  int size() const { return graph_.size(); }
+  const RankNode& node(int n) const { return nodes_[n]; }
+  // Every edge in the order it was added (duplicates included).
+  const std::vector<RankGraphEdge>& edges() const { return edges_; }
+  // The rank on the first edge from -> to, -1 when it goes through none or
+  // there is no such edge. O(1).
+  model::Rank Via(int from, int to) const;
+
+  // The node of kept instance i, -1 when it has none (healthy and finished).
+  int InstanceNode(int i) const { return instance_node_[i]; }
+  // The earlier unfinished problem instance of the same pg that instance i
+  // is queued behind, -1 when none.
+  int Behind(int i) const { return behind_[i]; }
+  // The node where rank r is blocked now: its last recorded op if that op is
+  // stuck, else its live wait state, else its sink. Known for every rank with
+  // a dump and every rank an edge names; -1 for others.
+  int Blocking(model::Rank r) const;
+  // Rank -> its wait snapshot node (ranks with a non-empty live wait).
+  const std::map<model::Rank, int>& snapshots() const { return snapshot_node_; }
+
+  // Graph reduction: true for a node that can never finish.
+  bool dead(int n) const { return dead_[n]; }
+  // Cyclic strongly connected components among the dead nodes, each sorted,
+  // ordered by first node: each one is a deadlock.
+  const std::vector<std::vector<int>>& components() const { return components_; }
+
+ private:
+  friend class RankGraphBuilder;
+  WaitGraph graph_;
+  std::vector<RankNode> nodes_;
+  std::vector<RankGraphEdge> edges_;
+  std::unordered_map<uint64_t, model::Rank> via_;  // (from, to) -> via of the first such edge
+  std::vector<int> instance_node_, behind_;
+  std::map<model::Rank, int> blocking_, snapshot_node_;
+  std::vector<bool> dead_;
+  std::vector<std::vector<int>> components_;
+};
+
+}  // namespace hangdx::analyze

@@ -1,0 +1,35 @@
+// hangdx/analyze/world.h
+// Step 1 of the rank-level analysis (analyze/rank_analysis.h): which ranks
+// form the job. The world size comes from --world-size, else from a default
+// pg config that lists its members, else from the highest rank any file
+// names -- unless that rank is far above the number of ranks with data (a
+// typo, a hostile file), when it is left unknown rather than guessed.
+//
+//   World w = ResolveWorld(job, &diags);
+//   if (w.size >= 0) ... ranks 0 .. w.size - 1; w.without_dump lists the silent ones
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "hangdx/model/diagnostic_sink.h"
+#include "hangdx/model/job.h"
+
+namespace hangdx::analyze {
+
+struct World {
+  int64_t size = -1;                      // ranks 0 .. size-1 form the world; -1: unknown (not guessed)
+  int64_t reported_size = 0;              // Diagnosis::world_size: `size`, or the number of dumps when unknown
+  bool inferred = true;                   // neither given (--world-size) nor recorded in a default pg config
+  std::vector<model::Rank> without_dump;  // ranks below `size` with no dump, ascending
+};
+
+// Resolves the world of `job` (dumps sorted by rank). Adds a warning to
+// `diags` when the rank numbers are too high to believe. Never fails.
+World ResolveWorld(const model::Job& job, model::DiagnosticSink* diags);
+
+// True when a log of rank r says it crashed (CUDA error, abort, ...): the
+// rank is dead whether or not anyone was seen waiting for it.
+bool Crashed(const model::Job& job, model::Rank r);
+
+}  // namespace hangdx::analyze
