@@ -6,6 +6,7 @@
 #include <span>
 #include <unordered_map>
 
+#include "hangdx/analyze/checks/check.h"
 #include "hangdx/analyze/device_graph.h"
 #include "hangdx/analyze/latent_order.h"
 #include "hangdx/analyze/match.h"
@@ -95,7 +96,12 @@ class Analyzer {
  private:
   // ------------------------------------------------------------- findings
   void Findings() {
-    for (const auto& comp : a_.graph.components()) CycleFinding(comp);
+    FindingSink sink;
+    RunChecks(a_, &sink);
+    for (auto& e : sink.entries()) {
+      if (e.component >= 0) cycle_nodes_.push_back({a_.graph.components()[e.component], out_.findings.size()});
+      out_.findings.push_back(std::move(e.finding));
+    }
     // Root causes: problem instances that are not part of a deadlock.
     for (int i = 0; i < static_cast<int>(a_.instances.list.size()); ++i) {
       const Instance& in = a_.instances.list[i];
@@ -886,103 +892,6 @@ class Analyzer {
                  f->op + " for " + RankWords(f->culprit_ranks) +
                  (f->kind == Kind::kMissingRank ? ", which is not waiting on anyone (it is elsewhere)"
                                                 : ", of which there is no state at all");
-  }
-
-  void CycleFinding(const std::vector<int>& comp) {
-    std::vector<int> cyc = a_.graph.graph().WitnessCycle(comp);
-    Finding f;
-    // Ranks in wait order: the rank each edge of the cycle goes through.
-    std::vector<Rank> order;
-    std::set<int> groups;
-    bool all_p2p = true, all_coll = true, all_snapshot = true;
-    std::vector<std::string> ops;
-    for (size_t i = 0; i < cyc.size(); ++i) {
-      int from = cyc[i], to = cyc[(i + 1) % cyc.size()];
-      for (const auto& e : a_.graph.edges())
-        if (e.from == from && e.to == to) {
-          if (e.via >= 0) order.push_back(e.via);
-          break;
-        }
-      const RankNode& n = a_.graph.node(from);
-      all_p2p = all_p2p && n.type == RankNodeType::kP2P;
-      all_coll = all_coll && n.type == RankNodeType::kInstance;
-      all_snapshot = all_snapshot && n.type == RankNodeType::kSnapshot;
-      if (n.group >= 0) groups.insert(n.group);
-      ops.push_back(a_.NodeLabel(from));
-    }
-    // The waiter of the first node comes first: rotate so the smallest rank leads.
-    if (!order.empty()) {
-      std::rotate(order.begin(), order.end() - 1, order.end());
-      auto mn = std::min_element(order.begin(), order.end());
-      std::rotate(order.begin(), mn, order.end());
-    }
-    if (all_snapshot) {
-      bool p2p = true;
-      for (int v : cyc) {
-        const std::string& op = job_.Find(a_.graph.node(v).rank)->wait->current_op;
-        p2p = p2p && (op.find("send") != std::string::npos || op.find("recv") != std::string::npos);
-      }
-      all_p2p = p2p;
-    }
-    f.kind = all_p2p ? Kind::kP2pCycle : (all_coll && groups.size() >= 2) ? Kind::kOrderInversion : Kind::kWaitCycle;
-    f.cycle = order;
-    f.culprit_ranks = order;
-    std::sort(f.culprit_ranks.begin(), f.culprit_ranks.end());
-    f.culprit_ranks.erase(std::unique(f.culprit_ranks.begin(), f.culprit_ranks.end()), f.culprit_ranks.end());
-    f.severity = Severity::kError;
-    f.hang = true;
-    std::string chain;
-    for (size_t i = 0; i < cyc.size(); ++i) {
-      std::vector<Rank> w = a_.Waiters(cyc[i]);
-      Rank via = OrderVia(cyc, i);
-      // No rank on the edge: the op is queued behind an earlier unfinished
-      // op of its own pg (one stream), not waiting for a peer.
-      chain += (i ? "; " : "") + RankWords(w) + " in " + ops[i] + " " +
-               (via >= 0 ? std::string(Verb(w, "waits", "wait")) + " for rank " + std::to_string(via)
-                         : std::string(Verb(w, "is", "are")) + " queued behind " + ops[(i + 1) % ops.size()]);
-    }
-    f.op = ops.empty() ? "" : ops.front();
-    for (size_t i = 1; i < ops.size(); ++i) f.op += " / " + ops[i];
-    std::string cycle_text;
-    for (Rank r : order) cycle_text += std::to_string(r) + " -> ";
-    if (!order.empty()) cycle_text += std::to_string(order.front());
-    const char* what = f.kind == Kind::kP2pCycle ? "circular wait between P2P operations"
-                       : f.kind == Kind::kOrderInversion
-                           ? "circular wait across process groups issued in different orders"
-                           : "circular wait";
-    f.summary = std::string(what) + ": " + cycle_text;
-    if (cyc.size() <= 4) f.summary += " (" + chain + ")";
-    f.details.push_back(chain);
-    for (int v : cyc) {
-      const RankNode& n = a_.graph.node(v);
-      if (n.type == RankNodeType::kInstance) {
-        const Instance& in = a_.instances.list[n.instance];
-        if (f.pg_name.empty()) FillPg(&f, in);
-        for (size_t i = 0; i < in.arrived.size(); ++i)
-          AddOpEvidence(&f, in.arrived[i], a_.DumpOf(in, in.arrived[i])->ops[in.ops(i).front()],
-                        "blocked in " + a_.NodeLabel(v));
-      } else if (n.type == RankNodeType::kP2P) {
-        AddOpEvidence(&f, n.rank, job_.Find(n.rank)->ops[n.op], "blocked in " + a_.NodeLabel(v));
-      } else if (n.type == RankNodeType::kSnapshot) {
-        f.evidence.push_back({job_.Find(n.rank)->file, n.rank, -1, "waits in " + a_.NodeLabel(v)});
-      }
-    }
-    if (groups.size() >= 2) f.pg_name.clear(), f.seq = -1;
-    f.fix_hint = f.kind == Kind::kP2pCycle
-                     ? "order sends and receives by rank parity (even ranks send first), or use batch_isend_irecv"
-                 : f.kind == Kind::kOrderInversion
-                     ? "issue the operations of all process groups in one consistent order on every rank"
-                     : "break the cycle: make every rank acquire what it waits for in one global order";
-    // Remember which nodes belong to this cycle for cascades.
-    cycle_nodes_.push_back({comp, out_.findings.size()});
-    out_.findings.push_back(std::move(f));
-  }
-
-  Rank OrderVia(const std::vector<int>& cyc, size_t i) const {
-    int from = cyc[i], to = cyc[(i + 1) % cyc.size()];
-    for (const auto& e : a_.graph.edges())
-      if (e.from == from && e.to == to) return e.via;
-    return -1;
   }
 
   // Ranks blocked at nodes that (transitively) wait on a finding's nodes are

@@ -1,0 +1,133 @@
+#include "hangdx/analyze/checks/cycle.h"
+
+#include <algorithm>
+#include <set>
+
+#include "hangdx/analyze/checks/finding_util.h"
+#include "hangdx/base/rank_set.h"
+
+namespace hangdx::analyze {
+
+using model::Rank;
+
+namespace {
+
+// What the nodes of a witness cycle are.
+struct CycleShape {
+  std::vector<Rank> order;       // ranks in wait order, the smallest first
+  std::set<int> groups;          // pgs of its instance and P2P nodes
+  std::vector<std::string> ops;  // NodeLabel per node
+  Kind kind = Kind::kWaitCycle;
+};
+
+// True when every wait state on the cycle is in a send or a recv.
+bool SnapshotsAreP2p(const RankAnalysis& a, const std::vector<int>& cyc) {
+  for (int v : cyc) {
+    const std::string& op = a.job.Find(a.graph.node(v).rank)->wait->current_op;
+    if (op.find("send") == std::string::npos && op.find("recv") == std::string::npos) return false;
+  }
+  return true;
+}
+
+CycleShape ShapeOf(const RankAnalysis& a, const std::vector<int>& cyc) {
+  CycleShape s;
+  bool all_p2p = true, all_coll = true, all_snapshot = true;
+  for (size_t i = 0; i < cyc.size(); ++i) {
+    int from = cyc[i], to = cyc[(i + 1) % cyc.size()];
+    // Ranks in wait order: the rank each edge of the cycle goes through.
+    Rank via = a.graph.Via(from, to);
+    if (via >= 0) s.order.push_back(via);
+    const RankNode& n = a.graph.node(from);
+    all_p2p = all_p2p && n.type == RankNodeType::kP2P;
+    all_coll = all_coll && n.type == RankNodeType::kInstance;
+    all_snapshot = all_snapshot && n.type == RankNodeType::kSnapshot;
+    if (n.group >= 0) s.groups.insert(n.group);
+    s.ops.push_back(a.NodeLabel(from));
+  }
+  // The waiter of the first node comes first: rotate so the smallest rank leads.
+  if (!s.order.empty()) {
+    std::rotate(s.order.begin(), s.order.end() - 1, s.order.end());
+    auto mn = std::min_element(s.order.begin(), s.order.end());
+    std::rotate(s.order.begin(), mn, s.order.end());
+  }
+  if (all_snapshot) all_p2p = SnapshotsAreP2p(a, cyc);
+  s.kind = all_p2p ? Kind::kP2pCycle : (all_coll && s.groups.size() >= 2) ? Kind::kOrderInversion : Kind::kWaitCycle;
+  return s;
+}
+
+// The cycle in words: "rank 0 in <op> waits for rank 1; ...". No rank on
+// an edge: the op is queued behind an earlier unfinished op of its own pg
+// (one stream), not waiting for a peer.
+std::string Chain(const RankAnalysis& a, const std::vector<int>& cyc, const std::vector<std::string>& ops) {
+  std::string chain;
+  for (size_t i = 0; i < cyc.size(); ++i) {
+    std::vector<Rank> w = a.Waiters(cyc[i]);
+    Rank via = a.graph.Via(cyc[i], cyc[(i + 1) % cyc.size()]);
+    chain += (i ? "; " : "") + RankWords(w) + " in " + ops[i] + " " +
+             (via >= 0 ? std::string(Verb(w, "waits", "wait")) + " for rank " + std::to_string(via)
+                       : std::string(Verb(w, "is", "are")) + " queued behind " + ops[(i + 1) % ops.size()]);
+  }
+  return chain;
+}
+
+// The records of every op on the cycle; the pg of the first instance.
+void AddCycleEvidence(const RankAnalysis& a, const std::vector<int>& cyc, Finding* f) {
+  for (int v : cyc) {
+    const RankNode& n = a.graph.node(v);
+    if (n.type == RankNodeType::kInstance) {
+      const Instance& in = a.instances.list[n.instance];
+      if (f->pg_name.empty()) FillPg(a, in, f);
+      for (size_t i = 0; i < in.arrived.size(); ++i)
+        AddOpEvidence(a, f, in.arrived[i], a.DumpOf(in, in.arrived[i])->ops[in.ops(i).front()],
+                      "blocked in " + a.NodeLabel(v));
+    } else if (n.type == RankNodeType::kP2P) {
+      AddOpEvidence(a, f, n.rank, a.job.Find(n.rank)->ops[n.op], "blocked in " + a.NodeLabel(v));
+    } else if (n.type == RankNodeType::kSnapshot) {
+      f->evidence.push_back({a.job.Find(n.rank)->file, n.rank, -1, "waits in " + a.NodeLabel(v)});
+    }
+  }
+}
+
+Finding CycleFinding(const RankAnalysis& a, const std::vector<int>& comp) {
+  std::vector<int> cyc = a.graph.graph().WitnessCycle(comp);
+  CycleShape shape = ShapeOf(a, cyc);
+  Finding f;
+  f.kind = shape.kind;
+  f.cycle = shape.order;
+  f.culprit_ranks = shape.order;
+  std::sort(f.culprit_ranks.begin(), f.culprit_ranks.end());
+  f.culprit_ranks.erase(std::unique(f.culprit_ranks.begin(), f.culprit_ranks.end()), f.culprit_ranks.end());
+  f.severity = Severity::kError;
+  f.hang = true;
+  const std::vector<std::string>& ops = shape.ops;
+  std::string chain = Chain(a, cyc, ops);
+  f.op = ops.empty() ? "" : ops.front();
+  for (size_t i = 1; i < ops.size(); ++i) f.op += " / " + ops[i];
+  std::string cycle_text;
+  for (Rank r : shape.order) cycle_text += std::to_string(r) + " -> ";
+  if (!shape.order.empty()) cycle_text += std::to_string(shape.order.front());
+  const char* what = f.kind == Kind::kP2pCycle ? "circular wait between P2P operations"
+                     : f.kind == Kind::kOrderInversion
+                         ? "circular wait across process groups issued in different orders"
+                         : "circular wait";
+  f.summary = std::string(what) + ": " + cycle_text;
+  if (cyc.size() <= 4) f.summary += " (" + chain + ")";
+  f.details.push_back(chain);
+  AddCycleEvidence(a, cyc, &f);
+  if (shape.groups.size() >= 2) f.pg_name.clear(), f.seq = -1;
+  f.fix_hint = f.kind == Kind::kP2pCycle
+                   ? "order sends and receives by rank parity (even ranks send first), or use batch_isend_irecv"
+               : f.kind == Kind::kOrderInversion
+                   ? "issue the operations of all process groups in one consistent order on every rank"
+                   : "break the cycle: make every rank acquire what it waits for in one global order";
+  return f;
+}
+
+}  // namespace
+
+void CycleCheck(const RankAnalysis& a, FindingSink* sink) {
+  const auto& comps = a.graph.components();
+  for (size_t c = 0; c < comps.size(); ++c) sink->Add(CycleFinding(a, comps[c]), static_cast<int>(c));
+}
+
+}  // namespace hangdx::analyze

@@ -1,0 +1,50 @@
+#include "hangdx/analyze/checks/finding_util.h"
+
+#include "hangdx/base/rank_set.h"
+
+namespace hangdx::analyze {
+
+void AddOpEvidence(const RankAnalysis& a, Finding* f, model::Rank r, const model::OpRecord& op,
+                   const std::string& note) {
+  const model::RankDump* d = a.job.Find(r);
+  // A record merged from another artifact of the rank names that file.
+  bool merged = d && op.source >= 0 && static_cast<size_t>(op.source) < d->extra_files.size();
+  f->evidence.push_back({!d ? "" : merged ? d->extra_files[op.source] : d->file, r, op.record_id, note});
+}
+
+std::string WhereInstead(const RankAnalysis& a, model::Rank r) {
+  const model::RankDump* d = a.job.Find(r);
+  if (!d) return "rank " + std::to_string(r) + ": no dump (process gone, or its file was not collected)";
+  if (d->ops.empty() && d->wait)
+    return "rank " + std::to_string(r) + ": live state " + d->wait->current_op +
+           (d->wait->waiting_for.empty() ? ", waiting for nobody"
+                                         : ", waiting for ranks " + FormatRanks(d->wait->waiting_for));
+  if (d->ops.empty()) return "rank " + std::to_string(r) + ": its dump records no operations";
+  const model::OpRecord& last = d->ops.back();
+  // gloo marks a failed op retired like a finished one.
+  const char* done = last.backend == "gloo" ? " (ended: finished or failed)" : " (completed)";
+  std::string s =
+      "rank " + std::to_string(r) + ": last op " + a.LabelOf(r, last) + (last.completed ? done : " (not completed)");
+  if (a.BlockingType(r) == RankNodeType::kIdle) s += "; not blocked in any recorded collective since";
+  if (!last.frames->empty()) s += "; called from " + FrameText(*d, last);
+  return s;
+}
+
+std::string FrameText(const model::RankDump& d, const model::OpRecord& op) {
+  for (uint32_t id : *op.frames) {
+    const model::Frame& f = d.frames[id];
+    if (f.filename.find("torch/distributed") != std::string::npos) continue;
+    return f.name + " at " + f.filename + ":" + std::to_string(f.line);
+  }
+  const model::Frame& f = d.frames[op.frames->front()];
+  return f.name + " at " + f.filename + ":" + std::to_string(f.line);
+}
+
+void FillPg(const RankAnalysis& a, const Instance& in, Finding* f) {
+  const Group& g = a.groups[in.group];
+  f->pg_name = g.name;
+  f->pg_desc = g.desc;
+  f->seq = in.seq;
+}
+
+}  // namespace hangdx::analyze

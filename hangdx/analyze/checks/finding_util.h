@@ -1,0 +1,43 @@
+// hangdx/analyze/checks/finding_util.h
+// What the rank-level checks share when they write a finding: evidence
+// records, where a rank is instead, the pg a finding is about, and the
+// singular/plural words of summaries.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "hangdx/analyze/diagnosis.h"
+#include "hangdx/analyze/rank_analysis.h"
+
+namespace hangdx::analyze {
+
+// Records listed per side of a finding; the rest are counted ("... and 12
+// more ranks"): at 1,000 ranks one side would otherwise bury the others.
+constexpr size_t kEvidencePerSide = 8;
+
+// `one` for one item, `many` otherwise: "waits" for one rank, "wait" for several.
+inline const char* Plural(size_t n, const char* one, const char* many) { return n == 1 ? one : many; }
+inline const char* Verb(const std::vector<model::Rank>& ranks, const char* one, const char* many) {
+  return Plural(ranks.size(), one, many);
+}
+
+// Appends the evidence of op `op` of rank r: its file (the artifact it was
+// merged from, if another), rank and record id, with `note`.
+void AddOpEvidence(const RankAnalysis& a, Finding* f, model::Rank r, const model::OpRecord& op,
+                   const std::string& note);
+
+// One line: where rank r is instead of the awaited op ("rank 3: last op pg
+// 0 seq 4 all_reduce (completed); not blocked in any recorded collective
+// since; called from train at train.py:12").
+std::string WhereInstead(const RankAnalysis& a, model::Rank r);
+
+// The first frame of op's stack outside torch/distributed internals
+// (innermost first), "name at file:line". The op must have frames.
+std::string FrameText(const model::RankDump& d, const model::OpRecord& op);
+
+// Sets the pg name, description and seq of `f` to those of instance `in`.
+void FillPg(const RankAnalysis& a, const Instance& in, Finding* f);
+
+}  // namespace hangdx::analyze

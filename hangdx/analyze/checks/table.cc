@@ -1,0 +1,27 @@
+// The check table: every rank-level (and the device-level) check in run
+// order. Findings keep this order until passes/order.h sorts them stably,
+// so a row's place decides ties.
+#include "hangdx/analyze/checks/check.h"
+#include "hangdx/analyze/checks/cycle.h"
+
+namespace hangdx::analyze {
+
+namespace {
+
+const Check kChecks[] = {
+    {"cycle", "deadlocks of the rank-level wait-for graph (p2p_cycle, order_inversion, wait_cycle)", Scope::kWaitState,
+     &CycleCheck},
+};
+
+}  // namespace
+
+std::span<const Check> Checks() { return kChecks; }
+
+void RunChecks(const RankAnalysis& a, FindingSink* sink) {
+  for (const Check& c : kChecks) {
+    sink->Begin(c.id, c.scope);
+    c.run(a, sink);
+  }
+}
+
+}  // namespace hangdx::analyze
