@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "hangdx/analyze/checks/check.h"
+#include "hangdx/analyze/checks/finding_util.h"
 #include "hangdx/analyze/device_graph.h"
 #include "hangdx/analyze/latent_order.h"
 #include "hangdx/analyze/match.h"
@@ -62,18 +63,6 @@ namespace {
 using model::OpRecord;
 using model::RankDump;
 
-std::string R(const std::vector<Rank>& ranks) { return FormatRanks(ranks); }
-
-std::string Plural(size_t n, const char* one, const char* many) { return n == 1 ? one : many; }
-
-// "waits" for one rank, "wait" for several.
-const char* Verb(const std::vector<Rank>& ranks, const char* one, const char* many) {
-  return ranks.size() == 1 ? one : many;
-}
-
-// Records listed per side of a finding; the rest are counted.
-constexpr size_t kEvidencePerSide = 8;
-
 class Analyzer {
  public:
   explicit Analyzer(const RankAnalysis& a) : a_(a), job_(a.job), opt_(a.options), dump_based_(a.dump_based) {}
@@ -103,16 +92,8 @@ class Analyzer {
       out_.findings.push_back(std::move(e.finding));
     }
     // Root causes: problem instances that are not part of a deadlock.
-    for (int i = 0; i < static_cast<int>(a_.instances.list.size()); ++i) {
-      const Instance& in = a_.instances.list[i];
-      int node = a_.graph.InstanceNode(i);
-      if (!in.problem() || (node >= 0 && a_.graph.dead(node))) continue;
-      if (a_.graph.Behind(i) >= 0) continue;  // queued behind an earlier problem: reported there
-      if (in.mismatch)
-        MismatchFinding(in);
-      else
-        RootMissingFinding(in);
-    }
+    for (int i = 0; i < static_cast<int>(a_.instances.list.size()); ++i)
+      if (a_.IsRoot(i) && !a_.instances.list[i].mismatch) RootMissingFinding(a_.instances.list[i]);
     StalledFindings();
     StackFindings();
     PgLocalWaitFindings();
@@ -167,150 +148,6 @@ class Analyzer {
     return 0;
   }
 
-  void AddOpEvidence(Finding* f, Rank r, const OpRecord& op, const std::string& note) {
-    const RankDump* d = job_.Find(r);
-    // A record merged from another artifact of the rank names that file.
-    bool merged = d && op.source >= 0 && static_cast<size_t>(op.source) < d->extra_files.size();
-    f->evidence.push_back({!d ? "" : merged ? d->extra_files[op.source] : d->file, r, op.record_id, note});
-  }
-
-  std::string WhereInstead(Rank r) {
-    const RankDump* d = job_.Find(r);
-    if (!d) return "rank " + std::to_string(r) + ": no dump (process gone, or its file was not collected)";
-    if (d->ops.empty() && d->wait)
-      return "rank " + std::to_string(r) + ": live state " + d->wait->current_op +
-             (d->wait->waiting_for.empty() ? ", waiting for nobody" : ", waiting for ranks " + R(d->wait->waiting_for));
-    if (d->ops.empty()) return "rank " + std::to_string(r) + ": its dump records no operations";
-    const OpRecord& last = d->ops.back();
-    // gloo marks a failed op retired like a finished one.
-    const char* done = last.backend == "gloo" ? " (ended: finished or failed)" : " (completed)";
-    std::string s =
-        "rank " + std::to_string(r) + ": last op " + a_.LabelOf(r, last) + (last.completed ? done : " (not completed)");
-    if (a_.graph.Blocking(r) >= 0 && a_.graph.node(a_.graph.Blocking(r)).type == RankNodeType::kIdle)
-      s += "; not blocked in any recorded collective since";
-    if (!last.frames->empty()) s += "; called from " + FrameText(*d, last);
-    return s;
-  }
-
-  std::string FrameText(const RankDump& d, const OpRecord& op) const {
-    // First frame outside torch/distributed internals, innermost first.
-    for (uint32_t id : *op.frames) {
-      const model::Frame& f = d.frames[id];
-      if (f.filename.find("torch/distributed") != std::string::npos) continue;
-      return f.name + " at " + f.filename + ":" + std::to_string(f.line);
-    }
-    const model::Frame& f = d.frames[op.frames->front()];
-    return f.name + " at " + f.filename + ":" + std::to_string(f.line);
-  }
-
-  void FillPg(Finding* f, const Instance& in) {
-    const Group& g = a_.groups[in.group];
-    f->pg_name = g.name;
-    f->pg_desc = g.desc;
-    f->seq = in.seq;
-  }
-
-  void MismatchFinding(const Instance& in) {
-    const Group& g = a_.groups[in.group];
-    Finding f;
-    FillPg(&f, in);
-    const auto& ref = in.classes.front();
-    // Which rule separates the reference from the others decides the kind.
-    Rank ref_rank = ref.second.front();
-    size_t ref_i = std::find(in.arrived.begin(), in.arrived.end(), ref_rank) - in.arrived.begin();
-    const OpRecord& ref_op = a_.OpAt(in, ref_i);
-    bool type_differs = false, dtype_only = true;
-    for (size_t c = 1; c < in.classes.size(); ++c) {
-      Rank r = in.classes[c].second.front();
-      size_t i = std::find(in.arrived.begin(), in.arrived.end(), r) - in.arrived.begin();
-      const OpRecord& op = a_.OpAt(in, i);
-      MatchState ms = MatchOps(ref_op, op);
-      if (ms == MatchState::kTypeMismatch || in.ops(i).size() != in.ops(ref_i).size()) type_differs = true;
-      if (ms != MatchState::kDtypeMismatch) dtype_only = false;
-      for (Rank x : in.classes[c].second) f.culprit_ranks.push_back(x);
-    }
-    bool all_to_all_only = IsAllToAll(ref_op.op) && !type_differs;
-    f.kind = type_differs ? Kind::kCollectiveMismatch : all_to_all_only ? Kind::kUndecided : Kind::kSizeMismatch;
-    f.op = ref_op.op;
-    std::sort(f.culprit_ranks.begin(), f.culprit_ranks.end());
-    for (const auto& [sig, ranks] : in.classes) f.roles.push_back({sig, ranks});
-    if (!in.not_reached.empty()) f.roles.push_back({"not arrived", in.not_reached});
-    if (!in.no_dump.empty()) f.roles.push_back({"no dump", in.no_dump});
-    f.hang = true;
-    f.severity = Severity::kError;
-    std::string what = type_differs ? "call different collectives"
-                       : dtype_only ? "disagree on dtype"
-                                    : "disagree on sizes";
-    f.summary = "ranks of " + g.Label() + " " + what + " at seq " + std::to_string(in.seq) + ": " +
-                RankWords(ref.second) + " " + Plural(ref.second.size(), "calls ", "call ") + ref.first;
-    for (size_t c = 1; c < in.classes.size(); ++c)
-      f.summary += "; " + RankWords(in.classes[c].second) + " " +
-                   Plural(in.classes[c].second.size(), "calls ", "call ") + in.classes[c].first;
-    if (all_to_all_only) {
-      f.severity = Severity::kWarning;
-      f.hang = false;
-      f.summary = "all_to_all at " + g.Label() + " seq " + std::to_string(in.seq) +
-                  " has rank-dependent sizes, which all_to_all allows: cannot decide";
-    }
-    // Evidence per side, the deviating sides first, a few ranks of each: at
-    // 1,000 ranks the reference side would otherwise bury the culprit's record.
-    for (size_t c = 1; c <= in.classes.size(); ++c) {
-      const auto& ranks = in.classes[c % in.classes.size()].second;
-      for (size_t k = 0; k < ranks.size() && k < kEvidencePerSide; ++k) {
-        size_t i = std::find(in.arrived.begin(), in.arrived.end(), ranks[k]) - in.arrived.begin();
-        for (uint32_t idx : in.ops(i)) {
-          const OpRecord& op = a_.DumpOf(in, in.arrived[i])->ops[idx];
-          std::string note = Signature(op);
-          if (!op.frames->empty()) note += " from " + FrameText(*a_.DumpOf(in, in.arrived[i]), op);
-          AddOpEvidence(&f, in.arrived[i], op, note);
-        }
-      }
-      if (ranks.size() > kEvidencePerSide)
-        f.evidence.push_back(
-            {"", -1, -1,
-             "... and " + std::to_string(ranks.size() - kEvidencePerSide) + " more ranks with the same record"});
-    }
-    if (in.classes.size() == 2 && in.classes[0].second.size() == in.classes[1].second.size())
-      f.details.push_back(
-          "the two sides are equal in size: the reference is the op this pg ran "
-          "most often before, then the side without the lowest rank");
-    for (Rank r : f.culprit_ranks) f.details.push_back(WhereInstead(r));
-    f.fix_hint = type_differs ? "make every rank of the pg issue the same collectives in the same order: look for a "
-                                "rank-dependent branch, uneven data (DistributedSampler, drop_last), or a collective "
-                                "that only some ranks reach (checkpointing, logging, clip_grad_norm_)"
-                              : "make the tensors of this collective the same shape and dtype on every rank";
-    if (in.failed && a_.OpAt(in, 0).backend == "gloo")
-      f.details.push_back("gloo has ended the op (timed out or failed) on the ranks that called it");
-    DetectedByPyTorch(&f, in);
-    out_.findings.push_back(std::move(f));
-  }
-
-  // A mismatch that TORCH_DISTRIBUTED_DEBUG=DETAIL caught (kMismatch events
-  // at this (pg, seq)): the wrapper compared fingerprints before the op ran
-  // and raised on the ranks that logged it, so the job failed, not hung.
-  void DetectedByPyTorch(Finding* f, const Instance& in) {
-    const Group& g = a_.groups[in.group];
-    std::vector<Rank> raised;
-    std::vector<Evidence> lines;
-    for (const auto& d : job_.dumps) {
-      if (g.MemberIndex(d.rank) < 0) continue;
-      for (const auto& e : d.events) {
-        if (e.kind != model::LogEvent::Kind::kMismatch || e.seq != in.seq || e.pg != g.name) continue;
-        if (raised.empty() || raised.back() != d.rank) raised.push_back(d.rank);
-        if (lines.size() < kEvidencePerSide)
-          lines.push_back({e.file, d.rank, -1, "line " + std::to_string(e.line) + ": " + e.message.substr(0, 300)});
-      }
-    }
-    if (raised.empty()) return;
-    f->hang = false;
-    f->roles.push_back({"raised the mismatch error", raised});
-    f->details.push_back(
-        "PyTorch's TORCH_DISTRIBUTED_DEBUG=DETAIL check compared the ranks' fingerprints before the "
-        "collective ran and raised on " +
-        RankWords(raised) + ": the job failed fast instead of hanging");
-    f->evidence.insert(f->evidence.begin(), lines.begin(), lines.end());
-  }
-
   void RootMissingFinding(const Instance& in) {
     const Group& g = a_.groups[in.group];
     // Who among the absent ranks is a root cause (not blocked elsewhere)?
@@ -361,7 +198,7 @@ class Analyzer {
     std::vector<Rank> unlogged, logged;
     for (Rank r : idle) (!dump_based_ && !combined && !job_.Find(r) ? unlogged : logged).push_back(r);
     Finding f;
-    FillPg(&f, in);
+    FillPg(a_, in, &f);
     f.op = a_.OpAt(in, 0).op;
     f.roles.push_back({"arrived", in.arrived});
     if (!logged.empty()) f.roles.push_back({"never arrived", logged});
@@ -378,7 +215,7 @@ class Analyzer {
       f.kind = Kind::kStraggler;
       f.hang = false;
       f.severity = Severity::kWarning;
-      f.summary = "not a hang yet: ranks " + R(in.arrived) + " wait in " + f.op + " (" + where + ") for " +
+      f.summary = "not a hang yet: ranks " + FormatRanks(in.arrived) + " wait in " + f.op + " (" + where + ") for " +
                   RankWords(idle) + ", which has not arrived; no wait has timed out, so it may only be slow";
       f.fix_hint =
           "if this persists past the collective timeout it is a hang; otherwise profile the slow "
@@ -419,20 +256,20 @@ class Analyzer {
     for (Rank r : idle) {
       const RankDump* d = job_.Find(r);
       if (d && !d->ops.empty())
-        AddOpEvidence(&f, r, d->ops.back(), "last recorded op");
+        AddOpEvidence(a_, &f, r, d->ops.back(), "last recorded op");
       else if (d)
         f.evidence.push_back({d->file, r, -1, "no op at this seq"});
     }
     for (size_t i = 0; i < in.arrived.size() && i < kEvidencePerSide; ++i)
-      AddOpEvidence(&f, in.arrived[i], a_.DumpOf(in, in.arrived[i])->ops[in.ops(i).front()],
+      AddOpEvidence(a_, &f, in.arrived[i], a_.DumpOf(in, in.arrived[i])->ops[in.ops(i).front()],
                     "arrived at seq " + std::to_string(in.seq));
     if (in.arrived.size() > kEvidencePerSide)
       f.evidence.push_back({"", -1, -1,
                             "... and " + std::to_string(in.arrived.size() - kEvidencePerSide) +
                                 " more ranks arrived at seq " + std::to_string(in.seq)});
-    for (Rank r : idle) f.details.push_back(WhereInstead(r));
-    for (Rank r : dead) f.details.push_back(WhereInstead(r));
-    for (Rank r : cascade) f.details.push_back(WhereInstead(r) + " (blocked: see the other findings)");
+    for (Rank r : idle) f.details.push_back(WhereInstead(a_, r));
+    for (Rank r : dead) f.details.push_back(WhereInstead(a_, r));
+    for (Rank r : cascade) f.details.push_back(WhereInstead(a_, r) + " (blocked: see the other findings)");
     if (in.failed && a_.OpAt(in, 0).backend == "gloo")
       f.details.push_back("gloo has ended the op (timed out or failed) on the ranks that called it");
     out_.findings.push_back(std::move(f));
@@ -571,7 +408,7 @@ class Analyzer {
     for (int i : list) {
       const Instance& in = a_.instances.list[i];
       for (size_t a = 0; a < in.arrived.size(); ++a)
-        AddOpEvidence(&f, in.arrived[a], a_.DumpOf(in, in.arrived[a])->ops[in.ops(a).front()],
+        AddOpEvidence(a_, &f, in.arrived[a], a_.DumpOf(in, in.arrived[a])->ops[in.ops(a).front()],
                       "pending in pg " + a_.groups[in.group].name + " ('" + desc + "') seq " + std::to_string(in.seq));
     }
     f.details.push_back(
@@ -593,7 +430,7 @@ class Analyzer {
   void StallFinding(const Instance& in) {
     const Group& g = a_.groups[in.group];
     Finding f;
-    FillPg(&f, in);
+    FillPg(a_, in, &f);
     f.op = a_.OpAt(in, 0).op;
     f.kind = Kind::kUndecided;
     bool timed_out = opt_.assume_timed_out;
@@ -604,7 +441,7 @@ class Analyzer {
       int st = op.completed ? 3 : op.state == model::OpState::kStarted ? 2 : 1;
       by_state[st].push_back(in.arrived[a]);
       if (op.retired && !op.completed) timed_out = true;
-      AddOpEvidence(&f, in.arrived[a], op,
+      AddOpEvidence(a_, &f, in.arrived[a], op,
                     "in " + std::string(op.op) + " seq " + std::to_string(in.seq) +
                         (op.completed ? ", completed" : ", not completed"));
     }
@@ -637,7 +474,7 @@ class Analyzer {
   // than call them dead.
   void UnreadableFinding(const Instance& in, const std::vector<Rank>& unreadable) {
     Finding f;
-    FillPg(&f, in);
+    FillPg(a_, in, &f);
     f.kind = Kind::kUndecided;
     f.severity = Severity::kError;
     f.hang = true;
@@ -678,7 +515,7 @@ class Analyzer {
     if (what.size() > 160) what = what.substr(0, 157) + "...";
     f.roles.push_back({"crashed", crashed});
     if (in) {
-      FillPg(&f, *in);
+      FillPg(a_, *in, &f);
       f.op = a_.OpAt(*in, 0).op;
       f.roles.push_back({"waiting for it", in->arrived});
       f.summary = RankWords(in->arrived) + " " + Verb(in->arrived, "waits", "wait") + " in " + f.op + " (" +
@@ -879,7 +716,7 @@ class Analyzer {
     if (!idle.empty()) f.roles.push_back({"not waiting", idle});
     if (!gone.empty()) f.roles.push_back({"no data", gone});
     f.evidence.push_back({job_.Find(rank)->file, rank, -1, "waits in " + w.current_op});
-    for (Rank r : culprits) f.details.push_back(WhereInstead(r));
+    for (Rank r : culprits) f.details.push_back(WhereInstead(a_, r));
     f.fix_hint = idle.empty() ? "get the state or log of the silent rank: it most likely died"
                               : "find what the awaited rank is doing instead (py-spy dump it)";
     RefreshSnapshotSummary(&f);

@@ -59,6 +59,14 @@ struct RankAnalysis {
   // or one the graph names).
   RankNodeType BlockingType(model::Rank r) const { return graph.node(graph.Blocking(r)).type; }
 
+  // True for kept instance i when it is a problem that is neither part of a
+  // deadlock nor queued behind an earlier problem of its pg: a root cause,
+  // reported by exactly one of the mismatch, unreadable, crashed_rank and
+  // missing_rank checks.
+  bool IsRoot(int i) const {
+    int node = graph.InstanceNode(i);
+    return instances.list[i].problem() && !(node >= 0 && graph.dead(node)) && graph.Behind(i) < 0;
+  }
   // Ranks blocked at graph node n (its waiters).
   std::vector<model::Rank> Waiters(int n) const;
   // What graph node n is, in words: "pg 0 (default_pg) seq 5 all_reduce",

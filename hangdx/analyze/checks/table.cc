@@ -2,6 +2,7 @@
 // order. Findings keep this order until passes/order.h sorts them stably,
 // so a row's place decides ties.
 #include "hangdx/analyze/checks/check.h"
+#include "hangdx/analyze/checks/collective_mismatch.h"
 #include "hangdx/analyze/checks/cycle.h"
 
 namespace hangdx::analyze {
@@ -11,6 +12,8 @@ namespace {
 const Check kChecks[] = {
     {"cycle", "deadlocks of the rank-level wait-for graph (p2p_cycle, order_inversion, wait_cycle)", Scope::kWaitState,
      &CycleCheck},
+    {"collective_mismatch", "ranks of a pg that disagree on a collective, its sizes or its dtypes", Scope::kWaitState,
+     &CollectiveMismatchCheck},
 };
 
 }  // namespace
