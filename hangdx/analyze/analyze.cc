@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "hangdx/analyze/checks/check.h"
+#include "hangdx/analyze/checks/crashed_rank.h"
 #include "hangdx/analyze/checks/finding_util.h"
 #include "hangdx/analyze/device_graph.h"
 #include "hangdx/analyze/latent_order.h"
@@ -91,9 +92,6 @@ class Analyzer {
       if (e.component >= 0) cycle_nodes_.push_back({a_.graph.components()[e.component], out_.findings.size()});
       out_.findings.push_back(std::move(e.finding));
     }
-    // Root causes: problem instances that are not part of a deadlock.
-    for (int i = 0; i < static_cast<int>(a_.instances.list.size()); ++i)
-      if (a_.IsRoot(i) && !a_.instances.list[i].mismatch) RootMissingFinding(a_.instances.list[i]);
     StalledFindings();
     StackFindings();
     PgLocalWaitFindings();
@@ -108,7 +106,7 @@ class Analyzer {
     std::vector<Rank> unexplained;
     for (const auto& d : job_.dumps)
       if (a_.Crashed(d.rank) && !named.count(d.rank)) unexplained.push_back(d.rank);
-    if (!unexplained.empty()) CrashedFinding(unexplained, nullptr);
+    if (!unexplained.empty()) out_.findings.push_back(CrashedRankFinding(a_, unexplained, nullptr));
     UnexplainedTimeoutFinding();
     AttachCascades();
     for (auto& f : LatentOrderInversions(job_)) out_.findings.push_back(std::move(f));
@@ -146,133 +144,6 @@ class Analyzer {
     for (const auto& r : f.roles)
       if (r.role == role) return r.ranks.size();
     return 0;
-  }
-
-  void RootMissingFinding(const Instance& in) {
-    const Group& g = a_.groups[in.group];
-    // Who among the absent ranks is a root cause (not blocked elsewhere)?
-    std::vector<Rank> idle, dead, cascade;
-    for (Rank r : in.not_reached) {
-      int b = a_.graph.Blocking(r);
-      if (a_.graph.node(b).type == RankNodeType::kIdle)
-        idle.push_back(r);
-      else if (a_.graph.node(b).type == RankNodeType::kNoDump)
-        dead.push_back(r);
-      else
-        cascade.push_back(r);
-    }
-    for (Rank r : in.no_dump) dead.push_back(r);
-    std::sort(dead.begin(), dead.end());
-    if (idle.empty() && dead.empty()) return;  // a cascade: reported at its root
-    std::vector<Rank> unreadable;
-    for (Rank r : dead)
-      if (job_.unreadable.count(r)) unreadable.push_back(r);
-    if (!unreadable.empty() && idle.empty()) {
-      UnreadableFinding(in, unreadable);
-      return;
-    }
-    std::vector<Rank> crashed;
-    for (Rank r : dead)
-      if (a_.Crashed(r)) crashed.push_back(r);
-    if (!crashed.empty()) {
-      CrashedFinding(crashed, &in);
-      return;
-    }
-    if (!dump_based_ && idle.empty()) {
-      // Text logs only: every rank waiting in a collective logs its timeout,
-      // so a rank that printed nothing is not waiting in it (or died
-      // silently): it is absent, not known dead.
-      idle = dead;
-      dead.clear();
-    }
-    // Of those, the ranks that have no line in the logs at all: their not
-    // waiting is not shown, only that nothing of them was given; unless a
-    // log given holds several ranks' lines (a job's combined stderr), where
-    // a rank's silence is its own.
-    std::map<std::string, Rank> rank_of_file;
-    bool combined = false;
-    for (const auto& d : job_.dumps) {
-      auto [it, fresh] = rank_of_file.emplace(d.file, d.rank);
-      combined = combined || (!fresh && it->second != d.rank);
-    }
-    std::vector<Rank> unlogged, logged;
-    for (Rank r : idle) (!dump_based_ && !combined && !job_.Find(r) ? unlogged : logged).push_back(r);
-    Finding f;
-    FillPg(a_, in, &f);
-    f.op = a_.OpAt(in, 0).op;
-    f.roles.push_back({"arrived", in.arrived});
-    if (!logged.empty()) f.roles.push_back({"never arrived", logged});
-    if (!unlogged.empty()) f.roles.push_back({"no line in the logs given", unlogged});
-    if (!dead.empty()) f.roles.push_back({"no dump", dead});
-    if (!cascade.empty()) f.roles.push_back({"blocked elsewhere", cascade});
-    f.culprit_ranks = idle;
-    f.hang = true;
-    f.severity = Severity::kError;
-    size_t members = g.members.size();
-    std::string where = g.Label() + " seq " + std::to_string(in.seq);
-    bool straggler = in.all_in_flight && !idle.empty() && dead.empty();
-    if (!idle.empty() && straggler) {
-      f.kind = Kind::kStraggler;
-      f.hang = false;
-      f.severity = Severity::kWarning;
-      f.summary = "not a hang yet: ranks " + FormatRanks(in.arrived) + " wait in " + f.op + " (" + where + ") for " +
-                  RankWords(idle) + ", which has not arrived; no wait has timed out, so it may only be slow";
-      f.fix_hint =
-          "if this persists past the collective timeout it is a hang; otherwise profile the slow "
-          "rank (data loading, host contention, a slow link)";
-    } else if (!idle.empty()) {
-      f.kind = Kind::kMissingRank;
-      f.culprit_ranks = idle;
-      std::string no_line = RankWords(unlogged) + ", of which there is no line in the logs given";
-      f.summary = RankWords(in.arrived) + " " + Verb(in.arrived, "waits", "wait") + " in " + f.op + " (" + where +
-                  ") for " +
-                  (dump_based_ ? RankWords(idle) + ", which never arrived and is not blocked in any recorded collective"
-                   : logged.empty() ? no_line
-                                    : RankWords(logged) + ", which never arrived (its log shows no wait in it)" +
-                                          (unlogged.empty() ? "" : ", and " + no_line));
-      if (!dead.empty()) {
-        f.summary += "; no dump from " + RankWords(dead);
-        f.culprit_ranks.insert(f.culprit_ranks.end(), dead.begin(), dead.end());
-      }
-      f.fix_hint =
-          "find what the absent rank is doing instead (py-spy dump it): a rank-dependent branch, "
-          "rank-0-only work (checkpoint, evaluation, logging) or uneven data";
-    } else if (dead.size() * 2 <= members) {
-      f.kind = Kind::kCrashedRank;
-      f.culprit_ranks = dead;
-      f.summary = RankWords(in.arrived) + " " + Verb(in.arrived, "waits", "wait") + " in " + f.op + " (" + where +
-                  ") for " + RankWords(dead) + ", which left no dump: it most likely died (crash, OOM kill, exit)";
-      f.fix_hint = "read the log of the dead rank for its exit cause (traceback, CUDA error, OOM killer in dmesg)";
-    } else {
-      f.kind = Kind::kUndecided;
-      f.culprit_ranks = dead;
-      f.severity = Severity::kWarning;
-      f.summary = RankWords(in.arrived) + " " + Verb(in.arrived, "waits", "wait") + " in " + f.op + " (" + where +
-                  "), but there is no dump from " + RankWords(dead) + " (" + std::to_string(dead.size()) + " of " +
-                  std::to_string(members) + " members): cannot tell who is at fault";
-      f.fix_hint = "collect the dumps of the missing ranks";
-    }
-    std::sort(f.culprit_ranks.begin(), f.culprit_ranks.end());
-    for (Rank r : idle) {
-      const RankDump* d = job_.Find(r);
-      if (d && !d->ops.empty())
-        AddOpEvidence(a_, &f, r, d->ops.back(), "last recorded op");
-      else if (d)
-        f.evidence.push_back({d->file, r, -1, "no op at this seq"});
-    }
-    for (size_t i = 0; i < in.arrived.size() && i < kEvidencePerSide; ++i)
-      AddOpEvidence(a_, &f, in.arrived[i], a_.DumpOf(in, in.arrived[i])->ops[in.ops(i).front()],
-                    "arrived at seq " + std::to_string(in.seq));
-    if (in.arrived.size() > kEvidencePerSide)
-      f.evidence.push_back({"", -1, -1,
-                            "... and " + std::to_string(in.arrived.size() - kEvidencePerSide) +
-                                " more ranks arrived at seq " + std::to_string(in.seq)});
-    for (Rank r : idle) f.details.push_back(WhereInstead(a_, r));
-    for (Rank r : dead) f.details.push_back(WhereInstead(a_, r));
-    for (Rank r : cascade) f.details.push_back(WhereInstead(a_, r) + " (blocked: see the other findings)");
-    if (in.failed && a_.OpAt(in, 0).backend == "gloo")
-      f.details.push_back("gloo has ended the op (timed out or failed) on the ranks that called it");
-    out_.findings.push_back(std::move(f));
   }
 
   // The torch.distributed collective a rank's traceback is in (the
@@ -467,65 +338,6 @@ class Analyzer {
           "network, a stuck device)");
     if (!timed_out) f.details.push_back("no evidence that the wait timed out: it may still be running");
     f.fix_hint = "check the communication layer of the least advanced ranks (NCCL logs, link errors)";
-    out_.findings.push_back(std::move(f));
-  }
-
-  // The ranks waited for have a dump that could not be read: say so rather
-  // than call them dead.
-  void UnreadableFinding(const Instance& in, const std::vector<Rank>& unreadable) {
-    Finding f;
-    FillPg(a_, in, &f);
-    f.kind = Kind::kUndecided;
-    f.severity = Severity::kError;
-    f.hang = true;
-    f.op = a_.OpAt(in, 0).op;
-    f.culprit_ranks = unreadable;
-    f.roles.push_back({"arrived", in.arrived});
-    f.roles.push_back({"dump unreadable", unreadable});
-    std::string files;
-    for (Rank r : unreadable) {
-      const std::string& file = job_.unreadable.at(r);
-      files += (files.empty() ? "" : ", ") + file;
-      f.evidence.push_back({file, r, -1, "could not be read (see input problems)"});
-    }
-    f.summary = RankWords(in.arrived) + " " + Verb(in.arrived, "waits", "wait") + " in " + f.op + " (" +
-                a_.groups[in.group].Label() + " seq " + std::to_string(in.seq) + ") for " + RankWords(unreadable) +
-                ", whose dump could not be read (" + files + "): cannot tell what it was doing";
-    f.fix_hint = "re-collect the unreadable dump (a truncated file usually means the dump was cut short)";
-    out_.findings.push_back(std::move(f));
-  }
-
-  // Ranks whose logs say they crashed; `in` is the (pg, seq) others wait in
-  // for them, if known.
-  void CrashedFinding(const std::vector<Rank>& crashed, const Instance* in) {
-    Finding f;
-    f.kind = Kind::kCrashedRank;
-    f.culprit_ranks = crashed;
-    f.severity = Severity::kError;
-    f.hang = true;
-    std::string what;
-    for (Rank r : crashed) {
-      for (const auto& e : job_.Find(r)->events) {
-        if (e.kind != model::LogEvent::Kind::kCrash) continue;
-        if (what.empty()) what = e.message;
-        f.evidence.push_back({e.file, r, -1, "line " + std::to_string(e.line) + ": " + e.message});
-        if (!e.pg.empty() && f.pg_name.empty()) f.pg_name = e.pg;
-      }
-    }
-    if (what.size() > 160) what = what.substr(0, 157) + "...";
-    f.roles.push_back({"crashed", crashed});
-    if (in) {
-      FillPg(a_, *in, &f);
-      f.op = a_.OpAt(*in, 0).op;
-      f.roles.push_back({"waiting for it", in->arrived});
-      f.summary = RankWords(in->arrived) + " " + Verb(in->arrived, "waits", "wait") + " in " + f.op + " (" +
-                  a_.groups[in->group].Label() + " seq " + std::to_string(in->seq) + ") for " + RankWords(crashed) +
-                  ", which crashed: " + what;
-    } else {
-      f.summary = RankWords(crashed) + " crashed (" + what +
-                  "); the other ranks of its process groups wait for it in their next collective";
-    }
-    f.fix_hint = "fix the crash first (read the rank's traceback); the other ranks' timeouts are its consequence";
     out_.findings.push_back(std::move(f));
   }
 

@@ -3,7 +3,10 @@
 // so a row's place decides ties.
 #include "hangdx/analyze/checks/check.h"
 #include "hangdx/analyze/checks/collective_mismatch.h"
+#include "hangdx/analyze/checks/crashed_rank.h"
 #include "hangdx/analyze/checks/cycle.h"
+#include "hangdx/analyze/checks/missing_rank.h"
+#include "hangdx/analyze/checks/unreadable.h"
 
 namespace hangdx::analyze {
 
@@ -14,6 +17,10 @@ const Check kChecks[] = {
      &CycleCheck},
     {"collective_mismatch", "ranks of a pg that disagree on a collective, its sizes or its dtypes", Scope::kWaitState,
      &CollectiveMismatchCheck},
+    {"missing_rank", "members that never reached a (pg, seq) the others wait in (or a straggler, a dead rank)",
+     Scope::kWaitState, &MissingRankCheck},
+    {"crashed_rank", "ranks that others wait for whose logs report a crash", Scope::kWaitState, &CrashedRankCheck},
+    {"unreadable", "ranks that others wait for whose dumps could not be read", Scope::kWaitState, &UnreadableCheck},
 };
 
 }  // namespace

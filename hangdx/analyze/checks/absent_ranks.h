@@ -1,0 +1,35 @@
+// hangdx/analyze/checks/absent_ranks.h
+// Who among a root (pg, seq)'s absent members is a root cause, shared by the
+// three checks that report such an instance. Each root instance without a
+// mismatch goes to exactly one of them, by `cause`:
+//   kUnreadable -> checks/unreadable.h   (waited-for dumps exist but could not be read)
+//   kCrashed    -> checks/crashed_rank.h (a waited-for rank's log reports a crash)
+//   kAbsent     -> checks/missing_rank.h (missing_rank, straggler, crashed_rank, undecided)
+//   kNone       -> none: every absent member is blocked elsewhere (a cascade)
+// The checks call ClassifyAbsent themselves instead of reading each other's
+// findings.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "hangdx/analyze/rank_analysis.h"
+
+namespace hangdx::analyze {
+
+struct AbsentRanks {
+  std::vector<model::Rank> idle;                 // not reached it and not blocked in anything recorded: elsewhere
+  std::vector<model::Rank> dead;                 // no dump, or a log that reports a crash; ascending
+  std::vector<model::Rank> cascade;              // not reached it, blocked in another stuck op
+  std::vector<model::Rank> unreadable, crashed;  // of `dead`: dump unreadable; log reports a crash
+  enum class Cause { kNone, kUnreadable, kCrashed, kAbsent } cause = Cause::kNone;
+};
+
+AbsentRanks ClassifyAbsent(const RankAnalysis& a, const Instance& in);
+
+// Calls `fn` for each root instance without a mismatch whose absent ranks
+// have cause `cause`, in instance order.
+void ForEachAbsent(const RankAnalysis& a, AbsentRanks::Cause cause,
+                   const std::function<void(const Instance&, AbsentRanks)>& fn);
+
+}  // namespace hangdx::analyze

@@ -1,0 +1,146 @@
+#include "hangdx/analyze/checks/missing_rank.h"
+
+#include <algorithm>
+#include <map>
+
+#include "hangdx/analyze/checks/absent_ranks.h"
+#include "hangdx/analyze/checks/finding_util.h"
+#include "hangdx/base/rank_set.h"
+
+namespace hangdx::analyze {
+
+using model::Rank;
+
+namespace {
+
+// True when one log given holds lines of several ranks (a job's combined
+// stderr): there a rank's silence is its own.
+bool CombinedLog(const model::Job& job) {
+  std::map<std::string, Rank> rank_of_file;
+  for (const auto& d : job.dumps) {
+    auto [it, fresh] = rank_of_file.emplace(d.file, d.rank);
+    if (!fresh && it->second != d.rank) return true;
+  }
+  return false;
+}
+
+// The absent ranks of one instance as this check words them.
+struct Sides {
+  std::vector<Rank> idle, dead, cascade;
+  std::vector<Rank> logged, unlogged;  // of idle: with some line in the logs given, without
+};
+
+Sides SidesOf(const RankAnalysis& a, AbsentRanks absent) {
+  Sides s{std::move(absent.idle), std::move(absent.dead), std::move(absent.cascade), {}, {}};
+  if (!a.dump_based && s.idle.empty()) {
+    // Text logs only: every rank waiting in a collective logs its timeout,
+    // so a rank that printed nothing is not waiting in it (or died
+    // silently): it is absent, not known dead.
+    s.idle = std::move(s.dead);
+    s.dead.clear();
+  }
+  // Of those, the ranks that have no line in the logs at all: their not
+  // waiting is not shown, only that nothing of them was given.
+  bool combined = CombinedLog(a.job);
+  for (Rank r : s.idle) (!a.dump_based && !combined && !a.job.Find(r) ? s.unlogged : s.logged).push_back(r);
+  return s;
+}
+
+// Fills kind, culprits, severity, summary and fix hint, by the rules in the header.
+void Decide(const RankAnalysis& a, const Instance& in, const Sides& s, Finding* f) {
+  const Group& g = a.groups[in.group];
+  size_t members = g.members.size();
+  std::string where = g.Label() + " seq " + std::to_string(in.seq);
+  std::string waits = RankWords(in.arrived) + " " + Verb(in.arrived, "waits", "wait") + " in " + f->op + " (" + where;
+  f->culprit_ranks = s.idle;
+  f->hang = true;
+  f->severity = Severity::kError;
+  if (!s.idle.empty() && in.all_in_flight && s.dead.empty()) {
+    f->kind = Kind::kStraggler;
+    f->hang = false;
+    f->severity = Severity::kWarning;
+    f->summary = "not a hang yet: ranks " + FormatRanks(in.arrived) + " wait in " + f->op + " (" + where + ") for " +
+                 RankWords(s.idle) + ", which has not arrived; no wait has timed out, so it may only be slow";
+    f->fix_hint =
+        "if this persists past the collective timeout it is a hang; otherwise profile the slow "
+        "rank (data loading, host contention, a slow link)";
+  } else if (!s.idle.empty()) {
+    f->kind = Kind::kMissingRank;
+    std::string no_line = RankWords(s.unlogged) + ", of which there is no line in the logs given";
+    f->summary =
+        waits + ") for " +
+        (a.dump_based       ? RankWords(s.idle) + ", which never arrived and is not blocked in any recorded collective"
+         : s.logged.empty() ? no_line
+                            : RankWords(s.logged) + ", which never arrived (its log shows no wait in it)" +
+                                  (s.unlogged.empty() ? "" : ", and " + no_line));
+    if (!s.dead.empty()) {
+      f->summary += "; no dump from " + RankWords(s.dead);
+      f->culprit_ranks.insert(f->culprit_ranks.end(), s.dead.begin(), s.dead.end());
+    }
+    f->fix_hint =
+        "find what the absent rank is doing instead (py-spy dump it): a rank-dependent branch, "
+        "rank-0-only work (checkpoint, evaluation, logging) or uneven data";
+  } else if (s.dead.size() * 2 <= members) {
+    f->kind = Kind::kCrashedRank;
+    f->culprit_ranks = s.dead;
+    f->summary =
+        waits + ") for " + RankWords(s.dead) + ", which left no dump: it most likely died (crash, OOM kill, exit)";
+    f->fix_hint = "read the log of the dead rank for its exit cause (traceback, CUDA error, OOM killer in dmesg)";
+  } else {
+    f->kind = Kind::kUndecided;
+    f->culprit_ranks = s.dead;
+    f->severity = Severity::kWarning;
+    f->summary = waits + "), but there is no dump from " + RankWords(s.dead) + " (" + std::to_string(s.dead.size()) +
+                 " of " + std::to_string(members) + " members): cannot tell who is at fault";
+    f->fix_hint = "collect the dumps of the missing ranks";
+  }
+  std::sort(f->culprit_ranks.begin(), f->culprit_ranks.end());
+}
+
+// The absent ranks' last records, a few arrived ranks' records, and where
+// every absent rank is instead.
+void AddEvidenceAndDetails(const RankAnalysis& a, const Instance& in, const Sides& s, Finding* f) {
+  for (Rank r : s.idle) {
+    const model::RankDump* d = a.job.Find(r);
+    if (d && !d->ops.empty())
+      AddOpEvidence(a, f, r, d->ops.back(), "last recorded op");
+    else if (d)
+      f->evidence.push_back({d->file, r, -1, "no op at this seq"});
+  }
+  for (size_t i = 0; i < in.arrived.size() && i < kEvidencePerSide; ++i)
+    AddOpEvidence(a, f, in.arrived[i], a.DumpOf(in, in.arrived[i])->ops[in.ops(i).front()],
+                  "arrived at seq " + std::to_string(in.seq));
+  if (in.arrived.size() > kEvidencePerSide)
+    f->evidence.push_back({"", -1, -1,
+                           "... and " + std::to_string(in.arrived.size() - kEvidencePerSide) +
+                               " more ranks arrived at seq " + std::to_string(in.seq)});
+  for (Rank r : s.idle) f->details.push_back(WhereInstead(a, r));
+  for (Rank r : s.dead) f->details.push_back(WhereInstead(a, r));
+  for (Rank r : s.cascade) f->details.push_back(WhereInstead(a, r) + " (blocked: see the other findings)");
+  if (in.failed && a.OpAt(in, 0).backend == "gloo")
+    f->details.push_back("gloo has ended the op (timed out or failed) on the ranks that called it");
+}
+
+Finding MissingFinding(const RankAnalysis& a, const Instance& in, AbsentRanks absent) {
+  Sides s = SidesOf(a, std::move(absent));
+  Finding f;
+  FillPg(a, in, &f);
+  f.op = a.OpAt(in, 0).op;
+  f.roles.push_back({"arrived", in.arrived});
+  if (!s.logged.empty()) f.roles.push_back({"never arrived", s.logged});
+  if (!s.unlogged.empty()) f.roles.push_back({"no line in the logs given", s.unlogged});
+  if (!s.dead.empty()) f.roles.push_back({"no dump", s.dead});
+  if (!s.cascade.empty()) f.roles.push_back({"blocked elsewhere", s.cascade});
+  Decide(a, in, s, &f);
+  AddEvidenceAndDetails(a, in, s, &f);
+  return f;
+}
+
+}  // namespace
+
+void MissingRankCheck(const RankAnalysis& a, FindingSink* sink) {
+  ForEachAbsent(a, AbsentRanks::Cause::kAbsent,
+                [&](const Instance& in, AbsentRanks absent) { sink->Add(MissingFinding(a, in, std::move(absent))); });
+}
+
+}  // namespace hangdx::analyze
