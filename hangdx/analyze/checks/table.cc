@@ -6,6 +6,8 @@
 #include "hangdx/analyze/checks/crashed_rank.h"
 #include "hangdx/analyze/checks/cycle.h"
 #include "hangdx/analyze/checks/missing_rank.h"
+#include "hangdx/analyze/checks/pg_creation_order.h"
+#include "hangdx/analyze/checks/stall.h"
 #include "hangdx/analyze/checks/unreadable.h"
 
 namespace hangdx::analyze {
@@ -21,6 +23,10 @@ const Check kChecks[] = {
      Scope::kWaitState, &MissingRankCheck},
     {"crashed_rank", "ranks that others wait for whose logs report a crash", Scope::kWaitState, &CrashedRankCheck},
     {"unreadable", "ranks that others wait for whose dumps could not be read", Scope::kWaitState, &UnreadableCheck},
+    {"pg_creation_order", "a pg description that is a different pg on different ranks (new_group order)",
+     Scope::kWaitState, &PgCreationOrderCheck},
+    {"stall", "a pg every member is in and agrees on that does not finish (transport, device)", Scope::kWaitState,
+     &StallCheck},
 };
 
 }  // namespace

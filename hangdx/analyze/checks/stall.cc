@@ -1,0 +1,81 @@
+#include "hangdx/analyze/checks/stall.h"
+
+#include <set>
+
+#include "hangdx/analyze/checks/finding_util.h"
+#include "hangdx/analyze/checks/stalled_pgs.h"
+#include "hangdx/base/rank_set.h"
+
+namespace hangdx::analyze {
+
+using model::Rank;
+
+namespace {
+
+// True when a log of one of `ranks` reports a timeout or a crash.
+bool AnyTimeoutEvent(const model::Job& job, const std::vector<Rank>& ranks) {
+  for (Rank r : ranks)
+    if (const model::RankDump* d = job.Find(r))
+      for (const auto& e : d->events)
+        if (e.kind == model::LogEvent::Kind::kTimeout || e.kind == model::LogEvent::Kind::kCrash) return true;
+  return false;
+}
+
+// One line: why the members may all be in it and it still does not finish.
+std::string Why(const Group& g, bool gloo, const std::map<int, std::vector<Rank>>& by_state) {
+  if (gloo && g.inferred) return "gloo records no pg members: a member that never recorded this pg may be missing";
+  if (by_state.size() > 1)
+    return RankWords(by_state.begin()->second) + " " + Verb(by_state.begin()->second, "has", "have") +
+           " not started it while others have";
+  return "no rank is missing or disagrees: look at the transport (NCCL_DEBUG=INFO logs, network, a stuck device)";
+}
+
+// The stall finding of `in`, or false when nothing says it has not finished.
+bool StallFinding(const RankAnalysis& a, const Instance& in, Finding* out) {
+  const Group& g = a.groups[in.group];
+  Finding f;
+  FillPg(a, in, &f);
+  f.op = a.OpAt(in, 0).op;
+  f.kind = Kind::kUndecided;
+  bool timed_out = a.options.assume_timed_out;
+  // Least advanced state among members: the ranks to look at first.
+  std::map<int, std::vector<Rank>> by_state;
+  for (size_t k = 0; k < in.arrived.size(); ++k) {
+    const model::OpRecord& op = a.OpAt(in, k);
+    int st = op.completed ? 3 : op.state == model::OpState::kStarted ? 2 : 1;
+    by_state[st].push_back(in.arrived[k]);
+    if (op.retired && !op.completed) timed_out = true;
+    AddOpEvidence(a, &f, in.arrived[k], op,
+                  "in " + std::string(op.op) + " seq " + std::to_string(in.seq) +
+                      (op.completed ? ", completed" : ", not completed"));
+  }
+  // An NCCL log's COLL line is printed at enqueue (ingest/log_completion.h):
+  // with no timeout either, "has not finished" is not established.
+  if (!timed_out && g.desc.rfind("NCCL communicator of", 0) == 0 && !AnyTimeoutEvent(a.job, in.arrived)) return false;
+  if (by_state.size() > 1) f.culprit_ranks = by_state.begin()->second;
+  f.roles.push_back({"arrived", in.arrived});
+  if (by_state.size() > 1) f.roles.push_back({"least advanced", by_state.begin()->second});
+  f.severity = timed_out ? Severity::kError : Severity::kWarning;
+  f.hang = timed_out;
+  f.summary = "all " + std::to_string(in.arrived.size()) + " recorded members of " + g.Label() + " are in " + f.op +
+              " seq " + std::to_string(in.seq) + " and agree on it, but it has not finished";
+  f.details.push_back(Why(g, a.OpAt(in, 0).backend == "gloo", by_state));
+  if (!timed_out) f.details.push_back("no evidence that the wait timed out: it may still be running");
+  f.fix_hint = "check the communication layer of the least advanced ranks (NCCL logs, link errors)";
+  *out = std::move(f);
+  return true;
+}
+
+}  // namespace
+
+void StallCheck(const RankAnalysis& a, FindingSink* sink) {
+  std::set<int> explained;
+  for (const CreationOrderSplit& split : CreationOrderSplits(a))
+    explained.insert(split.instances.begin(), split.instances.end());
+  for (const auto& [gi, i] : FirstStalledInstances(a)) {
+    Finding f;
+    if (!explained.count(i) && StallFinding(a, a.instances.list[i], &f)) sink->Add(std::move(f));
+  }
+}
+
+}  // namespace hangdx::analyze

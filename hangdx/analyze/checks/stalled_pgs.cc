@@ -1,0 +1,57 @@
+#include "hangdx/analyze/checks/stalled_pgs.h"
+
+#include <set>
+
+namespace hangdx::analyze {
+
+std::map<int, int> FirstStalledInstances(const RankAnalysis& a) {
+  std::map<int, int> first;
+  for (int i = 0; i < static_cast<int>(a.instances.list.size()); ++i) {
+    const Instance& in = a.instances.list[i];
+    int node = a.graph.InstanceNode(i);
+    if (in.problem() || !in.any_pending || (node >= 0 && a.graph.dead(node))) continue;
+    first.try_emplace(in.group, i);
+  }
+  return first;
+}
+
+namespace {
+
+// True when some rank knows two of these pgs (two communicators a log parser
+// described alike): not a creation-order problem.
+bool SomeRankInTwo(const RankAnalysis& a, const std::vector<int>& list) {
+  std::map<model::Rank, const std::string*> name_of;
+  for (int i : list)
+    for (model::Rank r : a.instances.list[i].arrived) {
+      const std::string* n = &a.groups[a.instances.list[i].group].name;
+      auto [it, fresh] = name_of.emplace(r, n);
+      if (!fresh && *it->second != *n) return true;
+    }
+  return false;
+}
+
+}  // namespace
+
+std::vector<CreationOrderSplit> CreationOrderSplits(const RankAnalysis& a) {
+  // pg descriptions set by the user name one logical group: if a desc is a
+  // different pg name on different ranks, new_group was called in a
+  // different order there, and each side waits in a pg the other does not use.
+  std::map<std::string, std::vector<int>> by_desc;
+  for (const auto& [gi, i] : FirstStalledInstances(a)) {
+    const std::string& desc = a.groups[gi].desc;
+    // Descriptions a log parser made up ("NCCL communicator of 8 ranks",
+    // "HCCL group ...") name no user group: equal ones mean nothing.
+    bool parser_made = desc.rfind("NCCL communicator", 0) == 0 || desc.rfind("HCCL group", 0) == 0;
+    if (!desc.empty() && desc != "undefined" && desc != "default_pg" && !parser_made) by_desc[desc].push_back(i);
+  }
+  std::vector<CreationOrderSplit> out;
+  for (auto& [desc, list] : by_desc) {
+    std::set<std::string> names;
+    for (int i : list) names.insert(a.groups[a.instances.list[i].group].name);
+    if (names.size() < 2 || SomeRankInTwo(a, list)) continue;
+    out.push_back({desc, std::move(list)});
+  }
+  return out;
+}
+
+}  // namespace hangdx::analyze
