@@ -7,6 +7,9 @@
 #include "hangdx/analyze/checks/cycle.h"
 #include "hangdx/analyze/checks/missing_rank.h"
 #include "hangdx/analyze/checks/pg_creation_order.h"
+#include "hangdx/analyze/checks/pg_local_wait.h"
+#include "hangdx/analyze/checks/snapshot_root.h"
+#include "hangdx/analyze/checks/stack_sites.h"
 #include "hangdx/analyze/checks/stall.h"
 #include "hangdx/analyze/checks/unreadable.h"
 
@@ -27,6 +30,11 @@ const Check kChecks[] = {
      Scope::kWaitState, &PgCreationOrderCheck},
     {"stall", "a pg every member is in and agrees on that does not finish (transport, device)", Scope::kWaitState,
      &StallCheck},
+    {"stack_sites", "ranks known from stacks only, grouped by collective call site (as STAT does)", Scope::kWaitState,
+     &StackSitesCheck},
+    {"pg_local_wait", "waits on ranks known only inside their pg (HCCL plogs)", Scope::kWaitState, &PgLocalWaitCheck},
+    {"snapshot_root", "live waits for ranks that wait on nothing or left no state", Scope::kWaitState,
+     &SnapshotRootCheck},
 };
 
 }  // namespace

@@ -1,0 +1,77 @@
+#include "hangdx/analyze/checks/snapshot_root.h"
+
+#include <algorithm>
+#include <map>
+
+#include "hangdx/analyze/checks/finding_util.h"
+#include "hangdx/base/rank_set.h"
+
+namespace hangdx::analyze {
+
+using model::Rank;
+
+namespace {
+
+// The first finding for (culprits, op): made from its first waiting rank.
+Finding FirstFinding(const RankAnalysis& a, Rank rank, const std::vector<Rank>& idle, const std::vector<Rank>& gone,
+                     const std::vector<Rank>& culprits) {
+  const auto& w = *a.job.Find(rank)->wait;
+  Finding f;
+  bool any_crashed = false;
+  for (Rank r : gone) any_crashed = any_crashed || a.Crashed(r);
+  f.kind = !idle.empty() || (!a.dump_based && !any_crashed) ? Kind::kMissingRank : Kind::kCrashedRank;
+  f.culprit_ranks = culprits;
+  f.op = w.current_op;
+  f.seq = w.op_seq;
+  f.roles.push_back({"waiting", {rank}});
+  if (!idle.empty()) f.roles.push_back({"not waiting", idle});
+  if (!gone.empty()) f.roles.push_back({"no data", gone});
+  f.evidence.push_back({a.job.Find(rank)->file, rank, -1, "waits in " + w.current_op});
+  for (Rank r : culprits) f.details.push_back(WhereInstead(a, r));
+  f.fix_hint = idle.empty() ? "get the state or log of the silent rank: it most likely died"
+                            : "find what the awaited rank is doing instead (py-spy dump it)";
+  return f;
+}
+
+void WriteSummary(Finding* f) {
+  std::sort(f->roles.front().ranks.begin(), f->roles.front().ranks.end());
+  f->summary = RankWords(f->roles.front().ranks) + " " + Verb(f->roles.front().ranks, "waits", "wait") + " in " +
+               f->op + " for " + RankWords(f->culprit_ranks) +
+               (f->kind == Kind::kMissingRank ? ", which is not waiting on anyone (it is elsewhere)"
+                                              : ", of which there is no state at all");
+}
+
+}  // namespace
+
+void SnapshotRootCheck(const RankAnalysis& a, FindingSink* sink) {
+  std::vector<Finding> found;
+  std::map<std::pair<std::vector<Rank>, std::string>, size_t> by_key;  // (culprits, op) -> found
+  for (const auto& [rank, node] : a.graph.snapshots()) {
+    if (a.graph.dead(node)) continue;
+    // Only ranks that wait directly on a rank that waits on nothing.
+    std::vector<Rank> idle, gone;
+    for (int s : a.graph.graph().successors(node)) {
+      if (a.graph.node(s).type == RankNodeType::kIdle) idle.push_back(a.graph.node(s).rank);
+      if (a.graph.node(s).type == RankNodeType::kNoDump) gone.push_back(a.graph.node(s).rank);
+    }
+    if (idle.empty() && gone.empty()) continue;
+    std::vector<Rank> culprits = idle;
+    culprits.insert(culprits.end(), gone.begin(), gone.end());
+    std::sort(culprits.begin(), culprits.end());
+    const std::string& op = a.job.Find(rank)->wait->current_op;
+    auto [it, fresh] = by_key.try_emplace({culprits, op}, found.size());
+    if (fresh) {
+      found.push_back(FirstFinding(a, rank, idle, gone, culprits));
+      continue;
+    }
+    Finding& f = found[it->second];
+    f.roles.front().ranks.push_back(rank);
+    f.evidence.push_back({a.job.Find(rank)->file, rank, -1, "waits in " + op});
+  }
+  for (Finding& f : found) {
+    WriteSummary(&f);
+    sink->Add(std::move(f));
+  }
+}
+
+}  // namespace hangdx::analyze
