@@ -9,7 +9,7 @@
 #include <benchmark/benchmark.h>
 
 #include "hangdx/analyze/analyze.h"
-#include "hangdx/analyze/latent_order.h"
+#include "hangdx/analyze/checks/latent_order.h"
 #include "hangdx/analyze/wait_graph.h"
 #include "hangdx/model/testing/job_builder.h"
 
@@ -100,7 +100,7 @@ BENCHMARK(BM_WaitGraphOnly)->Args({100000, 8})->Unit(benchmark::kMillisecond)->U
 namespace hangdx::bench {
 namespace {
 
-// The latent order-inversion check alone (analyze/latent_order.h) on the
+// The latent order-inversion check alone (analyze/checks/latent_order.h) on the
 // jobs of BM_Analyze: every pair of pgs that share ranks, compared over the
 // whole recorded window.
 void BM_LatentOrder(benchmark::State& state) {

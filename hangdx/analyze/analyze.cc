@@ -10,7 +10,6 @@
 #include "hangdx/analyze/checks/crashed_rank.h"
 #include "hangdx/analyze/checks/finding_util.h"
 #include "hangdx/analyze/device_graph.h"
-#include "hangdx/analyze/latent_order.h"
 #include "hangdx/analyze/match.h"
 #include "hangdx/analyze/rank_analysis.h"
 #include "hangdx/base/rank_set.h"
@@ -89,6 +88,7 @@ class Analyzer {
     FindingSink sink;
     RunChecks(a_, &sink);
     for (auto& e : sink.entries()) {
+      if (e.scope != Scope::kWaitState) continue;
       if (e.component >= 0) cycle_nodes_.push_back({a_.graph.components()[e.component], out_.findings.size()});
       out_.findings.push_back(std::move(e.finding));
     }
@@ -101,7 +101,8 @@ class Analyzer {
     if (!unexplained.empty()) out_.findings.push_back(CrashedRankFinding(a_, unexplained, nullptr));
     UnexplainedTimeoutFinding();
     AttachCascades();
-    for (auto& f : LatentOrderInversions(job_)) out_.findings.push_back(std::move(f));
+    for (auto& e : sink.entries())
+      if (e.scope == Scope::kHistory) out_.findings.push_back(std::move(e.finding));
     for (const auto& device : job_.device) {  // device-level snapshots: analyze/device_graph.h
       DeviceAnalysis d = AnalyzeDevice(device);
       // A device-level chain to a cause (HCCL plogs) says what the

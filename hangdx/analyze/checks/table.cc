@@ -5,6 +5,7 @@
 #include "hangdx/analyze/checks/collective_mismatch.h"
 #include "hangdx/analyze/checks/crashed_rank.h"
 #include "hangdx/analyze/checks/cycle.h"
+#include "hangdx/analyze/checks/latent_order.h"
 #include "hangdx/analyze/checks/missing_rank.h"
 #include "hangdx/analyze/checks/pg_creation_order.h"
 #include "hangdx/analyze/checks/pg_local_wait.h"
@@ -35,6 +36,8 @@ const Check kChecks[] = {
     {"pg_local_wait", "waits on ranks known only inside their pg (HCCL plogs)", Scope::kWaitState, &PgLocalWaitCheck},
     {"snapshot_root", "live waits for ranks that wait on nothing or left no state", Scope::kWaitState,
      &SnapshotRootCheck},
+    {"latent_order", "pgs sharing ranks whose collectives are issued in different orders (no hang needed)",
+     Scope::kHistory, &LatentOrderCheck},
 };
 
 }  // namespace

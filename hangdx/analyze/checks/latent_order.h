@@ -1,4 +1,4 @@
-// hangdx/analyze/latent_order.h
+// hangdx/analyze/checks/latent_order.h
 // The latent order-inversion check (failure-modes.md §6): all operations of
 // all process groups must be issued in one consistent order on every rank.
 // When two pgs share ranks and those ranks issue the pgs' collectives in
@@ -8,12 +8,15 @@
 //
 // The check reads only history: per rank, the recording order of its
 // collectives (Flight Recorder record ids, log line order). It never needs a
-// hang, so it also finds the bug in healthy runs.
+// hang, so it also finds the bug in healthy runs. Its findings have scope
+// kHistory: no pass attaches cascades to them or counts them as explaining
+// a hang.
 #pragma once
 
 #include <cstddef>
 #include <vector>
 
+#include "hangdx/analyze/checks/check.h"
 #include "hangdx/analyze/diagnosis.h"
 #include "hangdx/model/job.h"
 
@@ -32,5 +35,8 @@ namespace hangdx::analyze {
 // counters do not line up across ranks). Runs in O(total ops + pg pairs per
 // rank x ranks); never fails.
 std::vector<Finding> LatentOrderInversions(const model::Job& job, size_t max_findings = 8);
+
+// The table's latent_order row: LatentOrderInversions of the job.
+void LatentOrderCheck(const RankAnalysis& a, FindingSink* sink);
 
 }  // namespace hangdx::analyze

@@ -1,4 +1,4 @@
-#include "hangdx/analyze/latent_order.h"
+#include "hangdx/analyze/checks/latent_order.h"
 
 #include <gtest/gtest.h>
 
