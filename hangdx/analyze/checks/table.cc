@@ -5,6 +5,7 @@
 #include "hangdx/analyze/checks/collective_mismatch.h"
 #include "hangdx/analyze/checks/crashed_rank.h"
 #include "hangdx/analyze/checks/cycle.h"
+#include "hangdx/analyze/checks/device_level.h"
 #include "hangdx/analyze/checks/latent_order.h"
 #include "hangdx/analyze/checks/missing_rank.h"
 #include "hangdx/analyze/checks/pg_creation_order.h"
@@ -38,6 +39,8 @@ const Check kChecks[] = {
      &SnapshotRootCheck},
     {"latent_order", "pgs sharing ranks whose collectives are issued in different orders (no hang needed)",
      Scope::kHistory, &LatentOrderCheck},
+    {"device_level", "the device-level engine on each device snapshot (stream, task-queue, resource deadlocks)",
+     Scope::kDevice, &DeviceLevelCheck},
 };
 
 }  // namespace

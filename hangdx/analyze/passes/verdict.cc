@@ -1,0 +1,71 @@
+#include "hangdx/analyze/passes/verdict.h"
+
+#include <algorithm>
+
+#include "hangdx/base/rank_set.h"
+
+namespace hangdx::analyze {
+
+namespace {
+
+// Only a device-level input, with no finding. A snapshot read only in part
+// may have lost the very ops that deadlock: say so in the verdict, not only
+// at the end.
+std::string DeviceOnlyVerdict(const model::Job& job) {
+  size_t skipped = 0;
+  for (const auto& g : job.diagnostics)
+    for (const auto& dev : job.device)
+      if (g.severity != model::Diagnostic::Severity::kInfo && g.file == dev.origin) ++skipped;
+  if (!skipped)
+    return "No hang found: no op of the device-level snapshot is deadlocked or waits for an op that nobody issues.";
+  return "No hang found in what could be read, but " + std::to_string(skipped) + " part" + (skipped == 1 ? "" : "s") +
+         " of the device snapshot had to be skipped (see the end): fix " + (skipped == 1 ? "it" : "them") +
+         " and rerun before trusting this.";
+}
+
+std::string NoFindingVerdict(const RankAnalysis& a) {
+  const model::Job& job = a.job;
+  if (job.dumps.empty() && !job.device.empty()) return DeviceOnlyVerdict(job);
+  if (job.dumps.empty())
+    return "No usable input: no dump, log, stack dump or snapshot that names a rank could be read.";
+  std::string v = "No hang found: every process group's recorded collectives match on all " +
+                  std::to_string(job.dumps.size()) + " ranks seen.";
+  bool gloo = false;
+  for (const auto& d : job.dumps)
+    for (const auto& op : d.ops) gloo = gloo || op.backend == "gloo";
+  if (gloo)
+    v += " (gloo records no P2P op in the Flight Recorder: a send/recv deadlock does not show here; read the ranks' "
+         "stderr.)";
+  // Every kept instance is a problem or still pending.
+  if (!a.instances.list.empty()) v += " Some are still in progress.";
+  if (!a.world.without_dump.empty()) v += " No dump from " + RankWords(a.world.without_dump) + ".";
+  return v;
+}
+
+}  // namespace
+
+void VerdictPass(const RankAnalysis& a, FindingSink*, Diagnosis* out) {
+  out->hang = false;
+  for (const auto& f : out->findings)
+    if (f.severity == Severity::kError) out->hang = true;
+  if (out->findings.empty()) {
+    out->verdict = NoFindingVerdict(a);
+    return;
+  }
+  const Finding& f = out->findings.front();
+  std::string head = f.severity == Severity::kError ? "HANG: " : "WARNING: ";
+  if (f.kind == Kind::kCollectiveMismatch || f.kind == Kind::kSizeMismatch)
+    head = f.hang ? "HANG (mismatch): " : "ERROR (mismatch, raised; no hang): ";
+  out->verdict = head + f.summary + ".";
+  if (!f.culprit_ranks.empty())
+    out->verdict += " Look first at " + RankWords(f.culprit_ranks) +
+                    (f.ranks_are_pg_local ? " of pg " + f.pg_name : std::string()) + ".";
+  if (!a.job.unreadable.empty()) {
+    std::vector<model::Rank> bad;
+    for (const auto& [r, file] : a.job.unreadable) bad.push_back(r);
+    if (std::find(f.culprit_ranks.begin(), f.culprit_ranks.end(), bad.front()) == f.culprit_ranks.end())
+      out->verdict += " (The dumps of " + RankWords(bad) + " could not be read.)";
+  }
+}
+
+}  // namespace hangdx::analyze

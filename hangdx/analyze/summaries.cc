@@ -1,0 +1,95 @@
+#include "hangdx/analyze/summaries.h"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+namespace hangdx::analyze {
+
+using model::Rank;
+
+namespace {
+
+void PgSummaries(const RankAnalysis& a, Diagnosis* out) {
+  size_t first = out->pgs.size();
+  for (int gi = 0; gi < a.groups.size(); ++gi) {
+    const Group& g = a.groups[gi];
+    PgSummary s;
+    s.name = g.name;
+    s.desc = g.desc;
+    s.ranks = g.members;
+    s.ranks_inferred = g.inferred;
+    s.max_seq = a.instances.max_seq[gi];
+    s.mismatched_seqs = a.instances.mismatched_seqs[gi];
+    out->pgs.push_back(std::move(s));
+  }
+  // Every kept instance is a problem or pending: the first one of a pg is
+  // where it is stuck.
+  for (const auto& in : a.instances.list) {
+    PgSummary& s = out->pgs[first + in.group];
+    if (s.stuck_seq < 0) {
+      s.stuck_seq = in.seq;
+      s.stuck_op = a.OpAt(in, 0).op;
+    }
+  }
+}
+
+RankSummary RankSummaryOf(const RankAnalysis& a, Rank r) {
+  RankSummary s;
+  s.rank = r;
+  const model::RankDump* d = a.job.Find(r);
+  if (!d) {
+    s.state = "no dump";
+    return s;
+  }
+  s.file = d->file;
+  for (auto it = d->ops.rbegin(); it != d->ops.rend(); ++it)
+    if (it->completed) {
+      s.last_completed = a.LabelOf(r, *it);
+      break;
+    }
+  for (const auto& op : d->ops)
+    s.last_activity_ns = std::max({s.last_activity_ns, op.time_created_ns, op.time_completed_ns});
+  int b = a.graph.Blocking(r);
+  RankNodeType type = a.graph.node(b).type;
+  if (type == RankNodeType::kNoDump) {
+    s.state = "crashed";
+    s.current = "its log reports a crash";
+  } else if (type == RankNodeType::kIdle) {
+    s.state = d->ops.empty() && !d->wait ? "no ops" : "idle";
+    s.current = d->ops.empty() ? (d->wait ? d->wait->current_op : "") : "after " + a.LabelOf(r, d->ops.back());
+  } else {
+    s.state = a.graph.dead(b) ? "deadlocked" : "blocked";
+    s.current = a.NodeLabel(b);
+  }
+  return s;
+}
+
+void RankEdges(const RankAnalysis& a, Diagnosis* out) {
+  std::set<std::pair<int, int>> cyc_edges;
+  for (const auto& comp : a.graph.components())
+    for (int v : comp)
+      for (int w : a.graph.graph().successors(v))
+        if (std::binary_search(comp.begin(), comp.end(), w)) cyc_edges.insert({v, w});
+  std::set<std::tuple<Rank, Rank>> seen;
+  for (const auto& e : a.graph.edges()) {
+    if (e.via < 0) continue;
+    for (Rank w : a.Waiters(e.from)) {
+      if (w == e.via || !seen.insert({w, e.via}).second) continue;
+      out->edges.push_back({w, e.via, a.NodeLabel(e.from), cyc_edges.count({e.from, e.to}) > 0});
+    }
+  }
+}
+
+}  // namespace
+
+void WriteSummaries(const RankAnalysis& a, Diagnosis* out) {
+  PgSummaries(a, out);
+  std::set<Rank> ranks;
+  for (const auto& d : a.job.dumps) ranks.insert(d.rank);
+  for (Rank r : a.world.without_dump) ranks.insert(r);
+  for (Rank r : ranks) out->ranks.push_back(RankSummaryOf(a, r));
+  RankEdges(a, out);
+}
+
+}  // namespace hangdx::analyze
