@@ -1,7 +1,7 @@
 // bench/bench_ingest.cc: parsing throughput, single thread (= MB/s per core).
 //   BM_PickleParse          PickleDocument::Parse on one generated rank dump
 //   BM_FlightRecorderPickle ParseFlightRecorderPickle (pickle machine + FR
-//                           conversion into a model::RankDump)
+//                           conversion, streamed into a DumpBuilder)
 //   BM_FlightRecorderJson   ParseFlightRecorderJson on the JSON flavour
 // Argument: entries in the dump (2,000 = the default ring size).
 #include <benchmark/benchmark.h>
@@ -50,16 +50,17 @@ void BM_FlightRecorder(benchmark::State& state) {
   if (!LoadInput(state, kJson, &data)) return;
   size_t ops = 0;
   for (auto _ : state) {
-    model::RankDump dump;
-    std::vector<model::Diagnostic> diags;
-    bool ok = kJson ? ingest::ParseFlightRecorderJson(data, "nccl_trace_rank_0.json", &dump, &diags)
-                    : ingest::ParseFlightRecorderPickle(data, "nccl_trace_rank_0", &dump, &diags);
-    if (!ok) {
+    model::DiagnosticSink diags;
+    ingest::DumpBuilder out(kJson ? "nccl_trace_rank_0.json" : "nccl_trace_rank_0", &diags);
+    ingest::Artifact in{data, out.file(), 0};
+    bool ok = kJson ? ingest::ParseFlightRecorderJson(in, &out) : ingest::ParseFlightRecorderPickle(in, &out);
+    ingest::DumpBuilder::Result got = out.Finish();  // includes the completion pass
+    if (!ok || got.dumps.empty()) {
       state.SkipWithError("the Flight Recorder reader failed");
       return;
     }
-    ops = dump.ops.size();
-    benchmark::DoNotOptimize(dump.ops.data());
+    ops = got.dumps[0].ops.size();
+    benchmark::DoNotOptimize(got.dumps[0].ops.data());
   }
   state.counters["entries"] = static_cast<double>(ops);
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(data.size()));

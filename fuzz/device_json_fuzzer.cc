@@ -11,10 +11,10 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
-  std::vector<hangdx::model::Diagnostic> diags;
+  hangdx::model::DiagnosticSink diags;
   hangdx::model::DeviceJob job;
-  if (!hangdx::ingest::LooksLikeDeviceJson(text)) return 0;
-  if (!hangdx::ingest::ParseDeviceJson(text, "fuzz", &job, &diags)) return 0;
+  if (hangdx::ingest::SniffDeviceJson(text) <= 0) return 0;
+  if (!hangdx::ingest::ReadDeviceJob(text, "fuzz", &job, &diags)) return 0;
   hangdx::analyze::AnalyzeDevice(job);
   hangdx::sim::SimulateOptions opt;
   opt.explore.max_states = 2000;

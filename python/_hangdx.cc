@@ -1,6 +1,7 @@
 // _hangdx: the Python binding. A thin shim over pipeline::Diagnose: it
 // releases the GIL while parsing and analyzing, and maps a failed Status to
-// hangdx.Error. The document it returns is the CLI's JSON, byte for byte.
+// hangdx.Error. The document it returns is the CLI's JSON, byte for byte;
+// formats() is the table `hangdx formats` prints.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -56,4 +57,12 @@ PYBIND11_MODULE(_hangdx, m) {
       py::arg("rank_of") = std::map<std::string, int64_t>{}, py::arg("assume_timed_out") = false,
       "Loads and analyzes `paths`; returns (report bytes in `format`, exit code). "
       "Raises ValueError for a path that does not exist or an unknown format.");
+  m.def(
+      "formats",
+      [] {
+        std::vector<std::pair<std::string, std::string>> out;
+        for (const auto& f : hangdx::pipeline::InputFormats()) out.emplace_back(f.name, f.description);
+        return out;
+      },
+      "The input formats hangdx reads, as (name, description) pairs in the order they are sniffed.");
 }

@@ -10,27 +10,36 @@ SECONDS_EACH=${2:-20}
 RUNS=${FUZZ_RUNS:-30000}  # per target; FUZZ_RUNS=-1 fuzzes until the time cap
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/pickle" "$work/json" "$work/text" "$work/device" "$BUILD/fuzz-artifacts"
+mkdir -p "$work/inputs" "$work/device" "$BUILD/fuzz-artifacts"
+# One corpus for every input format: pickles, JSON dumps and text logs (a
+# format's parser is fuzzed on the others' seeds too).
 find testdata hangdx/ingest/formats examples -type f \( -name 'fr_trace_rank_*' ! -name '*.json' -o -name '*.pickle' \) \
-  -exec cp {} "$work/pickle/" \; 2>/dev/null || true
-find testdata hangdx/ingest/formats -type f -name '*.json' -size -64k -exec cp --backup=numbered {} "$work/json/" \; 2>/dev/null || true
+  -exec cp --backup=numbered {} "$work/inputs/" \; 2>/dev/null || true
+find testdata hangdx/ingest/formats -type f -name '*.json' -size -64k -exec cp --backup=numbered {} "$work/inputs/" \; 2>/dev/null || true
 find testdata/cases testdata/torch -type f \( -name '*.log' -o -name '*.txt' \) -size -64k \
-  -exec cp --backup=numbered {} "$work/text/" \; 2>/dev/null || true
+  -exec cp --backup=numbered {} "$work/inputs/" \; 2>/dev/null || true
 find examples testdata/device -type f -name '*.json' -size -64k -exec cp --backup=numbered {} "$work/device/" \; 2>/dev/null || true
-for target in pickle_fuzzer:pickle fr_json_fuzzer:json text_log_fuzzer:text nccl_log_fuzzer:text \
-    torch_log_fuzzer:text stack_dump_fuzzer:text hccl_plog_fuzzer:text nccl_ras_fuzzer:text device_json_fuzzer:device; do
+# The rows of the format table (hangdx formats), each fuzzed on its own,
+# then the loader's path over all of them ("all"), then the device path.
+targets=""
+for f in $(HANGDX_FUZZ_FORMAT=list "$BUILD/fuzz/format_fuzzer"); do targets="$targets format_fuzzer:$f"; done
+targets="$targets format_fuzzer:all device_json_fuzzer:"
+for target in $targets; do
   bin=${target%%:*}
-  corpus=$work/${target##*:}
-  echo "fuzz: $bin for ${SECONDS_EACH}s on $(ls "$corpus" | wc -l) seeds"
+  format=${target##*:}
+  corpus=$work/inputs
+  [ "$bin" = device_json_fuzzer ] && corpus=$work/device
+  name=$bin${format:+ ($format)}
+  echo "fuzz: $name for ${SECONDS_EACH}s on $(ls "$corpus" | wc -l) seeds"
   rc=0
   # Fixed seed and run count: the CI run is the same every time (a new crash
   # shows up when code changes, not by luck); the time is only a cap.
-  "$BUILD/fuzz/$bin" -seed=1 -runs="$RUNS" -max_total_time="$SECONDS_EACH" -max_len=65536 -rss_limit_mb=2048 -timeout=10 \
+  HANGDX_FUZZ_FORMAT=${format#all} "$BUILD/fuzz/$bin" -seed=1 -runs="$RUNS" -max_total_time="$SECONDS_EACH" -max_len=65536 -rss_limit_mb=2048 -timeout=10 \
     -print_final_stats=1 -artifact_prefix="$BUILD/fuzz-artifacts/" "$corpus" >"$work/log" 2>&1 || rc=$?
   grep -E "^(stat::number_of_executed_units|Done|==.*ERROR|SUMMARY)" "$work/log" || true
   if [ "$rc" -ne 0 ]; then
     tail -40 "$work/log" >&2
-    echo "fuzz: $bin found a problem (exit $rc); the input is in $BUILD/fuzz-artifacts/" >&2
+    echo "fuzz: $name found a problem (exit $rc); the input is in $BUILD/fuzz-artifacts/" >&2
     exit 1
   fi
 done

@@ -2,7 +2,7 @@
 # Runs every test: builds the C++ core with its GoogleTest suites and CLI,
 # runs them under ctest, briefly runs the libFuzzer targets, then installs
 # the Python package and runs pytest (Python API, real-PyTorch scenarios).
-# Usage: scripts/test.sh [--fuzz-seconds N]   (default 12 per target, 9 targets)
+# Usage: scripts/test.sh [--fuzz-seconds N]   (default 12 per target: one per input format, the loader path, the device path)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FUZZ_SECONDS=12

@@ -42,6 +42,19 @@ check healthy 0 "$BIN" analyze testdata/torch/j1/pickle
 # Straggler: a warning, not a hang: exit 0.
 check straggler 0 "$BIN" analyze testdata/torch/j2/json
 
+# The input formats: `hangdx formats` lists the table, and the README's list
+# is that output.
+check formats 0 "$BIN" formats
+cp "$tmp/out" "$tmp/formats"
+grep -q "^nccl-log " "$tmp/formats" || { echo "FAIL formats lists no nccl-log"; fail=1; }
+sed -n '/^<!-- hangdx formats -->$/,/^<!-- end hangdx formats -->$/p' README.md | sed '1,2d;$d' | sed '$d' >"$tmp/readme_formats"
+diff -u "$tmp/readme_formats" "$tmp/formats" >"$tmp/diff" \
+  || { echo "FAIL README's format list differs from hangdx formats (paste its output between the markers):"; cat "$tmp/diff"; fail=1; }
+check analyze_help 0 "$BIN" analyze --help
+while read -r name _; do
+  grep -q "$name" "$tmp/out" || { echo "FAIL analyze --help does not name $name"; fail=1; }
+done <"$tmp/formats"
+
 # Usage and unusable input: exit 2.
 check no_args 2 "$BIN"
 check bad_format 2 "$BIN" analyze examples/mismatch --format xml

@@ -5,21 +5,17 @@
 #include <cctype>
 #include <cstring>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
 
 #include "hangdx/base/mapped_file.h"
-#include "hangdx/ingest/formats/device_json/device_json.h"
-#include "hangdx/ingest/formats/flight_recorder/flight_recorder.h"
-#include "hangdx/ingest/formats/flight_recorder/pickle.h"
-#include "hangdx/ingest/formats/wait_snapshot/wait_snapshot.h"
+#include "hangdx/ingest/artifact.h"
+#include "hangdx/ingest/formats.h"
 #include "hangdx/ingest/log_completion.h"
-#include "hangdx/ingest/logs/line_util.h"
 #include "hangdx/ingest/merge.h"
 #include "hangdx/ingest/pg_ranks.h"
 #include "hangdx/ingest/plog_chain.h"
-#include "hangdx/ingest/text_logs.h"
+#include "hangdx/ingest/record_sink.h"
 
 namespace hangdx::ingest {
 namespace fs = std::filesystem;
@@ -98,37 +94,18 @@ std::vector<int64_t> InferRanks(const std::vector<std::string>& files) {
   return ranks;
 }
 
-Format SniffFormat(std::string_view data) {
-  if (LooksLikePickle(data)) return Format::kFlightRecorderPickle;
-  if (LooksLikeDeviceJson(data)) return Format::kDeviceJson;
-  size_t i = 0;
-  while (i < data.size() && std::isspace(static_cast<unsigned char>(data[i]))) ++i;
-  if (i >= data.size() || (data[i] != '{' && data[i] != '[')) return Format::kUnknown;
-  // Decide from the head of the file, so a big dump is parsed once, not twice.
-  // nlohmann writes keys sorted, so a Flight Recorder dump begins with
-  // "comm_lib_version" or "entries"; a truncated dump still counts (the
-  // parser then says where it breaks).
-  std::string_view head = data.substr(0, 4096);
-  for (const char* key :
-       {"\"entries\"", "\"pg_config\"", "\"pg_status\"", "\"comm_lib_version\"", "\"nccl_comm_state\"", "\"version\""})
-    if (head.find(key) != std::string_view::npos) return Format::kFlightRecorderJson;
-  if (head.find("\"waiting_for_ranks\"") != std::string_view::npos ||
-      head.find("\"current_op\"") != std::string_view::npos)
-    return Format::kWaitSnapshot;
-  return Format::kUnknown;
-}
-
 namespace {
 
+// What reading one file gave: its records, or why there are none.
 struct FileResult {
   std::string path;
   uint64_t bytes = 0;
-  enum class Outcome { kUsed, kSkipped, kUnreadable } outcome = Outcome::kUsed;
+  ArtifactResult::Outcome outcome = ArtifactResult::Outcome::kUsed;
   int64_t unreadable_rank = -1;  // the rank a dump that could not be used belongs to
   bool fr_pickle = false;        // a Flight Recorder pickle (it carries stack frames; JSON dumps do not)
   std::vector<model::RankDump> dumps;
   std::vector<model::DeviceJob> device;  // device snapshots and schedules
-  std::vector<Diagnostic> diags;
+  model::DiagnosticSink diags;
 };
 
 // "path: why" from the file layer -> "why" (the diagnostic names the file).
@@ -136,87 +113,32 @@ std::string WithoutPath(const std::string& msg, const std::string& path) {
   return msg.rfind(path + ": ", 0) == 0 ? msg.substr(path.size() + 2) : msg;
 }
 
+// Maps `path` and reads it with the formats it is in (ReadArtifact).
 void LoadOne(const std::string& path, int64_t rank_hint, const LoadOptions& opt, RankListCache* cache,
              FileResult* res) {
   res->path = path;
-  auto add = [&](Sev sev, std::string msg, int64_t off = -1) {
-    res->diags.push_back(model::MakeDiagnostic(sev, path, std::move(msg), -1, off));
-  };
   StatusOr<MappedFile> file = MappedFile::Open(path, opt.max_file_bytes);
   if (!file.ok()) {
-    add(Sev::kError, WithoutPath(file.status().message(), path));
-    res->outcome = FileResult::Outcome::kUnreadable;
+    res->diags.Add(Sev::kError, path, WithoutPath(file.status().message(), path));
+    res->outcome = ArtifactResult::Outcome::kUnreadable;
     res->unreadable_rank = rank_hint;
     return;
   }
-  std::string_view data = file->data();
-  res->bytes = data.size();
-  Format f = SniffFormat(data);
-  // Binary that is not a pickle (NUL or control bytes in its head) is no
-  // text log either: skip it without reading the rest (a 2 GB sparse file
-  // stays unread). NUL padding (a crashed process's log) is dropped, UTF-16
-  // is read as its ASCII subset.
-  logs::TextEncoding enc = logs::TextEncoding::kText;
-  std::string decoded;
-  if (f == Format::kUnknown && !data.empty()) {
-    enc = logs::DecodeText(data, &decoded);
-    bool binary = enc == logs::TextEncoding::kBinary;
-    std::string_view text = enc == logs::TextEncoding::kText ? data : std::string_view(decoded);
-    if (!binary && ParseTextArtifact(text, path, rank_hint, &res->dumps, &res->diags)) {
-      if (enc == logs::TextEncoding::kUtf16)
-        add(Sev::kInfo, "UTF-16 text: read its ASCII characters (offsets count those characters)");
-      else if (enc == logs::TextEncoding::kNulPadded)
-        add(Sev::kInfo, "holds NUL bytes (padding of a crashed process's log?): read without them");
-      return;
-    }
+  res->bytes = file->data().size();
+  DumpBuilder out(path, &res->diags);
+  ArtifactResult read = ReadArtifact(Artifact{file->data(), path, rank_hint, cache}, &out);
+  DumpBuilder::Result got = out.Finish();
+  res->outcome = read.outcome;
+  res->fr_pickle = read.format && read.format->name == kFrPickle;
+  if (read.outcome == ArtifactResult::Outcome::kUnreadable) {
+    res->unreadable_rank = got.unreadable_rank;
+    return;  // what an unusable file gave in part is not used
   }
-  if (f == Format::kUnknown) {
-    res->outcome = FileResult::Outcome::kSkipped;
-    const char* what = enc == logs::TextEncoding::kBinary  ? "binary data, "
-                       : enc == logs::TextEncoding::kUtf16 ? "UTF-16 text (read as its ASCII characters), "
-                                                           : "";
-    if (data.empty())
-      add(Sev::kWarning, "empty file; skipped", 0);
-    else
-      add(Sev::kInfo, std::string(what) +
-                          "not a format hangdx reads (Flight Recorder pickle or JSON, wait snapshot, NCCL/PyTorch "
-                          "log, stack dump, HCCL plog, NCCL RAS); skipped");
-    return;
-  }
-  if (f == Format::kDeviceJson) {
-    res->device.emplace_back();
-    if (!ParseDeviceJson(data, path, &res->device.back(), &res->diags)) {
-      res->device.pop_back();
-      res->outcome = FileResult::Outcome::kUnreadable;
-    }
-    return;
-  }
-  if (f == Format::kWaitSnapshot) {
-    if (!ParseWaitSnapshot(data, path, &res->dumps, &res->diags)) res->outcome = FileResult::Outcome::kUnreadable;
-    return;
-  }
-  model::RankDump dump;
-  dump.file = path;
-  dump.rank = rank_hint;
-  res->fr_pickle = f == Format::kFlightRecorderPickle;
-  bool ok = f == Format::kFlightRecorderPickle ? ParseFlightRecorderPickle(data, path, &dump, &res->diags, cache)
-                                               : ParseFlightRecorderJson(data, path, &dump, &res->diags, cache);
-  if (!ok) {
-    res->outcome = FileResult::Outcome::kUnreadable;
-    res->unreadable_rank = rank_hint;
-    return;
-  }
-  if (dump.rank < 0) {
-    add(Sev::kError,
-        "cannot tell which rank this dump belongs to: its name does not end in a "
-        "rank number; pass --rank " +
-            path + "=RANK");
-    return;
-  }
-  res->dumps.push_back(std::move(dump));
+  res->dumps = std::move(got.dumps);
+  res->device = std::move(got.device);
 }
 
-void Walk(const fs::path& p, std::vector<std::string>* out, std::vector<Diagnostic>* diags) {
+void Walk(const fs::path& p, std::vector<std::string>* out, model::DiagnosticSink* diags) {
   std::error_code ec;
   if (fs::is_directory(p, ec)) {
     std::vector<fs::path> kids;
@@ -230,20 +152,9 @@ void Walk(const fs::path& p, std::vector<std::string>* out, std::vector<Diagnost
       }
       if (it->is_regular_file(ec)) kids.push_back(it->path());
     }
-    if (ec) {
-      Diagnostic d;
-      d.file = p.string();
-      d.message = "cannot list folder completely: " + ec.message();
-      diags->push_back(std::move(d));
-    }
+    if (ec) diags->Add(Sev::kWarning, p.string(), "cannot list folder completely: " + ec.message());
     std::sort(kids.begin(), kids.end());
-    if (kids.empty() && !ec) {
-      Diagnostic d;
-      d.severity = Sev::kWarning;
-      d.file = p.string();
-      d.message = "folder holds no files";
-      diags->push_back(std::move(d));
-    }
+    if (kids.empty() && !ec) diags->Add(Sev::kWarning, p.string(), "folder holds no files");
     for (auto& k : kids) out->push_back(k.string());
   } else {
     out->push_back(p.string());
@@ -257,8 +168,8 @@ void Walk(const fs::path& p, std::vector<std::string>* out, std::vector<Diagnost
 // (else the artifact with more ops) being the base. `*have_pickle` says
 // whether *have's base is a Flight Recorder pickle (updated), `d_pickle`
 // the same of `d`.
-void MergeRank(model::RankDump* have, bool* have_pickle, model::RankDump d, bool d_pickle,
-               std::vector<Diagnostic>* diags, size_t* duplicates) {
+void MergeRank(model::RankDump* have, bool* have_pickle, model::RankDump d, bool d_pickle, model::DiagnosticSink* diags,
+               size_t* duplicates) {
   auto absorb_extras = [](model::RankDump* into, model::RankDump& from) {
     if (from.wait && !into->wait) into->wait = std::move(from.wait);
     for (auto& s : from.stacks) into->stacks.push_back(std::move(s));
@@ -275,13 +186,10 @@ void MergeRank(model::RankDump* have, bool* have_pickle, model::RankDump d, bool
     // Entries of the dump itself, not records merged into it from logs.
     size_t own = std::count_if(have->ops.begin(), have->ops.end(), [](const auto& op) { return op.source < 0; });
     take = d.ops.size() > own || (d.ops.size() == own && d_pickle && !*have_pickle);
-    Diagnostic diag;
-    diag.severity = Sev::kWarning;
-    diag.rank = d.rank;
-    diag.file = take ? have->file : d.file;
-    diag.message = "rank " + std::to_string(d.rank) + " has two Flight Recorder dumps; using " +
-                   (take ? d.file : have->file) + " and ignoring this one";
-    diags->push_back(std::move(diag));
+    diags->Add(Sev::kWarning, take ? have->file : d.file,
+               "rank " + std::to_string(d.rank) + " has two Flight Recorder dumps; using " +
+                   (take ? d.file : have->file) + " and ignoring this one",
+               d.rank);
     if (take) {
       // Keep the other dump's extras, drop its entries.
       model::RankDump old = std::move(*have);
@@ -313,31 +221,22 @@ void MergeRank(model::RankDump* have, bool* have_pickle, model::RankDump d, bool
 StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOptions& opt) {
   model::Job job;
   job.world_size = opt.world_size;
+  model::DiagnosticSink diags;
   std::vector<std::string> files;
   size_t missing = 0;
   for (const auto& p : paths) {
     std::error_code ec;
     if (!fs::exists(p, ec)) {
-      // The others are still worth reading.
-      Diagnostic d;
-      d.severity = Sev::kError;
-      d.file = p;
-      d.message = "no such file or folder";
-      job.diagnostics.push_back(std::move(d));
+      diags.Add(Sev::kError, p, "no such file or folder");  // the others are still worth reading
       ++missing;
       continue;
     }
-    Walk(p, &files, &job.diagnostics);
+    Walk(p, &files, &diags);
   }
   if (missing == paths.size()) return NotFound(paths.front() + ": no such file or folder");
   for (const auto& [path, rank] : opt.rank_of)
-    if (std::find(files.begin(), files.end(), path) == files.end()) {
-      Diagnostic d;
-      d.severity = Sev::kWarning;
-      d.file = path;
-      d.message = "--rank names a file that is not among the inputs";
-      job.diagnostics.push_back(std::move(d));
-    }
+    if (std::find(files.begin(), files.end(), path) == files.end())
+      diags.Add(Sev::kWarning, path, "--rank names a file that is not among the inputs");
   std::vector<int64_t> hints = InferRanks(files);
   for (size_t i = 0; i < files.size(); ++i) {
     auto it = opt.rank_of.find(files[i]);
@@ -370,15 +269,15 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
   std::map<model::Rank, bool> pickle_base;  // per rank: its base is a Flight Recorder pickle
   job.inputs.files = files.size();
   for (auto& r : results) {
-    for (auto& d : r.diags) job.diagnostics.push_back(std::move(d));
+    diags.Merge(std::move(r.diags));
     switch (r.outcome) {
-      case FileResult::Outcome::kUsed:
+      case ArtifactResult::Outcome::kUsed:
         ++job.inputs.used;
         break;
-      case FileResult::Outcome::kSkipped:
+      case ArtifactResult::Outcome::kSkipped:
         ++job.inputs.skipped;
         break;
-      case FileResult::Outcome::kUnreadable:
+      case ArtifactResult::Outcome::kUnreadable:
         ++job.inputs.unreadable;
         if (r.unreadable_rank >= 0 && !job.unreadable.count(r.unreadable_rank))
           job.unreadable[r.unreadable_rank] = r.path;
@@ -387,11 +286,14 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
     for (auto& dj : r.device) job.device.push_back(std::move(dj));
     for (auto& d : r.dumps) {
       if (d.rank < 0) {
-        Diagnostic diag;
-        diag.severity = Sev::kWarning;
-        diag.file = d.file;
-        diag.message = "cannot tell which rank this artifact belongs to; pass --rank " + d.file + "=RANK";
-        job.diagnostics.push_back(std::move(diag));
+        if (d.from_flight_recorder)
+          diags.Add(
+              Sev::kError, d.file,
+              "cannot tell which rank this dump belongs to: its name does not end in a rank number; pass --rank " +
+                  d.file + "=RANK");
+        else
+          diags.Add(Sev::kWarning, d.file,
+                    "cannot tell which rank this artifact belongs to; pass --rank " + d.file + "=RANK");
         continue;
       }
       auto [it, fresh] = by_rank.try_emplace(d.rank);
@@ -400,14 +302,14 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
         pickle_base[it->first] = r.fr_pickle;
         continue;
       }
-      MergeRank(&it->second, &pickle_base[it->first], std::move(d), r.fr_pickle, &job.diagnostics,
-                &job.inputs.duplicates);
+      MergeRank(&it->second, &pickle_base[it->first], std::move(d), r.fr_pickle, &diags, &job.inputs.duplicates);
     }
   }
   for (auto& [r, d] : by_rank) {
     job.unreadable.erase(r);  // another artifact of the rank was readable
     job.dumps.push_back(std::move(d));
   }
+  job.diagnostics = diags.Take();
   MatchAnonymousNcclComms(&job);  // needs every rank's log
   DeriveNcclLogCompletion(&job);  // likewise
   MapPgLocalRanks(&job);          // likewise

@@ -42,12 +42,6 @@ int64_t RankFromFileName(const std::string& path);
 // the files apart, that position is taken. -1 where a name has no number.
 std::vector<int64_t> InferRanks(const std::vector<std::string>& files);
 
-// The input formats hangdx recognizes, by content.
-enum class Format { kUnknown, kFlightRecorderPickle, kFlightRecorderJson, kWaitSnapshot, kDeviceJson };
-
-// Sniffs `data` (the file's first bytes suffice for pickle; JSON is parsed).
-Format SniffFormat(std::string_view data);
-
 // Loads every path. Errors (kNotFound) only when a given path does not
 // exist; an empty result with diagnostics is not an error.
 StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOptions& options);

@@ -24,15 +24,6 @@ TEST(InferRanks, FolderWideNumberPosition) {
   EXPECT_EQ(InferRanks({"README"}), (std::vector<int64_t>{-1}));
 }
 
-TEST(SniffFormat, ByContent) {
-  EXPECT_EQ(SniffFormat(std::string("\x80\x02}.", 4)), Format::kFlightRecorderPickle);
-  EXPECT_EQ(SniffFormat("{\"version\": \"2.10\", \"entries\": []}"), Format::kFlightRecorderJson);
-  EXPECT_EQ(SniffFormat("{\"version\": \"2.10\", \"entr"), Format::kFlightRecorderJson);
-  EXPECT_EQ(SniffFormat("{\"0\": {\"current_op\": \"send\", \"waiting_for_ranks\": [1]}}"), Format::kWaitSnapshot);
-  EXPECT_EQ(SniffFormat("{\"kind\": \"x\"}"), Format::kUnknown);
-  EXPECT_EQ(SniffFormat("[rank0]: RuntimeError"), Format::kUnknown);
-}
-
 TEST(LoadJob, RealDumpsAndJunkInOneFolder) {
   std::string dir = std::string(HANGDX_SOURCE_DIR) + "/hangdx/ingest/formats/flight_recorder/testdata";
   LoadOptions opt;

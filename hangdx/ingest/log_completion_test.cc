@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "hangdx/ingest/formats/nccl_log/nccl_log.h"
+#include "hangdx/ingest/parse_for_test.h"
 
 namespace hangdx::ingest {
 namespace {
@@ -28,9 +29,10 @@ model::Job JobOf(const std::vector<std::string>& logs) {
   model::Job job;
   std::vector<model::Diagnostic> diags;
   for (size_t i = 0; i < logs.size(); ++i) {
-    logs::DumpSet set("rank" + std::to_string(i) + ".log", &diags);
-    logs::ParseNcclLog(logs[i], static_cast<int64_t>(i), &set);
-    set.MoveTo(&job.dumps);
+    for (auto& d :
+         ParseForTest(ParseNcclLog, logs[i], static_cast<int64_t>(i), &diags, "rank" + std::to_string(i) + ".log")
+             .dumps)
+      job.dumps.push_back(std::move(d));
   }
   EXPECT_TRUE(diags.empty());
   return job;

@@ -150,7 +150,7 @@ bool SameOpKind(std::string_view a, std::string_view b) {
   return a.empty() || b.empty() || CanonicalOp(a) == CanonicalOp(b);
 }
 
-void MergeRankOps(model::RankDump* into, const model::RankDump& from, std::vector<model::Diagnostic>* diags) {
+void MergeRankOps(model::RankDump* into, const model::RankDump& from, model::DiagnosticSink* diags) {
   for (const auto& [name, cfg] : from.pg_config)
     if (!into->pg_config.count(name)) into->pg_config.emplace(name, cfg);
   for (const auto& [id, st] : from.pg_status) into->pg_status.try_emplace(id, st);
@@ -171,21 +171,18 @@ void MergeRankOps(model::RankDump* into, const model::RankDump& from, std::vecto
 
   Copier copy(from, into);
   std::vector<std::pair<size_t, OpRecord>> added;  // (insert before this index of into->ops, op)
-  int conflicts = 0;
   for (const OpRecord& op : from.ops) {
     int64_t seq = SeqOf(op);
     auto hit = seq >= 0 ? keyed.find(Key{op.pg_name, op.is_p2p, seq}) : keyed.end();
     if (hit != keyed.end()) {
       OpRecord& base = into->ops[hit->second];
       std::string what = Fill(&base, op, &copy, *into);
-      if (!what.empty() && ++conflicts <= 20) {
-        diags->push_back(model::MakeDiagnostic(
-            model::Diagnostic::Severity::kWarning, FileOf(from, op),
-            "rank " + std::to_string(into->rank) + ", pg " + std::string(op.pg_name) + " seq " + std::to_string(seq) +
-                ": this file says " + Describe(op) + ", " + FileOf(*into, base) + " says " + Describe(base) + " (" +
-                what + " differ); using the latter",
-            into->rank));
-      }
+      if (!what.empty())
+        diags->Add(model::Diagnostic::Severity::kWarning, FileOf(from, op),
+                   "rank " + std::to_string(into->rank) + ", pg " + std::string(op.pg_name) + " seq " +
+                       std::to_string(seq) + ": this file says " + Describe(op) + ", " + FileOf(*into, base) +
+                       " says " + Describe(base) + " (" + what + " differ); using the latter",
+                   into->rank);
       continue;
     }
     // Position: after the last op of the same pg with a lower seq, else
@@ -202,11 +199,6 @@ void MergeRankOps(model::RankDump* into, const model::RankDump& from, std::vecto
     }
     added.emplace_back(pos, copy.Copy(op));
   }
-  if (conflicts > 20)
-    diags->push_back(model::MakeDiagnostic(model::Diagnostic::Severity::kWarning, from.file,
-                                           std::to_string(conflicts - 20) + " more disagreements with rank " +
-                                               std::to_string(into->rank) + "'s other records",
-                                           into->rank));
   if (added.empty()) return;
   std::stable_sort(added.begin(), added.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<OpRecord> merged;

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "hangdx/model/diagnostic_sink.h"
 #include "hangdx/model/job.h"
 
 namespace hangdx::ingest {
@@ -22,14 +23,15 @@ namespace hangdx::ingest {
 //    the Flight Recorder dump as `into`) and only the fields it lacks are
 //    filled from `from` (sizes, dtypes, state, timeout, duration, times).
 //    Claims that disagree (op type, element counts, dtypes) leave `into`'s
-//    value and add a kWarning diagnostic naming both files.
+//    value and add a kWarning diagnostic naming both files (to *diags, whose
+//    per-file cap bounds how many a file gives).
 //  * A key only `from` holds is added, placed among `into`'s ops of the same
 //    pg by seq (after the last one below it), or at the end for a new pg.
 // Strings, shapes and frames are copied into `into`'s interner, so `from` may
 // be destroyed afterwards. Each added op's `source` names its file (an entry
 // of into->extra_files, appended when missing). pg configs and pg statuses
 // `into` lacks are taken from `from`. Never fails.
-void MergeRankOps(model::RankDump* into, const model::RankDump& from, std::vector<model::Diagnostic>* diags);
+void MergeRankOps(model::RankDump* into, const model::RankDump& from, model::DiagnosticSink* diags);
 
 // True when two op names (as OpRecord::op holds them) name the same kind of
 // collective, whatever the source spelled: "_allgather_base" = "all_gather"

@@ -53,7 +53,7 @@ std::vector<int64_t> Seqs(const RankDump& d) {
 
 TEST(MergeRankOps, SameSeqIsOneOpFilledFromTheLog) {
   RankDump fr = Fr({1, 2, 3});
-  std::vector<model::Diagnostic> diags;
+  model::DiagnosticSink sink;
   {
     RankDump log;
     log.rank = 1;
@@ -69,9 +69,9 @@ TEST(MergeRankOps, SameSeqIsOneOpFilledFromTheLog) {
     OpRecord n = Op(&log, "0", 4, "gloo:broadcast", {8}, "Float");
     n.state = model::OpState::kScheduled;
     log.ops.push_back(n);
-    MergeRankOps(&fr, log, &diags);
+    MergeRankOps(&fr, log, &sink);
   }  // `log` and its interner are gone: the merged records must not point into them.
-  EXPECT_TRUE(diags.empty());
+  EXPECT_TRUE(sink.empty());
   ASSERT_EQ(Seqs(fr), (std::vector<int64_t>{1, 2, 3, 4}));
   const OpRecord& three = fr.ops[2];
   EXPECT_EQ(three.source, -1);                             // still the dump's record
@@ -95,8 +95,9 @@ TEST(MergeRankOps, ConflictingClaimsGiveADiagnosticAndKeepTheDump) {
   log.rank = 1;
   log.file = "rank_1.log";
   log.ops.push_back(Op(&log, "0", 2, "gloo:broadcast", {16}, "Double"));
-  std::vector<model::Diagnostic> diags;
-  MergeRankOps(&fr, log, &diags);
+  model::DiagnosticSink sink;
+  MergeRankOps(&fr, log, &sink);
+  std::vector<model::Diagnostic> diags = sink.Take();
   ASSERT_EQ(fr.ops.size(), 2u);
   EXPECT_EQ(fr.ops[1].op, "all_reduce");
   ASSERT_EQ(diags.size(), 1u);
@@ -126,8 +127,9 @@ TEST(MergeRankOps, LogOnlyOpsArePlacedBySeqAndKeyedPerPgAndKind) {
   model::PgConfig cfg;
   cfg.name = "0x77";
   log.pg_config["0x77"] = cfg;
-  std::vector<model::Diagnostic> diags;
-  MergeRankOps(&fr, log, &diags);
+  model::DiagnosticSink sink;
+  MergeRankOps(&fr, log, &sink);
+  std::vector<model::Diagnostic> diags = sink.Take();
   EXPECT_TRUE(diags.empty());
   ASSERT_EQ(fr.ops.size(), 7u);
   EXPECT_EQ(Seqs(fr), (std::vector<int64_t>{4, 5, 6, 7, 5, 1, -1}));

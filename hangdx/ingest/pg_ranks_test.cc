@@ -5,6 +5,7 @@
 #include "hangdx/base/file.h"
 #include "hangdx/ingest/formats/hccl_plog/hccl_plog.h"
 #include "hangdx/ingest/formats/nccl_log/nccl_log.h"
+#include "hangdx/ingest/parse_for_test.h"
 
 namespace hangdx::ingest {
 namespace {
@@ -32,9 +33,8 @@ model::Job HcclJob(bool with_rank7, int waits_for) {
   }
   model::Job job;
   for (size_t i = 0; i < texts.size(); ++i) {
-    logs::DumpSet set("plog" + std::to_string(i), &job.diagnostics);
-    logs::ParseHcclPlog(texts[i], -1, &set);
-    set.MoveTo(&job.dumps);
+    for (auto& d : ParseForTest(ParseHcclPlog, texts[i], -1, &job.diagnostics, "plog" + std::to_string(i)).dumps)
+      job.dumps.push_back(std::move(d));
   }
   std::sort(job.dumps.begin(), job.dumps.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
   return job;
@@ -88,9 +88,9 @@ std::string NcclProc(int global, int local) {
 TEST(PgLocalRanks, NcclInitLinesGiveASubCommunicatorItsMembers) {
   model::Job job;
   for (auto [g, l] : {std::pair{4, 0}, std::pair{6, 1}}) {
-    logs::DumpSet set("rank" + std::to_string(g) + ".log", &job.diagnostics);
-    logs::ParseNcclLog(NcclProc(g, l), -1, &set);
-    set.MoveTo(&job.dumps);
+    for (auto& d :
+         ParseForTest(ParseNcclLog, NcclProc(g, l), -1, &job.diagnostics, "rank" + std::to_string(g) + ".log").dumps)
+      job.dumps.push_back(std::move(d));
   }
   ASSERT_EQ(job.dumps.size(), 2u);
   EXPECT_EQ(job.dumps[0].rank, 4);                              // its rank in the largest communicator
@@ -106,9 +106,9 @@ TEST(PgLocalRanks, NcclInitLinesGiveASubCommunicatorItsMembers) {
 TEST(PgLocalRanks, TwoRanksClaimingOneLocalRankAreNotMapped) {
   model::Job job;
   for (int g : {4, 6}) {
-    logs::DumpSet set("rank" + std::to_string(g) + ".log", &job.diagnostics);
-    logs::ParseNcclLog(NcclProc(g, 0), -1, &set);
-    set.MoveTo(&job.dumps);
+    for (auto& d :
+         ParseForTest(ParseNcclLog, NcclProc(g, 0), -1, &job.diagnostics, "rank" + std::to_string(g) + ".log").dumps)
+      job.dumps.push_back(std::move(d));
   }
   auto map = PgLocalRankMap(job, &job.diagnostics);
   EXPECT_TRUE(map["0x9f"].empty());

@@ -1,5 +1,8 @@
 #include "hangdx/pipeline/pipeline.h"
 
+#include <algorithm>
+
+#include "hangdx/ingest/formats.h"
 #include "hangdx/report/report.h"
 
 namespace hangdx::pipeline {
@@ -27,6 +30,21 @@ StatusOr<std::string> Render(const analyze::Diagnosis& d, const std::string& for
   if (format == "json") return report::RenderJson(d);
   if (format == "dot") return report::RenderDot(d);
   return InvalidArgument("unknown format '" + format + "' (want text, json or dot)");
+}
+
+std::vector<InputFormat> InputFormats() {
+  std::vector<InputFormat> out;
+  for (const ingest::Format& f : ingest::Formats()) out.push_back({std::string(f.name), std::string(f.description)});
+  return out;
+}
+
+std::string FormatsText() {
+  std::vector<InputFormat> formats = InputFormats();
+  size_t width = 0;
+  for (const auto& f : formats) width = std::max(width, f.name.size());
+  std::string out;
+  for (const auto& f : formats) out += f.name + std::string(width + 2 - f.name.size(), ' ') + f.description + "\n";
+  return out;
 }
 
 int ExitCode(const analyze::Diagnosis& d) {

@@ -35,6 +35,19 @@ StatusOr<std::string> Stacks(const std::vector<std::string>& paths, const Pipeli
 // Renders as "text", "json" or "dot". Errors: kInvalidArgument for another format.
 StatusOr<std::string> Render(const analyze::Diagnosis& d, const std::string& format);
 
+// One input format hangdx reads (a row of ingest/formats.h).
+struct InputFormat {
+  std::string name;         // "nccl-log"
+  std::string description;  // one line: what produces it
+};
+
+// Every input format, in the order the loader sniffs them.
+std::vector<InputFormat> InputFormats();
+
+// The formats as `hangdx formats` prints them and the README lists them:
+// one "<name>  <description>" line each, names padded to one column.
+std::string FormatsText();
+
 // Process exit code for a diagnosis: 0 nothing wrong found, 1 a hang or
 // mismatch found, 2 unusable input (no file could be read at all).
 int ExitCode(const analyze::Diagnosis& d);

@@ -64,13 +64,13 @@ StatusOr<model::DeviceJob> LoadSchedule(const std::string& path, model::Diagnost
   auto data = ReadFile(path, uint64_t{256} << 20);
   if (!data.ok()) return data.status();
   model::DeviceJob job;
-  std::vector<model::Diagnostic> all;
-  bool usable = ingest::ParseDeviceJson(*data, path, &job, &all);
+  model::DiagnosticSink read;
+  bool usable = ingest::ReadDeviceJob(*data, path, &job, &read);
   // The reader's problems, each once with its count, at most 20 (and a line
   // saying how many more): a schedule with thousands of bad ops gets a
   // message one can read.
   model::DiagnosticSink problems(20);
-  for (auto& d : all) {
+  for (auto& d : read.Take()) {
     // A pg member without a program is part of the model (its peers wait for
     // it for ever), not a change of the program: a note, not a refusal.
     if (d.message.find("is a member but not in \"ranks\"") != std::string::npos) {

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Dict, Iterable, Optional, Union
+from typing import Dict, Iterable, List, Optional, Tuple, Union
 
 from . import _hangdx
 
-__all__ = ["analyze", "render", "Error"]
+__all__ = ["analyze", "render", "formats", "Error"]
 __version__ = "0.1.0"
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -48,11 +48,19 @@ def render(paths: Union[PathLike, Iterable[PathLike]], format: str = "text", *,
     return text.decode("utf-8", errors="replace"), code
 
 
+def formats() -> List[Tuple[str, str]]:
+    """Returns the input formats hangdx reads as ``(name, description)``
+    pairs, in the order files are sniffed: the list ``hangdx formats``
+    prints, e.g. ``("nccl-log", "NCCL_DEBUG=INFO log (...)")``.
+    """
+    return [(name, description) for name, description in _hangdx.formats()]
+
+
 def analyze(paths: Union[PathLike, Iterable[PathLike]], **kwargs) -> dict:
-    """Analyzes what the ranks of a job left behind: Flight Recorder dumps
-    (pickle or JSON), NCCL INFO logs, PyTorch c10d / DETAIL messages, py-spy,
-    gdb and faulthandler stacks, HCCL plogs, NCCL RAS output, wait snapshots
-    and device-level snapshots (docs/snapshot-format.md).
+    """Analyzes what the ranks of a job left behind, in these formats
+    (:func:`formats` describes each):
+
+{formats}
 
     ``paths``: one path or several; a folder is searched recursively and each
     file's format is sniffed from its content. Keyword arguments as for
@@ -64,3 +72,10 @@ def analyze(paths: Union[PathLike, Iterable[PathLike]], **kwargs) -> dict:
     """
     text, _ = render(paths, "json", **kwargs)
     return json.loads(text)
+
+
+# The format list of analyze's docstring comes from the table the loader
+# uses (hangdx/ingest/formats.cc), so it names every format.
+if analyze.__doc__:  # None under python -OO
+    analyze.__doc__ = analyze.__doc__.replace(
+        "{formats}", "\n".join("    * ``%s``: %s" % f for f in formats()))

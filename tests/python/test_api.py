@@ -44,6 +44,15 @@ def test_render_formats_and_exit_code():
         hangdx.render(EXAMPLE, "xml")
 
 
+def test_formats_are_the_cli_table_and_the_docstring_names_them():
+    names = [name for name, _ in hangdx.formats()]
+    assert "fr-pickle" in names and "nccl-log" in names and len(set(names)) == len(names)
+    out = subprocess.run([cli(), "formats"], stdout=subprocess.PIPE, check=True, text=True)
+    assert [line.split()[0] for line in out.stdout.splitlines()] == names
+    for name in names:
+        assert "``%s``" % name in hangdx.analyze.__doc__
+
+
 def test_missing_path_raises():
     with pytest.raises(hangdx.Error, match="no such file"):
         hangdx.analyze("/nonexistent/hangdx")

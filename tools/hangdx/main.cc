@@ -106,10 +106,13 @@ int main(int argc, char** argv) {
   std::string format = "text", output;
   std::vector<std::string> rank_overrides;
   hangdx::pipeline::PipelineOptions options;
+  std::string format_names;
+  for (const auto& f : hangdx::pipeline::InputFormats()) format_names += (format_names.empty() ? "" : ", ") + f.name;
   analyze
       ->add_option("PATH", paths,
-                   "Flight Recorder dumps (pickle or JSON), NCCL/PyTorch/HCCL logs, stack dumps, NCCL RAS "
-                   "output, wait or device snapshots, or folders of them (formats sniffed from content)")
+                   "Files or folders (searched recursively) of what the ranks left behind; each file's format is "
+                   "sniffed from its content: " +
+                       format_names + " (hangdx formats describes them)")
       ->required();
   analyze->add_option("--format", format, "Output format")->check(CLI::IsMember({"text", "json", "dot"}));
   analyze->add_option("-o,--output", output, "Write the report to FILE instead of stdout");
@@ -153,6 +156,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   simulate->add_flag("--no-fixes", no_fixes, "Do not search for fixes after a deadlock");
 
+  auto* formats = app.add_subcommand("formats", "List the input formats hangdx reads (name and what produces it)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -173,6 +178,7 @@ int main(int argc, char** argv) {
     }
     options.load.rank_of[o.substr(0, eq)] = r;
   }
+  if (*formats) return WriteOut(hangdx::pipeline::FormatsText(), "");
   if (*analyze) return RunAnalyze(paths, format, output, options);
   if (*simulate) {
     sim_options.search_fixes = !no_fixes;

@@ -268,33 +268,6 @@ TextEncoding DecodeText(std::string_view data, std::string* text) {
   return TextEncoding::kNulPadded;
 }
 
-model::RankDump& DumpSet::For(model::Rank rank) {
-  auto [it, fresh] = dumps_.try_emplace(rank);
-  if (fresh) {
-    it->second.rank = rank;
-    it->second.file = file_;
-  }
-  return it->second;
-}
-
-void DumpSet::Diag(model::Diagnostic::Severity sev, int64_t offset, model::Rank rank, std::string message) {
-  if (++diag_count_ > kMaxDiagnostics) return;
-  diags_->push_back(model::MakeDiagnostic(sev, file_, std::move(message), rank, offset));
-}
-
-void DumpSet::MoveTo(std::vector<model::RankDump>* out) {
-  for (auto& [rank, d] : dumps_) out->push_back(std::move(d));
-  dumps_.clear();
-  if (diag_count_ > kMaxDiagnostics) {
-    model::Diagnostic d;
-    d.severity = model::Diagnostic::Severity::kInfo;
-    d.file = file_;
-    d.message = std::to_string(diag_count_ - kMaxDiagnostics) + " more problems in this file not shown";
-    diags_->push_back(std::move(d));
-  }
-  diag_count_ = 0;
-}
-
 std::string_view NcclDtypeName(int64_t v) {
   static constexpr std::string_view kNames[] = {"Char", "Byte",  "Int",    "UInt32",   "Long",          "UInt64",
                                                 "Half", "Float", "Double", "BFloat16", "Float8_e4m3fn", "Float8_e5m2"};

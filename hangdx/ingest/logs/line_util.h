@@ -3,8 +3,8 @@
 // line (ANSI colours, tqdm-style `\r` overwrites, trailing spaces, over-long
 // lines) and peels the prefixes launchers put in front of it (Ray, Open MPI
 // --tag-output, kubectl --timestamps, torchrun `[default0]:`, c10's
-// `[rank3]:`, slurm `srun -l` `3: `); number parsing that never throws; and
-// DumpSet, which collects the RankDumps one file yields.
+// `[rank3]:`, slurm `srun -l` `3: `); number parsing that never throws;
+// NCCL's dtype and op names.
 //
 //   LineReader r(data);
 //   for (Line l; r.Next(&l);)
@@ -112,36 +112,6 @@ enum class TextEncoding {
 // NUL bytes dropped (line numbers stay), UTF-16 code units below 0x80 as
 // bytes and the others as '?', NUL units dropped, the BOM skipped.
 TextEncoding DecodeText(std::string_view data, std::string* text);
-
-// The RankDumps one text artifact yields, keyed by rank (rank -1 holds what
-// belongs to no known rank), and the file's diagnostics (at most
-// kMaxDiagnostics per file; the rest are counted in one summary line).
-class DumpSet {
- public:
-  static constexpr int kMaxDiagnostics = 20;
-
-  DumpSet(std::string file, std::vector<model::Diagnostic>* diags) : file_(std::move(file)), diags_(diags) {}
-  // The dump for `rank`, created with this file on first use.
-  model::RankDump& For(model::Rank rank);
-  bool Has(model::Rank rank) const { return dumps_.count(rank) != 0; }
-  void Diag(model::Diagnostic::Severity sev, int64_t offset, model::Rank rank, std::string message);
-  const std::string& file() const { return file_; }
-  // Moves the dumps (rank order) into *out and flushes the diagnostics summary.
-  void MoveTo(std::vector<model::RankDump>* out);
-  // The dumps collected so far (the set is left empty).
-  std::vector<model::RankDump> Take() {
-    std::vector<model::RankDump> out;
-    MoveTo(&out);
-    return out;
-  }
-  size_t size() const { return dumps_.size(); }
-
- private:
-  std::string file_;
-  std::vector<model::Diagnostic>* diags_;
-  std::map<model::Rank, model::RankDump> dumps_;
-  int diag_count_ = 0;
-};
 
 // PyTorch dtype name ("Half", "Float", "Long", ...) for an ncclDataType_t
 // value (NVIDIA/nccl src/nccl.h.in); "" for an unknown value.

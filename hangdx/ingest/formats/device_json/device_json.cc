@@ -68,8 +68,8 @@ bool KindFromString(const std::string& s, DevOp::Kind* kind) {
 // known.
 class Reader {
  public:
-  Reader(const std::string& file, model::DeviceJob* out, std::vector<model::Diagnostic>* diags)
-      : file_(file), out_(out), diags_(diags) {}
+  // Reads into *out; diagnostics go to *sink.
+  Reader(const std::string& file, model::DeviceJob* out, RecordSink* sink) : file_(file), out_(out), sink_(sink) {}
 
   bool Read(const json& doc);
 
@@ -84,11 +84,10 @@ class Reader {
     OpId blocked_on = -1;
   };
 
+  // A problem at JSON path `path` ("ranks[1].threads[0].ops[4]"); the
+  // sink caps how many a hostile file leaves in the report.
   void Warn(const std::string& path, const std::string& msg, Rank rank = -1) {
-    if (diags_->size() >= 1000) return;  // a hostile file does not flood the report
-    std::string text = path.empty() ? msg : path + ": " + msg;
-    if (diags_->size() == 999) text = "more problems in this file are not listed";
-    diags_->push_back(model::MakeDiagnostic(Sev::kWarning, file_, std::move(text), rank));
+    sink_->Diag(Sev::kWarning, path.empty() ? msg : path + ": " + msg, rank);
   }
   // Reads an integer in [lo, hi]; false (with a diagnostic) otherwise.
   bool Int(const json& v, const std::string& path, int64_t lo, int64_t hi, int64_t* out, Rank rank = -1) {
@@ -139,12 +138,23 @@ class Reader {
   void ReadRank(const json& r, size_t index);
   void ReadOp(const json& v, const std::string& path, Rank rank, const std::string& thread, size_t pos,
               ThreadInfo* info);
+  // Where a snapshot says rank entry `index`'s ops are: the ops its threads
+  // block on, its task queues, its streams, its pools' holders.
   void ReadPlacement(const json& r, size_t index);
+  void ReadBlockedOn(const json& r, Rank rank, const std::string& path);
+  void ReadQueues(const json& qs, Rank rank, const std::string& path, model::DeviceRank* dr);
+  void ReadStreams(const json& ss, Rank rank, const std::string& path, model::DeviceRank* dr);
+  void ReadHolders(const json& pools, Rank rank, const std::string& path, model::DeviceRank* dr);
+  // True when op `id` (>= 0) is one of `rank`'s (a diagnostic at `p` otherwise).
+  bool Own(OpId id, const std::string& p, Rank rank);
+  // Marks op `id` queued or on a stream; false (with a diagnostic at `p`)
+  // when it already is.
+  bool Place(OpId id, const std::string& p, Rank rank);
   void Finish();
 
   const std::string& file_;
   model::DeviceJob* out_;
-  std::vector<model::Diagnostic>* diags_;
+  RecordSink* sink_;
   bool snapshot_ = false;
   std::vector<Rank> rank_of_entry_;  // per entry of "ranks": its rank, -1 when skipped
   std::set<Rank> ranks_;
@@ -469,40 +479,46 @@ void Reader::ReadOp(const json& v, const std::string& path, Rank rank, const std
   info->ops.back() = oid;
 }
 
+bool Reader::Own(OpId id, const std::string& p, Rank rank) {
+  if (id < 0) return false;
+  if (out_->ops[id].rank != rank) {
+    Warn(p,
+         "op \"" + op_ids_[id] + "\" belongs to rank " + std::to_string(out_->ops[id].rank) + ", not this one; ignored",
+         rank);
+    return false;
+  }
+  return true;
+}
+
+bool Reader::Place(OpId id, const std::string& p, Rank rank) {
+  if (placed_[id]) {
+    Warn(p, "op \"" + op_ids_[id] + "\" is already in a queue or on a stream; ignored here", rank);
+    return false;
+  }
+  placed_[id] = referenced_[id] = true;
+  return true;
+}
+
 void Reader::ReadPlacement(const json& r, size_t index) {
   const Rank rank = rank_of_entry_[index];
   const std::string path = "ranks[" + std::to_string(index) + "]";
   model::DeviceRank* dr = &out_->ranks[rank_index_.at(rank)];
-  auto own = [&](OpId id, const std::string& p) {
-    if (id < 0) return false;
-    if (out_->ops[id].rank != rank) {
-      Warn(p,
-           "op \"" + op_ids_[id] + "\" belongs to rank " + std::to_string(out_->ops[id].rank) +
-               ", not this one; ignored",
-           rank);
-      return false;
-    }
-    return true;
+  // Only a snapshot places ops; a schedule that does is told so.
+  auto present = [&](const char* key) {
+    if (!r.contains(key)) return false;
+    if (snapshot_) return true;
+    Warn(path + "." + key, "only a snapshot has this; ignored in a schedule", rank);
+    return false;
   };
-  auto place = [&](OpId id, const std::string& p) {
-    if (placed_[id]) {
-      Warn(p, "op \"" + op_ids_[id] + "\" is already in a queue or on a stream; ignored here", rank);
-      return false;
-    }
-    placed_[id] = referenced_[id] = true;
-    return true;
-  };
-  const bool snap = snapshot_;
-  auto absent_or_ignored = [&](const char* key) {
-    if (r.contains(key) && !snap) {
-      Warn(path + "." + key, "only a snapshot has this; ignored in a schedule", rank);
-      return true;
-    }
-    return !r.contains(key);
-  };
-  // Threads: blocked_on.
+  if (snapshot_) ReadBlockedOn(r, rank, path);
+  if (present("queues")) ReadQueues(r["queues"], rank, path, dr);
+  if (present("streams")) ReadStreams(r["streams"], rank, path, dr);
+  if (auto pools = r.find("pools"); pools != r.end() && pools->is_array()) ReadHolders(*pools, rank, path, dr);
+}
+
+void Reader::ReadBlockedOn(const json& r, Rank rank, const std::string& path) {
   auto threads = r.find("threads");
-  for (size_t t = 0; snap && threads != r.end() && threads->is_array() && t < threads->size(); ++t) {
+  for (size_t t = 0; threads != r.end() && threads->is_array() && t < threads->size(); ++t) {
     const json& tv = (*threads)[t];
     if (!tv.is_object() || !tv.contains("blocked_on")) continue;
     std::string tp = path + ".threads[" + std::to_string(t) + "]", p = tp + ".blocked_on";
@@ -510,101 +526,101 @@ void Reader::ReadPlacement(const json& r, size_t index) {
     if (at == thread_at_.end()) continue;
     ThreadInfo* ti = &threads_[at->second];
     OpId id = tv.at("blocked_on").is_null() ? -1 : Lookup(tv.at("blocked_on"), p, rank);
-    if (!own(id, p)) continue;
+    if (!Own(id, p, rank)) continue;
     const DevOp& op = out_->ops[id];
     if (!op.host_blocking && op.kind != DevOp::Kind::kHostSync)
       Warn(p, "op \"" + op_ids_[id] + "\" is not host-blocking; the thread is read as blocked on it anyway", rank);
     ti->blocked_on = id;
     referenced_[id] = true;
   }
-  if (!absent_or_ignored("queues")) {
-    const json& qs = r["queues"];
-    if (!qs.is_array()) Warn(path + ".queues", "want an array; ignored", rank);
-    for (size_t i = 0; qs.is_array() && i < qs.size(); ++i) {
-      std::string p = path + ".queues[" + std::to_string(i) + "]";
-      const json& qv = qs[i];
-      if (!qv.is_object()) {
-        Warn(p, "want an object {\"name\", \"entries\", \"dispatching\"}; skipped", rank);
-        continue;
-      }
-      model::TaskQueue q;
-      q.name = out_->queue_mode == model::QueueMode::kPerDevice ? "device" : "";
-      if (auto n = qv.find("name"); n != qv.end()) Str(*n, p + ".name", &q.name, rank);
-      if (out_->queue_mode == model::QueueMode::kOff)
-        Warn(p, "\"task_queue\" is \"off\" but this rank lists a queue; its entries are read as queued anyway", rank);
-      if (auto e = qv.find("entries"); e != qv.end()) {
-        if (!e->is_array()) Warn(p + ".entries", "want an array of op ids; ignored", rank);
-        for (size_t j = 0; e->is_array() && j < e->size(); ++j) {
-          std::string ep = p + ".entries[" + std::to_string(j) + "]";
-          OpId id = Lookup((*e)[j], ep, rank);
-          if (!own(id, ep)) continue;
-          if (out_->ops[id].kind == DevOp::Kind::kHostSync) {
-            Warn(ep, "a host_sync never enters a queue (it blocks its thread); ignored here", rank);
-            continue;
-          }
-          if (place(id, ep)) q.entries.push_back(id);
-        }
-      }
-      if (auto d = qv.find("dispatching"); d != qv.end() && !d->is_null()) {
-        OpId id = Lookup(*d, p + ".dispatching", rank);
-        if (own(id, p + ".dispatching")) {
-          q.dispatching = id;
-          referenced_[id] = true;
-        }
-      }
-      dr->queues.push_back(std::move(q));
+}
+
+void Reader::ReadQueues(const json& qs, Rank rank, const std::string& path, model::DeviceRank* dr) {
+  if (!qs.is_array()) Warn(path + ".queues", "want an array; ignored", rank);
+  for (size_t i = 0; qs.is_array() && i < qs.size(); ++i) {
+    std::string p = path + ".queues[" + std::to_string(i) + "]";
+    const json& qv = qs[i];
+    if (!qv.is_object()) {
+      Warn(p, "want an object {\"name\", \"entries\", \"dispatching\"}; skipped", rank);
+      continue;
     }
-  }
-  if (!absent_or_ignored("streams")) {
-    const json& ss = r["streams"];
-    if (!ss.is_array()) Warn(path + ".streams", "want an array; ignored", rank);
-    for (size_t i = 0; ss.is_array() && i < ss.size(); ++i) {
-      std::string p = path + ".streams[" + std::to_string(i) + "]";
-      const json& sv = ss[i];
-      model::Stream s;
-      if (!sv.is_object() || !sv.contains("name") || !Str(sv["name"], p + ".name", &s.name, rank)) {
-        if (!sv.is_object() || !sv.contains("name")) Warn(p, "want {\"name\": str, \"tasks\": [ids]}; skipped", rank);
-        continue;
-      }
-      if (auto h = sv.find("head_started"); h != sv.end()) {
-        if (h->is_boolean())
-          s.head_started = h->get<bool>();
-        else
-          Warn(p + ".head_started", "want true or false; read as false", rank);
-      }
-      if (auto tk = sv.find("tasks"); tk != sv.end()) {
-        if (!tk->is_array()) Warn(p + ".tasks", "want an array of op ids; ignored", rank);
-        for (size_t j = 0; tk->is_array() && j < tk->size(); ++j) {
-          std::string tp = p + ".tasks[" + std::to_string(j) + "]";
-          OpId id = Lookup((*tk)[j], tp, rank);
-          if (!own(id, tp)) continue;
-          if (out_->ops[id].kind == DevOp::Kind::kHostSync) {
-            Warn(tp, "a host_sync never reaches a stream; ignored here", rank);
-            continue;
-          }
-          if (out_->ops[id].stream != s.name)
-            Warn(tp, "op \"" + op_ids_[id] + "\" targets stream \"" + out_->ops[id].stream + "\"; read as on this one",
-                 rank);
-          if (place(id, tp)) s.tasks.push_back(id);
+    model::TaskQueue q;
+    q.name = out_->queue_mode == model::QueueMode::kPerDevice ? "device" : "";
+    if (auto n = qv.find("name"); n != qv.end()) Str(*n, p + ".name", &q.name, rank);
+    if (out_->queue_mode == model::QueueMode::kOff)
+      Warn(p, "\"task_queue\" is \"off\" but this rank lists a queue; its entries are read as queued anyway", rank);
+    if (auto e = qv.find("entries"); e != qv.end()) {
+      if (!e->is_array()) Warn(p + ".entries", "want an array of op ids; ignored", rank);
+      for (size_t j = 0; e->is_array() && j < e->size(); ++j) {
+        std::string ep = p + ".entries[" + std::to_string(j) + "]";
+        OpId id = Lookup((*e)[j], ep, rank);
+        if (!Own(id, ep, rank)) continue;
+        if (out_->ops[id].kind == DevOp::Kind::kHostSync) {
+          Warn(ep, "a host_sync never enters a queue (it blocks its thread); ignored here", rank);
+          continue;
         }
+        if (Place(id, ep, rank)) q.entries.push_back(id);
       }
-      if (s.tasks.empty()) s.head_started = false;
-      dr->streams.push_back(std::move(s));
     }
+    if (auto d = qv.find("dispatching"); d != qv.end() && !d->is_null()) {
+      OpId id = Lookup(*d, p + ".dispatching", rank);
+      if (Own(id, p + ".dispatching", rank)) {
+        q.dispatching = id;
+        referenced_[id] = true;
+      }
+    }
+    dr->queues.push_back(std::move(q));
   }
-  // Pool holders (snapshot only).
-  auto pools = r.find("pools");
-  for (size_t i = 0; pools != r.end() && pools->is_array() && i < pools->size(); ++i) {
-    const json& pv = (*pools)[i];
+}
+
+void Reader::ReadStreams(const json& ss, Rank rank, const std::string& path, model::DeviceRank* dr) {
+  if (!ss.is_array()) Warn(path + ".streams", "want an array; ignored", rank);
+  for (size_t i = 0; ss.is_array() && i < ss.size(); ++i) {
+    std::string p = path + ".streams[" + std::to_string(i) + "]";
+    const json& sv = ss[i];
+    model::Stream s;
+    if (!sv.is_object() || !sv.contains("name") || !Str(sv["name"], p + ".name", &s.name, rank)) {
+      if (!sv.is_object() || !sv.contains("name")) Warn(p, "want {\"name\": str, \"tasks\": [ids]}; skipped", rank);
+      continue;
+    }
+    if (auto h = sv.find("head_started"); h != sv.end()) {
+      if (h->is_boolean())
+        s.head_started = h->get<bool>();
+      else
+        Warn(p + ".head_started", "want true or false; read as false", rank);
+    }
+    if (auto tk = sv.find("tasks"); tk != sv.end()) {
+      if (!tk->is_array()) Warn(p + ".tasks", "want an array of op ids; ignored", rank);
+      for (size_t j = 0; tk->is_array() && j < tk->size(); ++j) {
+        std::string tp = p + ".tasks[" + std::to_string(j) + "]";
+        OpId id = Lookup((*tk)[j], tp, rank);
+        if (!Own(id, tp, rank)) continue;
+        if (out_->ops[id].kind == DevOp::Kind::kHostSync) {
+          Warn(tp, "a host_sync never reaches a stream; ignored here", rank);
+          continue;
+        }
+        if (out_->ops[id].stream != s.name)
+          Warn(tp, "op \"" + op_ids_[id] + "\" targets stream \"" + out_->ops[id].stream + "\"; read as on this one",
+               rank);
+        if (Place(id, tp, rank)) s.tasks.push_back(id);
+      }
+    }
+    if (s.tasks.empty()) s.head_started = false;
+    dr->streams.push_back(std::move(s));
+  }
+}
+
+void Reader::ReadHolders(const json& pools, Rank rank, const std::string& path, model::DeviceRank* dr) {
+  for (size_t i = 0; i < pools.size(); ++i) {
+    const json& pv = pools[i];
     if (!pv.is_object() || !pv.contains("holders")) continue;
     std::string p = path + ".pools[" + std::to_string(i) + "].holders";
-    if (!snap) {
+    if (!snapshot_) {
       Warn(p, "only a snapshot has holders; ignored in a schedule", rank);
       continue;
     }
-    std::string name;
     if (!pv.contains("name") || !pv["name"].is_string()) continue;
-    name = pv["name"].get<std::string>();
+    std::string name = pv["name"].get<std::string>();
     auto pool = std::find_if(dr->pools.begin(), dr->pools.end(), [&](const model::Pool& x) { return x.name == name; });
     if (pool == dr->pools.end()) continue;
     const json& hs = pv["holders"];
@@ -615,7 +631,7 @@ void Reader::ReadPlacement(const json& r, size_t index) {
     for (size_t j = 0; j < hs.size(); ++j) {
       std::string hp = p + "[" + std::to_string(j) + "]";
       OpId id = Lookup(hs[j], hp, rank);
-      if (!own(id, hp)) continue;
+      if (!Own(id, hp, rank)) continue;
       if (out_->ops[id].pool != name)
         Warn(hp, "op \"" + op_ids_[id] + "\" does not use pool \"" + name + "\"; read as holding a unit anyway", rank);
       if (std::find(pool->holders.begin(), pool->holders.end(), id) != pool->holders.end()) continue;
@@ -688,48 +704,53 @@ void Reader::Finish() {
 
 }  // namespace
 
-bool LooksLikeDeviceJson(std::string_view data) {
+int SniffDeviceJson(std::string_view data) {
   size_t i = 0;
   while (i < data.size() && (data[i] == ' ' || data[i] == '\n' || data[i] == '\r' || data[i] == '\t')) ++i;
-  if (i >= data.size() || data[i] != '{') return false;
+  if (i >= data.size() || data[i] != '{') return 0;
   std::string_view head = data.substr(i, 65536);
   for (std::string_view key : {"\"hangdx_schedule\"", "\"hangdx_snapshot\""}) {
     size_t at = head.find(key);
     if (at == std::string_view::npos) continue;
     size_t j = at + key.size();
     while (j < head.size() && (head[j] == ' ' || head[j] == '\n' || head[j] == '\r' || head[j] == '\t')) ++j;
-    if (j < head.size() && head[j] == ':') return true;
+    if (j < head.size() && head[j] == ':') return 100;
   }
-  return false;
+  return 0;
 }
 
-bool ParseDeviceJson(std::string_view data, const std::string& file, model::DeviceJob* out,
-                     std::vector<model::Diagnostic>* diags) {
-  *out = model::DeviceJob();
-  out->origin = file;
+bool ParseDeviceJson(const Artifact& in, RecordSink* out) {
   auto fail = [&](std::string msg, int64_t offset = -1) {
-    diags->push_back(model::MakeDiagnostic(Sev::kError, file, std::move(msg), -1, offset));
+    out->Diag(Sev::kError, std::move(msg), -1, offset);
     return false;
   };
-  if (int64_t at = TooDeep(data); at >= 0)
+  if (int64_t at = TooDeep(in.data); at >= 0)
     return fail(
         "JSON nested deeper than " + std::to_string(kMaxDepth) + " levels at byte " + std::to_string(at) + "; not read",
         at);
   json doc;
-  try {
-    doc = json::parse(data.begin(), data.end());
-  } catch (const json::parse_error& e) {
-    int64_t at = static_cast<int64_t>(e.byte > 0 ? e.byte - 1 : 0);
-    return fail("unreadable JSON at byte " + std::to_string(at) + ": " + JsonWhy(e), at);
-  } catch (const json::exception& e) {
-    return fail("unreadable JSON: " + JsonWhy(e));
-  }
+  std::string error;
+  int64_t offset = -1;
+  if (!ParseJson(in.data, &doc, &error, &offset)) return fail(std::move(error), offset);
   if (!doc.is_object() || (!doc.contains("hangdx_schedule") && !doc.contains("hangdx_snapshot")))
     return fail(
         "not a device schedule or snapshot: want {\"hangdx_schedule\": 1, ...} or {\"hangdx_snapshot\": 1, ...}");
-  Reader reader(file, out, diags);
+  model::DeviceJob job;
+  job.origin = in.path;
+  Reader reader(in.path, &job, out);
   if (!reader.Read(doc)) return fail("no usable rank in this schedule or snapshot");
+  out->AddDeviceJob(std::move(job));
   return true;
+}
+
+bool ReadDeviceJob(std::string_view data, const std::string& file, model::DeviceJob* out,
+                   model::DiagnosticSink* diags) {
+  DumpBuilder sink(file, diags);
+  bool ok = ParseDeviceJson(Artifact{data, file}, &sink);
+  DumpBuilder::Result r = sink.Finish();
+  *out = r.device.empty() ? model::DeviceJob() : std::move(r.device.front());
+  out->origin = file;
+  return ok;
 }
 
 }  // namespace hangdx::ingest

@@ -9,6 +9,15 @@ namespace {
 using model::DevOp;
 using ::testing::HasSubstr;
 
+// ReadDeviceJob with the diagnostics as a list.
+bool Read(std::string_view data, const std::string& file, model::DeviceJob* job,
+          std::vector<model::Diagnostic>* diags) {
+  model::DiagnosticSink sink;
+  bool ok = ReadDeviceJob(data, file, job, &sink);
+  for (auto& d : sink.Take()) diags->push_back(std::move(d));
+  return ok;
+}
+
 std::string AllMessages(const std::vector<model::Diagnostic>& diags) {
   std::string s;
   for (const auto& d : diags) s += d.file + ": " + d.message + "\n";
@@ -41,10 +50,10 @@ constexpr char kSchedule[] = R"({"hangdx_schedule": 1, "task_queue": "per_device
        {"op": "collective", "name": "all_reduce", "pg": "tp"}]}]}]})";
 
 TEST(DeviceJson, ReadsASchedule) {
-  EXPECT_TRUE(LooksLikeDeviceJson(kSchedule));
+  EXPECT_TRUE(0 < SniffDeviceJson(kSchedule));
   model::DeviceJob job;
   std::vector<model::Diagnostic> diags;
-  ASSERT_TRUE(ParseDeviceJson(kSchedule, "s.json", &job, &diags)) << AllMessages(diags);
+  ASSERT_TRUE(Read(kSchedule, "s.json", &job, &diags)) << AllMessages(diags);
   EXPECT_TRUE(diags.empty()) << AllMessages(diags);
   EXPECT_EQ(job.origin, "s.json");
   EXPECT_EQ(job.queue_mode, model::QueueMode::kPerDevice);
@@ -97,10 +106,10 @@ TEST(DeviceJson, ReadsASnapshot) {
       {"rank": 1, "threads": [{"name": "main", "ops": [
          {"op": "collective", "name": "all_reduce", "pg": "tp", "stream": "comm"}]}]}],
     "recorded_events": ["e5"]})";
-  EXPECT_TRUE(LooksLikeDeviceJson(kSnap));
+  EXPECT_TRUE(0 < SniffDeviceJson(kSnap));
   model::DeviceJob job;
   std::vector<model::Diagnostic> diags;
-  ASSERT_TRUE(ParseDeviceJson(kSnap, "snap.json", &job, &diags)) << AllMessages(diags);
+  ASSERT_TRUE(Read(kSnap, "snap.json", &job, &diags)) << AllMessages(diags);
   EXPECT_TRUE(diags.empty()) << AllMessages(diags);
   model::OpId rec = Find(job, 0, "record e0"), ar = Find(job, 0, "all_reduce"), wait = Find(job, 0, "wait e9"),
               sync = Find(job, 0, "host_sync e9"), later = Find(job, 0, "later");
@@ -138,7 +147,7 @@ TEST(DeviceJson, BadPartsAreSkippedWithTheirPath) {
       {"rank": 1, "threads": [{"ops": [{"op": "compute"}]}]}]})";
   model::DeviceJob job;
   std::vector<model::Diagnostic> diags;
-  bool ok = ParseDeviceJson(kBad, "bad.json", &job, &diags);
+  bool ok = Read(kBad, "bad.json", &job, &diags);
   std::string all = AllMessages(diags);
   // 1e400 does not parse at all: the whole file is unreadable, said once.
   EXPECT_FALSE(ok);
@@ -147,7 +156,7 @@ TEST(DeviceJson, BadPartsAreSkippedWithTheirPath) {
   std::string fixed = kBad;
   fixed.replace(fixed.find("1e400"), 5, "-3");
   diags.clear();
-  ASSERT_TRUE(ParseDeviceJson(fixed, "bad.json", &job, &diags));
+  ASSERT_TRUE(Read(fixed, "bad.json", &job, &diags));
   all = AllMessages(diags);
   EXPECT_THAT(all, HasSubstr("ranks[0].threads[0].ops[0]: \"op\" must be one of \"compute\""));
   EXPECT_THAT(all, HasSubstr("ranks[0].threads[0].ops[1]: wait needs an \"event\"; op skipped"));
@@ -173,15 +182,15 @@ TEST(DeviceJson, BadPartsAreSkippedWithTheirPath) {
 TEST(DeviceJson, RejectsWhatIsNotOneOfUs) {
   model::DeviceJob job;
   std::vector<model::Diagnostic> diags;
-  EXPECT_FALSE(LooksLikeDeviceJson(R"({"0": {"current_op": "x"}})"));
-  EXPECT_FALSE(LooksLikeDeviceJson(R"(["hangdx_schedule"])"));
-  EXPECT_FALSE(LooksLikeDeviceJson(""));
-  EXPECT_FALSE(ParseDeviceJson("[1, 2]", "a.json", &job, &diags));
-  EXPECT_FALSE(ParseDeviceJson(R"({"hangdx_schedule": 1})", "b.json", &job, &diags));
-  EXPECT_FALSE(ParseDeviceJson(R"({"hangdx_schedule": 1, "ranks": [)", "c.json", &job, &diags));
+  EXPECT_FALSE(0 < SniffDeviceJson(R"({"0": {"current_op": "x"}})"));
+  EXPECT_FALSE(0 < SniffDeviceJson(R"(["hangdx_schedule"])"));
+  EXPECT_FALSE(0 < SniffDeviceJson(""));
+  EXPECT_FALSE(Read("[1, 2]", "a.json", &job, &diags));
+  EXPECT_FALSE(Read(R"({"hangdx_schedule": 1})", "b.json", &job, &diags));
+  EXPECT_FALSE(Read(R"({"hangdx_schedule": 1, "ranks": [)", "c.json", &job, &diags));
   std::string deep = R"({"hangdx_schedule": 1, "x": )" + std::string(100000, '[') + std::string(100000, ']') + "}";
-  EXPECT_TRUE(LooksLikeDeviceJson(deep));
-  EXPECT_FALSE(ParseDeviceJson(deep, "d.json", &job, &diags));
+  EXPECT_TRUE(0 < SniffDeviceJson(deep));
+  EXPECT_FALSE(Read(deep, "d.json", &job, &diags));
   std::string all = AllMessages(diags);
   EXPECT_THAT(all, HasSubstr("b.json: ranks: missing or not an array"));
   EXPECT_THAT(all, HasSubstr("c.json: unreadable JSON at byte"));
@@ -195,7 +204,7 @@ TEST(DeviceJson, ScheduleIgnoresSnapshotFields) {
      "streams": [{"name": "default", "tasks": ["0/main/0"]}]}], "recorded_events": ["e"]})";
   model::DeviceJob job;
   std::vector<model::Diagnostic> diags;
-  ASSERT_TRUE(ParseDeviceJson(kS, "s.json", &job, &diags));
+  ASSERT_TRUE(Read(kS, "s.json", &job, &diags));
   std::string all = AllMessages(diags);
   EXPECT_THAT(all, HasSubstr("ranks[0].threads[0].issued: only a snapshot issues ops"));
   EXPECT_THAT(all, HasSubstr("ranks[0].streams: only a snapshot has this"));

@@ -1,6 +1,7 @@
 #include "hangdx/ingest/formats/flight_recorder/flight_recorder.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -14,7 +15,6 @@
 namespace hangdx::ingest {
 namespace {
 
-using model::Diagnostic;
 using Sev = model::Diagnostic::Severity;
 constexpr int64_t kMaxRank = int64_t{1} << 24;  // more ranks than any job has had
 
@@ -169,33 +169,6 @@ struct JNode {
   }
   bool present() const { return v != nullptr; }
   const void* identity() const { return v; }
-};
-
-// Collects per-file problems, deduplicated by message, with a count.
-class DiagSink {
- public:
-  DiagSink(const std::string& file, model::Rank rank, std::vector<Diagnostic>* out)
-      : file_(file), rank_(rank), out_(out) {}
-  ~DiagSink() {
-    for (auto& [msg, n] : counts_)
-      out_->push_back(
-          model::MakeDiagnostic(Sev::kWarning, file_, n > 1 ? msg + " (" + std::to_string(n) + " times)" : msg, rank_));
-  }
-  void Warn(const std::string& msg) {
-    auto [it, fresh] = counts_.try_emplace(msg, 0);
-    if (fresh) order_.push_back(msg);
-    ++it->second;
-  }
-  void Add(Sev sev, std::string msg, int64_t offset = -1) {
-    out_->push_back(model::MakeDiagnostic(sev, file_, std::move(msg), rank_, offset));
-  }
-
- private:
-  const std::string& file_;
-  model::Rank rank_;
-  std::vector<Diagnostic>* out_;
-  std::vector<std::string> order_;
-  std::map<std::string, int> counts_;
 };
 
 template <typename N>
@@ -355,33 +328,33 @@ model::OpState ParseState(std::string_view s) {
 template <typename N>
 class Converter {
  public:
-  Converter(model::RankDump* dump, DiagSink* sink, RankListCache* cache) : dump_(dump), sink_(sink), cache_(cache) {}
+  Converter(model::Rank rank, RecordSink* out, RankListCache* cache)
+      : rank_(rank), out_(out), pool_(out->Strings(rank)), cache_(cache) {}
 
   bool Run(N root) {
     N entries{nullptr};
     if (root.is_seq()) {  // pre-2024 dumps: a bare list of entries
-      sink_->Warn("top level is a bare list (dump older than version 2.2): read as entries");
+      Warn("top level is a bare list (dump older than version 2.2): read as entries");
       entries = root;
     } else if (!root.is_dict()) {
-      sink_->Add(Sev::kError, "not a Flight Recorder dump: top level is neither a dict nor a list");
+      Add(Sev::kError, "not a Flight Recorder dump: top level is neither a dict nor a list");
       return false;
     } else {
       ReadHeader(root);
       entries = root.get("entries");
       if (!root.get("version").present() && !entries.present()) {
-        sink_->Add(Sev::kError, "not a Flight Recorder dump: no 'version' and no 'entries' key");
+        Add(Sev::kError, "not a Flight Recorder dump: no 'version' and no 'entries' key");
         return false;
       }
     }
     if (entries.present() && !entries.null() && !entries.is_seq()) {
-      sink_->Add(Sev::kError, "'entries' is not a list");
+      Add(Sev::kError, "'entries' is not a list");
       return false;
     }
     size_t n = entries.present() ? entries.size() : 0;
-    dump_->ops.reserve(n);
     for (size_t i = 0; i < n; ++i) ReadEntry(entries.at(i), i);
-    if (n > 0 && dump_->ops.empty()) {
-      sink_->Add(Sev::kError, "none of its " + std::to_string(n) + " entries could be read");
+    if (n > 0 && read_ == 0) {
+      Add(Sev::kError, "none of its " + std::to_string(n) + " entries could be read");
       return false;
     }
     return true;
@@ -393,21 +366,21 @@ class Converter {
     N version = root.get("version");
     if (version.present()) {
       if (!version.str(&s)) {
-        sink_->Warn("'version' is not a string");
+        Warn("'version' is not a string");
       } else {
-        dump_->version = std::string(s);
+        out_->SetVersion(rank_, std::string(s));
         int major = 0, minor = 0;
         size_t dot = s.find('.');
         bool ok = dot != std::string_view::npos && std::from_chars(s.data(), s.data() + dot, major).ec == std::errc() &&
                   std::from_chars(s.data() + dot + 1, s.data() + s.size(), minor).ec == std::errc();
         if (!ok || major != 2 || minor < 2 || minor > 10)
-          sink_->Add(Sev::kWarning, "unknown Flight Recorder version '" + std::string(s) +
-                                        "' (known: 2.2 to 2.10); fields are read by presence");
+          Add(Sev::kWarning, "unknown Flight Recorder version '" + std::string(s) +
+                                 "' (known: 2.2 to 2.10); fields are read by presence");
       }
     }
     for (const char* key : {"comm_lib_version", "nccl_version", "xccl_version"}) {
       if (root.get(key).str(&s) && !s.empty()) {
-        dump_->comm_lib_version = std::string(s);
+        out_->SetCommLibVersion(rank_, std::string(s));
         break;
       }
     }
@@ -418,25 +391,25 @@ class Converter {
       if (cfg.get("desc").str(&v)) pc.desc = std::string(v);
       N ranks = cfg.get("ranks");
       if (ranks.present() && !ReadRankList(ranks, cache_, &pc.ranks)) {
-        sink_->Warn("pg_config '" + name + "': cannot read 'ranks'");
+        Warn("pg_config '" + name + "': cannot read 'ranks'");
         pc.ranks = model::SharedRanks();
       }
       pc.ranks_known = !pc.ranks.empty();
       if (name.empty() && pc.ranks.empty()) return;  // gloo writes an empty placeholder
-      dump_->pg_config[name] = std::move(pc);
+      out_->PgConfig(rank_, name) = std::move(pc);
     });
     root.get("pg_status").items([&](const std::string& key, N st) {
       int64_t pg_id;
       auto r = std::from_chars(key.data(), key.data() + key.size(), pg_id);
       if (r.ec != std::errc()) {
-        sink_->Warn("pg_status key '" + key + "' is not a pg id");
+        Warn("pg_status key '" + key + "' is not a pg id");
         return;
       }
       model::PgStatus ps;
       st.get("last_enqueued_collective").integer(&ps.last_enqueued);
       st.get("last_started_collective").integer(&ps.last_started);
       st.get("last_completed_collective").integer(&ps.last_completed);
-      dump_->pg_status[pg_id] = ps;
+      out_->PgStatus(rank_, pg_id) = ps;
     });
   }
 
@@ -450,8 +423,7 @@ class Converter {
     if (f.get("name").str(&s)) fr.name = std::string(s);
     if (f.get("filename").str(&s)) fr.filename = std::string(s);
     f.get("line").integer(&fr.line);
-    uint32_t id = static_cast<uint32_t>(dump_->frames.size());
-    dump_->frames.push_back(std::move(fr));
+    uint32_t id = out_->AddFrame(rank_, std::move(fr));
     frame_ids_.emplace(key, id);
     return id;
   }
@@ -459,7 +431,7 @@ class Converter {
   void ReadEntry(N e, size_t index) {
     std::string where = "entry " + std::to_string(index);
     if (!e.is_dict()) {
-      sink_->Warn("an entry is not a dict; skipped");
+      Warn("an entry is not a dict; skipped");
       return;
     }
     model::OpRecord op;
@@ -471,16 +443,15 @@ class Converter {
       if (i >= 0) field[i] = value;
     });
     if (!field[kProfilingName].str(&s)) {
-      sink_->Warn("an entry has no 'profiling_name'; skipped");
+      Warn("an entry has no 'profiling_name'; skipped");
       return;
     }
-    model::Interner& pool = *dump_->interner;
+    model::Interner& pool = pool_;
     op.profiling_name = pool.StrFromBuffer(s);
     model::ParseProfilingName(&op);
     auto int_field = [&](Field i, const char* key, int64_t* out) {
       N f = field[i];
-      if (f.present() && !f.null() && !f.integer(out))
-        sink_->Warn(std::string("field '") + key + "' is not an integer");
+      if (f.present() && !f.null() && !f.integer(out)) Warn(std::string("field '") + key + "' is not an integer");
     };
     int_field(kRecordId, "record_id", &op.record_id);
     int_field(kPgId, "pg_id", &op.pg_id);
@@ -496,21 +467,21 @@ class Converter {
       if (pg.at(0).str(&s)) op.pg_name = pool.StrFromBuffer(s);
       if (pg.size() >= 2 && pg.at(1).str(&s)) op.pg_desc = pool.StrFromBuffer(s);
     } else if (pg.present()) {
-      sink_->Warn("field 'process_group' is not a (name, desc) pair");
+      Warn("field 'process_group' is not a (name, desc) pair");
     }
     // Scratch buffers keep their capacity between entries; interning looks
     // the value up before copying it, so a repeated shape costs no allocation.
-    if (!ReadShapes(field[kInputSizes], &shapes_)) sink_->Warn("field 'input_sizes' is malformed");
+    if (!ReadShapes(field[kInputSizes], &shapes_)) Warn("field 'input_sizes' is malformed");
     op.input_sizes = pool.InternCopy(shapes_);
-    if (!ReadShapes(field[kOutputSizes], &shapes_)) sink_->Warn("field 'output_sizes' is malformed");
+    if (!ReadShapes(field[kOutputSizes], &shapes_)) Warn("field 'output_sizes' is malformed");
     op.output_sizes = pool.InternCopy(shapes_);
-    if (!ReadStrings(field[kInputDtypes], &dtypes_)) sink_->Warn("field 'input_dtypes' is malformed");
+    if (!ReadStrings(field[kInputDtypes], &dtypes_)) Warn("field 'input_dtypes' is malformed");
     op.input_dtypes = pool.InternCopy(dtypes_);
-    if (!ReadStrings(field[kOutputDtypes], &dtypes_)) sink_->Warn("field 'output_dtypes' is malformed");
+    if (!ReadStrings(field[kOutputDtypes], &dtypes_)) Warn("field 'output_dtypes' is malformed");
     op.output_dtypes = pool.InternCopy(dtypes_);
     if (field[kState].str(&s)) {
       op.state = ParseState(s);
-      if (op.state == model::OpState::kUnknown) sink_->Warn("unknown state '" + std::string(s) + "'");
+      if (op.state == model::OpState::kUnknown) Warn("unknown state '" + std::string(s) + "'");
     }
     field[kRetired].boolean(&op.retired);
     field[kIsP2p].boolean(&op.is_p2p);
@@ -526,12 +497,20 @@ class Converter {
         if (frames.at(i).is_dict()) stack_.push_back(InternFrame(frames.at(i)));
       op.frames = pool.InternCopy(stack_);
     }
-    dump_->ops.push_back(std::move(op));
+    out_->AddOp(rank_, op);
+    ++read_;
   }
 
-  model::RankDump* dump_;
-  DiagSink* sink_;
+  // A problem of the whole dump, or of one entry (repeats are counted by
+  // the sink: "field 'state' is malformed (2000 times)").
+  void Add(Sev sev, std::string msg, int64_t offset = -1) { out_->Diag(sev, std::move(msg), rank_, offset); }
+  void Warn(std::string msg) { Add(Sev::kWarning, std::move(msg)); }
+
+  model::Rank rank_;
+  RecordSink* out_;
+  model::Interner& pool_;
   RankListCache* cache_;
+  size_t read_ = 0;  // entries read
   std::unordered_map<const void*, uint32_t> frame_ids_;
   model::Shapes shapes_;
   model::Dtypes dtypes_;
@@ -554,87 +533,66 @@ class Converter {
 
 }  // namespace
 
-void DeriveCompletion(model::RankDump* dump) {
-  for (auto& op : dump->ops) {
-    op.completed = op.state == model::OpState::kCompleted;
-    // gloo's recorder never moves `state` past "scheduled"; the watchdog
-    // retires a work item when it ends (successfully or not), and pg_status
-    // can lag behind that. Measured on torch 2.13 (see testdata/torch).
-    if (op.backend == "gloo") {
-      // ...and its pg_status counts op_id (which P2P ops advance too), not
-      // collective_seq_id: not comparable with an entry's seq.
-      op.completed = op.completed || op.retired;
-      continue;
-    }
-    if (!op.completed && !op.is_p2p && op.collective_seq >= 0) {
-      auto it = dump->pg_status.find(op.pg_id);
-      if (it != dump->pg_status.end() && op.collective_seq <= it->second.last_completed) op.completed = true;
-    }
-  }
-  // NCCL runs a pg's ops in order on one stream: once a later op of the pg
-  // completed, every earlier one did. This also settles batched P2P entries
-  // (batch_isend_irecv), which stay "scheduled" forever because only the
-  // group's closing entry gets an end event (pytorch/pytorch#137969).
-  std::set<std::string_view> later_done;
-  for (auto it = dump->ops.rbegin(); it != dump->ops.rend(); ++it) {
-    if (it->backend == "gloo") continue;
-    if (it->completed)
-      later_done.insert(it->pg_name);
-    else if (later_done.count(it->pg_name))
-      it->completed = true;
-  }
+int SniffFlightRecorderPickle(std::string_view data) { return LooksLikePickle(data) ? 100 : 0; }
+
+int SniffFlightRecorderJson(std::string_view data) {
+  size_t i = 0;
+  while (i < data.size() && std::isspace(static_cast<unsigned char>(data[i]))) ++i;
+  if (i >= data.size() || (data[i] != '{' && data[i] != '[')) return 0;
+  // Decide from the head of the file, so a big dump is parsed once, not
+  // twice. nlohmann writes keys sorted, so a dump begins with
+  // "comm_lib_version" or "entries"; a truncated dump still counts (the
+  // parser then says where it breaks). Below a device document's marker
+  // (100), above a wait snapshot's keys (80).
+  std::string_view head = data.substr(0, 4096);
+  for (std::string_view key :
+       {"\"entries\"", "\"pg_config\"", "\"pg_status\"", "\"comm_lib_version\"", "\"nccl_comm_state\"", "\"version\""})
+    if (head.find(key) != std::string_view::npos) return 90;
+  return 0;
 }
 
-bool ParseFlightRecorderPickle(std::string_view data, const std::string& file, model::RankDump* dump,
-                               std::vector<Diagnostic>* diags, RankListCache* cache) {
-  DiagSink sink(file, dump->rank, diags);
-  if (data.empty()) {
-    sink.Add(Sev::kError, "empty file", 0);
+bool ParseFlightRecorderPickle(const Artifact& in, RecordSink* out) {
+  const model::Rank rank = in.rank_hint;
+  if (in.data.empty()) {
+    out->Diag(Sev::kError, "empty file", rank, 0);
+    out->MarkUnreadable(rank);
     return false;
   }
   // One document per parser thread: its memory is reused file after file.
   thread_local PickleDocument doc;
   PickleError err;
-  size_t size = data.size();
-  if (!doc.ParseView(data, &err)) {
-    sink.Add(
-        Sev::kError,
-        "unreadable pickle at byte " + std::to_string(err.offset) + " of " + std::to_string(size) + ": " + err.message,
-        err.offset);
+  if (!doc.ParseView(in.data, &err)) {
+    out->Diag(Sev::kError,
+              "unreadable pickle at byte " + std::to_string(err.offset) + " of " + std::to_string(in.data.size()) +
+                  ": " + err.message,
+              rank, err.offset);
+    out->MarkUnreadable(rank);
     return false;
   }
-  dump->from_flight_recorder = true;
-  Converter<PNode> conv(dump, &sink, cache);
+  out->SetFromFlightRecorder(rank);
+  Converter<PNode> conv(rank, out, in.rank_lists);
   bool ok = conv.Run(PNode{&doc.root()});
-  dump->interner->ForgetAddresses();
-  if (!ok) return false;
-  DeriveCompletion(dump);
-  return true;
+  out->Strings(rank).ForgetAddresses();  // the strings pointed into `in.data`
+  if (!ok) out->MarkUnreadable(rank);
+  return ok;
 }
 
-bool ParseFlightRecorderJson(std::string_view data, const std::string& file, model::RankDump* dump,
-                             std::vector<Diagnostic>* diags, RankListCache* cache) {
-  DiagSink sink(file, dump->rank, diags);
+bool ParseFlightRecorderJson(const Artifact& in, RecordSink* out) {
+  const model::Rank rank = in.rank_hint;
   nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(data.begin(), data.end());
-  } catch (const nlohmann::json::parse_error& e) {
-    sink.Add(Sev::kError,
-             std::string("unreadable JSON at byte ") + std::to_string(e.byte > 0 ? e.byte - 1 : 0) + ": " + JsonWhy(e),
-             static_cast<int64_t>(e.byte > 0 ? e.byte - 1 : 0));
-    return false;
-  } catch (const nlohmann::json::exception& e) {
-    // Parses that fail for another reason (a number out of range: 1E400).
-    sink.Add(Sev::kError, "unreadable JSON: " + JsonWhy(e));
+  std::string error;
+  int64_t offset = -1;
+  if (!ParseJson(in.data, &j, &error, &offset)) {
+    out->Diag(Sev::kError, std::move(error), rank, offset);
+    out->MarkUnreadable(rank);
     return false;
   }
-  dump->from_flight_recorder = true;
-  Converter<JNode> conv(dump, &sink, cache);
+  out->SetFromFlightRecorder(rank);
+  Converter<JNode> conv(rank, out, in.rank_lists);
   bool ok = conv.Run(JNode{&j});
-  dump->interner->ForgetAddresses();
-  if (!ok) return false;
-  DeriveCompletion(dump);
-  return true;
+  out->Strings(rank).ForgetAddresses();
+  if (!ok) out->MarkUnreadable(rank);
+  return ok;
 }
 
 }  // namespace hangdx::ingest

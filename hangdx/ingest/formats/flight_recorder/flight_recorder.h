@@ -1,66 +1,46 @@
 // hangdx/ingest/formats/flight_recorder/flight_recorder.h
-// Reader for PyTorch Flight Recorder dumps, pickle and JSON, versions 2.2 to
-// 2.10 (fields read by presence, so later versions that only add keys work).
+// The PyTorch Flight Recorder dump formats: "fr-pickle" and "fr-json",
+// dump versions 2.2 to 2.10 (fields read by presence, so later versions
+// that only add keys work). One converter serves both: each entry becomes
+// an OpRecord, pg_config and pg_status become the rank's pg configs and
+// statuses, stack frames the rank's frame table.
 //
-// Upstream writers: pickle from torch/csrc/distributed/c10d/FlightRecorder
-// (dump_entries + TraceUtils.h::pickle_str, protocol 2); JSON from
+// Upstream writers: the pickle from torch/csrc/distributed/c10d/
+// FlightRecorder.cpp (dump_entries + TraceUtils.h pickle_str, protocol 2;
+// torch.distributed's _dump_nccl_trace); the JSON from
 // FlightRecorder::dump_json (nlohmann::json; `_dump_fr_trace_json`,
 // `_dump_nccl_trace_json`). The two differ: JSON has no frames, pg_status
 // values are strings, time_discovered_* are 0 instead of None.
+//
+//   DumpBuilder out(path, &diags);
+//   if (ParseFlightRecorderPickle(Artifact{data, path, /*rank_hint=*/3}, &out)) ...
 #pragma once
 
-#include <memory>
-#include <mutex>
-#include <string>
 #include <string_view>
-#include <unordered_map>
-#include <vector>
 
-#include "hangdx/model/job.h"
+#include "hangdx/ingest/artifact.h"
+#include "hangdx/ingest/record_sink.h"
 
 namespace hangdx::ingest {
 
-// Shares parsed pg member lists between the dumps of one job: every rank's
-// dump repeats the same "[0, 1, ..., N-1]" text, parsed once here. Thread-safe.
-class RankListCache {
- public:
-  // The parsed list for `text` (a pg_config "ranks" string), or nullptr if
-  // `parse` fails; `parse` runs at most once per distinct text.
-  template <typename Parse>
-  std::shared_ptr<const std::vector<model::Rank>> Get(std::string_view text, Parse parse) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = lists_.find(std::string(text));
-      if (it != lists_.end()) return it->second;
-    }
-    std::vector<model::Rank> v;
-    if (!parse(text, &v)) return nullptr;
-    auto p = std::make_shared<const std::vector<model::Rank>>(std::move(v));
-    std::lock_guard<std::mutex> lock(mu_);
-    return lists_.emplace(std::string(text), std::move(p)).first->second;
-  }
+// 100 when `data` begins with a pickle PROTO opcode of protocol 2 to 5,
+// else 0. Reads the first two bytes only.
+int SniffFlightRecorderPickle(std::string_view data);
 
- private:
-  std::mutex mu_;
-  std::unordered_map<std::string, std::shared_ptr<const std::vector<model::Rank>>> lists_;
-};
+// 90 when `data` starts with '{' or '[' and its first 4 KiB hold a key a
+// dump has ("entries", "pg_config", "pg_status", "version", ...), else 0.
+int SniffFlightRecorderJson(std::string_view data);
 
-// Parses a Flight Recorder pickle held in `data` (read in place, not kept),
-// read from `file`, into
-// *dump (whose `rank` the caller sets). Returns false when nothing usable was
-// found (refused or malformed pickle, wrong top-level shape); every problem,
-// fatal or not, is appended to *diags with the file, and for pickle errors
-// the byte offset. Partial problems (one bad entry) skip that entry only.
-bool ParseFlightRecorderPickle(std::string_view data, const std::string& file, model::RankDump* dump,
-                               std::vector<model::Diagnostic>* diags, RankListCache* ranks_cache = nullptr);
+// Reads a Flight Recorder pickle (in place, by the pickle machine of
+// pickle.h, which executes nothing) into `out` as rank in.rank_hint's
+// records, marked SetFromFlightRecorder. Returns false when nothing usable
+// was found (refused or malformed pickle, wrong top-level shape, no entry
+// readable), after a kError diagnostic with the byte offset where known
+// and MarkUnreadable(rank). A bad entry is skipped with a warning; repeats
+// are counted.
+bool ParseFlightRecorderPickle(const Artifact& in, RecordSink* out);
 
-// Same for a JSON dump. Byte offsets of JSON syntax errors are reported.
-bool ParseFlightRecorderJson(std::string_view data, const std::string& file, model::RankDump* dump,
-                             std::vector<model::Diagnostic>* diags, RankListCache* ranks_cache = nullptr);
-
-// Derives OpRecord::completed for every op of *dump from `state`, from
-// pg_status last_completed, and for gloo (which never updates `state`) from
-// `retired`.
-void DeriveCompletion(model::RankDump* dump);
+// The same for a JSON dump. Byte offsets of JSON syntax errors are reported.
+bool ParseFlightRecorderJson(const Artifact& in, RecordSink* out);
 
 }  // namespace hangdx::ingest

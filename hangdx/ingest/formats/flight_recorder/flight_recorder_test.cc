@@ -3,9 +3,20 @@
 #include <gtest/gtest.h>
 
 #include "hangdx/base/file.h"
+#include "hangdx/ingest/parse_for_test.h"
 
 namespace hangdx::ingest {
 namespace {
+
+// Parses `data` (named `file`) with `parse` as a dump of unknown rank; *d
+// gets the dump (left alone when there is none). Returns what `parse` does.
+bool Parse(bool (*parse)(const Artifact&, RecordSink*), const std::string& data, const std::string& file,
+           model::RankDump* d, std::vector<model::Diagnostic>* diags) {
+  bool ok = false;
+  DumpBuilder::Result r = ParseForTest(parse, data, -1, diags, file, &ok);
+  if (!r.dumps.empty()) *d = std::move(r.dumps[0]);
+  return ok;
+}
 
 std::string TestFile(const std::string& name) {
   auto data = ReadFile(std::string(HANGDX_SOURCE_DIR) + "/hangdx/ingest/formats/flight_recorder/testdata/" + name);
@@ -47,7 +58,7 @@ void ExpectRank0(const model::RankDump& d) {
 TEST(FlightRecorder, RealGlooPickle) {
   model::RankDump d;
   std::vector<model::Diagnostic> diags;
-  ASSERT_TRUE(ParseFlightRecorderPickle(TestFile("gloo_rank0.pickle"), "gloo_rank0.pickle", &d, &diags));
+  ASSERT_TRUE(Parse(ParseFlightRecorderPickle, TestFile("gloo_rank0.pickle"), "gloo_rank0.pickle", &d, &diags));
   EXPECT_TRUE(d.from_flight_recorder);
   ExpectRank0(d);
   ASSERT_FALSE(d.ops[0].frames->empty());
@@ -62,7 +73,7 @@ TEST(FlightRecorder, RealGlooPickle) {
 TEST(FlightRecorder, RealGlooJsonMatchesPickle) {
   model::RankDump d;
   std::vector<model::Diagnostic> diags;
-  ASSERT_TRUE(ParseFlightRecorderJson(TestFile("gloo_rank0.json"), "gloo_rank0.json", &d, &diags));
+  ASSERT_TRUE(Parse(ParseFlightRecorderJson, TestFile("gloo_rank0.json"), "gloo_rank0.json", &d, &diags));
   EXPECT_TRUE(d.from_flight_recorder);
   ExpectRank0(d);
   EXPECT_TRUE(d.ops[0].frames->empty());  // JSON dumps carry no stacks
@@ -74,7 +85,7 @@ TEST(FlightRecorder, PgStatusLagsRetired) {
   // Rank 1's pg_status says last completed 2 although entry seq 3 retired.
   model::RankDump d;
   std::vector<model::Diagnostic> diags;
-  ASSERT_TRUE(ParseFlightRecorderPickle(TestFile("gloo_rank1.pickle"), "r1", &d, &diags));
+  ASSERT_TRUE(Parse(ParseFlightRecorderPickle, TestFile("gloo_rank1.pickle"), "r1", &d, &diags));
   ASSERT_EQ(d.ops.size(), 4u);
   EXPECT_EQ(d.pg_status.at(0).last_completed, 2);
   EXPECT_TRUE(d.ops[2].completed);
@@ -101,7 +112,7 @@ TEST(FlightRecorder, NcclStyleJson) {
     ]})";
   model::RankDump d;
   std::vector<model::Diagnostic> diags;
-  ASSERT_TRUE(ParseFlightRecorderJson(json, "x.json", &d, &diags));
+  ASSERT_TRUE(Parse(ParseFlightRecorderJson, json, "x.json", &d, &diags));
   EXPECT_EQ(d.comm_lib_version, "2.21.5");
   EXPECT_EQ(d.pg_config.at("0").ranks, (std::vector<int64_t>{0, 1}));
   EXPECT_TRUE(d.pg_config.at("0").ranks_known);
@@ -126,7 +137,7 @@ TEST(FlightRecorder, BatchedP2PSettledByItsCompletedGroupEnd) {
      "profiling_name": "nccl:send 0->1", "state": "scheduled", "is_p2p": true}]})";
   model::RankDump d;
   std::vector<model::Diagnostic> diags;
-  ASSERT_TRUE(ParseFlightRecorderJson(json, "x.json", &d, &diags));
+  ASSERT_TRUE(Parse(ParseFlightRecorderJson, json, "x.json", &d, &diags));
   ASSERT_EQ(d.ops.size(), 4u);
   EXPECT_TRUE(d.ops[0].completed);
   EXPECT_TRUE(d.ops[1].completed);
@@ -159,9 +170,9 @@ TEST(FlightRecorder, BadInputBecomesDiagnostics) {
     model::RankDump d;
     std::vector<model::Diagnostic> diags;
     if (c.pickle)
-      ParseFlightRecorderPickle(c.data, "f", &d, &diags);
+      Parse(ParseFlightRecorderPickle, c.data, "f", &d, &diags);
     else
-      ParseFlightRecorderJson(c.data, "f", &d, &diags);
+      Parse(ParseFlightRecorderJson, c.data, "f", &d, &diags);
     bool found = false;
     for (const auto& diag : diags) {
       EXPECT_EQ(diag.file, "f");

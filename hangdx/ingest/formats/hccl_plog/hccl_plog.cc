@@ -6,8 +6,18 @@
 #include <charconv>
 #include <map>
 
-namespace hangdx::ingest::logs {
+#include "hangdx/ingest/logs/line_util.h"
+
+namespace hangdx::ingest {
 namespace {
+
+using logs::Contains;
+using logs::Line;
+using logs::LineReader;
+using logs::NcclOpToTorch;
+using logs::ParseDec;
+using logs::ParseDecPrefix;
+using logs::Trim;
 
 using Sev = model::Diagnostic::Severity;
 using Kind = model::LogEvent::Kind;
@@ -89,16 +99,18 @@ std::string_view HcclField(std::string_view msg, std::string_view key) {
   return {};
 }
 
-bool LooksLikeHcclPlog(std::string_view data) {
+int SniffHcclPlog(std::string_view data) {
   for (std::string_view k :
        {"] HCCL(", "]HCCL(", "EI0002", "Notify register", "Task run failed", "Entry-Hccl", "HeartbeatAbnormal",
         "PTA call acl api failed", "hccl fftsplus task timeout", "OPS call acl api failed", "during AICPU execution",
         "Aicpu kernel execute failed", "fftsplus task execute failed"})
-    if (Contains(data, k)) return true;
-  return false;
+    if (Contains(data, k)) return 50;
+  return 0;
 }
 
-void ParseHcclPlog(std::string_view data, int64_t rank_hint, DumpSet* out) {
+bool ParseHcclPlog(const Artifact& in, RecordSink* out) {
+  std::string_view data = in.data;
+  const int64_t rank_hint = in.rank_hint;
   static const RE2 kPta(R"re(\(PID:\s*(\d+), Device:\s*(-?\d+), RankID:\s*(-?\d+)\))re");
   int64_t file_rank = -1;
   std::vector<Task> tasks;
@@ -226,13 +238,16 @@ void ParseHcclPlog(std::string_view data, int64_t rank_hint, DumpSet* out) {
   }
 
   int64_t rank = file_rank >= 0 ? file_rank : prefix_rank >= 0 ? prefix_rank : rank_hint;
-  if (rank < 0 && tasks.empty() && entries.empty() && events.empty() && failures.empty()) return;
-  model::RankDump& d = out->For(rank);
-  model::Interner& pool = *d.interner;
+  if (rank < 0 && tasks.empty() && entries.empty() && events.empty() && failures.empty()) return true;
+  out->NoteRank(rank);
+  model::Interner& pool = out->Strings(rank);
   std::map<std::string, int64_t> seq_of;  // Entry- call order per communicator
-  for (const auto& e : entries) {
+  std::map<std::string, size_t> last_of;  // communicator -> its last Entry- call
+  for (size_t i = 0; i < entries.size(); ++i) last_of[entries[i].comm] = i;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const Entry& e = entries[i];
     model::OpRecord r;
-    r.record_id = static_cast<int64_t>(d.ops.size());
+    r.record_id = static_cast<int64_t>(out->OpCount(rank));
     r.pg_name = pool.Str(e.comm);
     r.collective_seq = seq_of[e.comm]++;
     r.profiling_name = pool.Str("hccl:" + e.op);
@@ -244,19 +259,13 @@ void ParseHcclPlog(std::string_view data, int64_t rank_hint, DumpSet* out) {
     }
     if (e.count >= 0) r.input_sizes = r.output_sizes = pool.Intern(model::Shapes{{e.count}});
     if (!e.dtype.empty()) r.input_dtypes = r.output_dtypes = pool.Intern(model::Dtypes{e.dtype});
-    r.completed = true;
-    r.state = model::OpState::kCompleted;
-    d.ops.push_back(r);
+    // The last call per communicator is the one that may hang.
+    r.completed = last_of[e.comm] != i;
+    r.state = r.completed ? model::OpState::kCompleted : model::OpState::kScheduled;
+    out->AddOp(rank, r);
   }
-  // The last call per communicator is the one that may hang.
-  for (auto it = d.ops.rbegin(); it != d.ops.rend(); ++it) {
-    std::string pg(it->pg_name);
-    if (seq_of.count(pg) && seq_of[pg] >= 0) {
-      it->completed = false;
-      it->state = model::OpState::kScheduled;
-      seq_of[pg] = -1;
-    }
-  }
+  bool waits = false;  // the first stuck notify wait on a placed remote is the rank's live wait
+  size_t device_tasks = 0;
   for (const auto& k : tasks) {
     std::string op = k.tag.empty() ? std::string("unknown") : OpFromTag(k.tag);
     std::string pg = k.group;
@@ -265,7 +274,7 @@ void ParseHcclPlog(std::string_view data, int64_t rank_hint, DumpSet* out) {
       pg = us == std::string::npos ? k.tag : k.tag.substr(us + 1);
     }
     model::OpRecord r;
-    r.record_id = static_cast<int64_t>(d.ops.size());
+    r.record_id = static_cast<int64_t>(out->OpCount(rank));
     r.pg_name = pool.Str(pg);
     r.collective_seq = k.index;
     r.profiling_name = pool.Str("hccl:" + op);
@@ -276,8 +285,8 @@ void ParseHcclPlog(std::string_view data, int64_t rank_hint, DumpSet* out) {
     r.completed = false;
     r.state = model::OpState::kStarted;
     r.thread_id = pool.Str(k.stream.empty() ? std::string() : "stream " + k.stream);
-    d.ops.push_back(r);
-    if (!pg.empty() && !d.pg_config.count(pg)) {
+    out->AddOp(rank, r);
+    if (!pg.empty() && !out->FindPgConfig(rank, pg)) {
       model::PgConfig cfg;
       cfg.name = pg;
       cfg.desc = "HCCL group" + (k.rank_size > 0 ? " (rankSize " + std::to_string(k.rank_size) + ")" : std::string());
@@ -286,10 +295,11 @@ void ParseHcclPlog(std::string_view data, int64_t rank_hint, DumpSet* out) {
       size_t used = 0;
       if (ParseDecPrefix(k.rank_id, &self, &used) && self >= 0 && (k.rank_size <= 0 || self < k.rank_size))
         cfg.self_local = self;
-      d.pg_config[pg] = std::move(cfg);
+      out->PgConfig(rank, pg) = std::move(cfg);
     }
     model::LogEvent e;
     e.kind = Kind::kTimeout;
+    e.file = out->file();
     e.pg = pg;
     e.seq = k.index;
     e.op = op;
@@ -305,7 +315,7 @@ void ParseHcclPlog(std::string_view data, int64_t rank_hint, DumpSet* out) {
     if (!k.tag.empty()) m += "; tag " + k.tag;
     if (!k.alg.empty()) m += "; AlgType " + k.alg;
     e.message = m;
-    d.events.push_back(std::move(e));
+    out->AddEvent(rank, std::move(e));
     // The stuck task waits for a notify that the remote rank never recorded:
     // a wait on that rank, known only by its rank inside the group.
     int64_t remote = -1;
@@ -321,15 +331,16 @@ void ParseHcclPlog(std::string_view data, int64_t rank_hint, DumpSet* out) {
     report.what = "HCCL " + op + " " + report.task_type;
     report.file = out->file();
     report.line = k.line;
-    if (d.device_tasks.size() < 1000) d.device_tasks.push_back(std::move(report));
-    if (!d.wait && res.ec == std::errc() && remote >= 0 && remote < (int64_t{1} << 24)) {
+    if (device_tasks++ < 1000) out->AddDeviceTask(rank, std::move(report));
+    if (!waits && res.ec == std::errc() && remote >= 0 && remote < (int64_t{1} << 24)) {
       model::WaitSnapshot w;
       w.current_op = op;
       w.waiting_for = {remote};
       w.op_seq = k.index;
       w.pg = pg;
       w.pg_local = true;
-      d.wait = std::move(w);
+      out->SetWait(rank, std::move(w));
+      waits = true;
     }
   }
   for (const auto& f : failures) {
@@ -341,10 +352,13 @@ void ParseHcclPlog(std::string_view data, int64_t rank_hint, DumpSet* out) {
     report.what = f.what;
     report.file = out->file();
     report.line = f.line;
-    if (d.device_tasks.size() < 1000) d.device_tasks.push_back(std::move(report));
+    if (device_tasks++ < 1000) out->AddDeviceTask(rank, std::move(report));
   }
-  for (auto& e : events) d.events.push_back(std::move(e));
-  for (auto& e : d.events) e.file = out->file();
+  for (auto& e : events) {
+    e.file = out->file();
+    out->AddEvent(rank, std::move(e));
+  }
+  return true;
 }
 
-}  // namespace hangdx::ingest::logs
+}  // namespace hangdx::ingest

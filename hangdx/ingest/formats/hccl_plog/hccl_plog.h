@@ -16,17 +16,19 @@
 
 #include <string_view>
 
-#include "hangdx/ingest/logs/line_util.h"
+#include "hangdx/ingest/artifact.h"
+#include "hangdx/ingest/record_sink.h"
+#include "hangdx/model/job.h"
 
-namespace hangdx::ingest::logs {
+namespace hangdx::ingest {
 
-// True when `data` holds HCCL plog or CANN console lines (`] HCCL(`,
+// 50 when `data` holds HCCL plog or CANN console lines (`] HCCL(`,
 // `EI0002`, `Notify register`, `Task run failed`, `Entry-Hccl`,
-// `HeartbeatAbnormal`, `PTA call acl api failed`).
-bool LooksLikeHcclPlog(std::string_view data);
+// `HeartbeatAbnormal`, `PTA call acl api failed`). Else 0.
+int SniffHcclPlog(std::string_view data);
 
-// Parses HCCL text into `out`. Rank: torch_npu's `RankID:N`
-// (global), else a `[rankN]:` prefix, else `rank_hint`.
+// Reads HCCL text into `out`. Rank: torch_npu's `RankID:N`
+// (global), else a `[rankN]:` prefix, else `in.rank_hint`.
 //  * A notify-wait timeout or task exception -> an OpRecord for the stuck op
 //    (pg = the HCCL group, op from the tag, collective_seq = `index[N]` when
 //    printed, else -1; retired, not completed) and a LogEvent kTimeout whose
@@ -36,10 +38,11 @@ bool LooksLikeHcclPlog(std::string_view data);
 //    (this rank's rank in the group) and desc "HCCL group (rankSize N)".
 //  * Entry- lines -> OpRecords per communicator with seq = call order.
 //  * Heartbeat `Cluster Exception Location` -> LogEvent kOther naming the rank.
-void ParseHcclPlog(std::string_view data, int64_t rank_hint, DumpSet* out);
+// Always returns true (a text format reads what it recognizes).
+bool ParseHcclPlog(const Artifact& in, RecordSink* out);
 
 // Value of `key[...]` / `key:[...]` / `key: [...]` in an HCCL message ("" if
 // absent). Brackets may nest one level (`tag[..]` inside `base information: [..]`).
 std::string_view HcclField(std::string_view msg, std::string_view key);
 
-}  // namespace hangdx::ingest::logs
+}  // namespace hangdx::ingest

@@ -3,19 +3,16 @@
 #include <gtest/gtest.h>
 
 #include "hangdx/base/file.h"
+#include "hangdx/ingest/parse_for_test.h"
 
-namespace hangdx::ingest::logs {
+namespace hangdx::ingest {
 namespace {
 
 TEST(HcclPlog, NotifyWaitTimeoutOfVllmAscend3413) {
   std::string text = *ReadFile(std::string(HANGDX_SOURCE_DIR) +
                                "/testdata/cases/vllm-ascend3413-hccl-notify-wait-remote-rank/rank101_plog.txt");
-  ASSERT_TRUE(LooksLikeHcclPlog(text));
-  std::vector<model::Diagnostic> diags;
-  DumpSet set("f", &diags);
-  ParseHcclPlog(text, -1, &set);
-  std::vector<model::RankDump> d;
-  set.MoveTo(&d);
+  ASSERT_GT(SniffHcclPlog(text), 0);
+  std::vector<model::RankDump> d = ParseForTest(ParseHcclPlog, text, -1).dumps;
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(d[0].rank, 101);  // RankID:101 of the PTA header
   EXPECT_FALSE(d[0].from_flight_recorder);
@@ -47,11 +44,7 @@ TEST(HcclPlog, FieldsAndEntryLines) {
       "dataType[float32], op[sum], localRank[0], streamId[7],comm[0xfffe380078d0], deviceLogicId[0]\n"
       "[INFO] HCCL(3015875,python):2025-03-07-11:43:33.305.623 [hccl_opbase_atrace_info.cc:56][3017221]"
       "Entry-HcclAllGather: tag[AllGather_127.10.0.1%eth_60000_0_1], count[4], dataType[bf16], localRank[0]\n";
-  std::vector<model::Diagnostic> diags;
-  DumpSet set("f", &diags);
-  ParseHcclPlog(text, 6, &set);
-  std::vector<model::RankDump> d;
-  set.MoveTo(&d);
+  std::vector<model::RankDump> d = ParseForTest(ParseHcclPlog, text, 6).dumps;
   ASSERT_EQ(d.size(), 1u);
   ASSERT_EQ(d[0].ops.size(), 2u);
   EXPECT_EQ(d[0].ops[0].pg_name, "127.10.0.1%eth_60000_0_1");
@@ -64,4 +57,4 @@ TEST(HcclPlog, FieldsAndEntryLines) {
 }
 
 }  // namespace
-}  // namespace hangdx::ingest::logs
+}  // namespace hangdx::ingest

@@ -6,8 +6,20 @@
 #include <map>
 #include <set>
 
-namespace hangdx::ingest::logs {
+#include "hangdx/ingest/logs/line_util.h"
+
+namespace hangdx::ingest {
 namespace {
+
+using logs::Contains;
+using logs::kMaxLineBytes;
+using logs::Line;
+using logs::LineReader;
+using logs::NcclDtypeName;
+using logs::NcclOpToTorch;
+using logs::ParseDec;
+using logs::ParseHex;
+using logs::Trim;
 
 using Sev = model::Diagnostic::Severity;
 
@@ -106,12 +118,15 @@ model::LogEvent::Kind WarnKind(std::string_view msg) {
 
 }  // namespace
 
-bool LooksLikeNcclLog(std::string_view data) {
-  return Contains(data, " NCCL INFO ") || Contains(data, " NCCL WARN ") || Contains(data, " NCCL TRACE ") ||
-         (Contains(data, ": opCount ") && Contains(data, " sendbuff "));
+int SniffNcclLog(std::string_view data) {
+  bool yes = Contains(data, " NCCL INFO ") || Contains(data, " NCCL WARN ") || Contains(data, " NCCL TRACE ") ||
+             (Contains(data, ": opCount ") && Contains(data, " sendbuff "));
+  return yes ? 50 : 0;
 }
 
-void ParseNcclLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
+bool ParseNcclLog(const Artifact& in, RecordSink* out) {
+  std::string_view data = in.data;
+  const int64_t rank_hint = in.rank_hint;
   static const RE2 kColl(
       R"re((\w+): opCount ([0-9a-fA-F]+) sendbuff (\S+) recvbuff (\S+) count (\d+) datatype (\d+) op (\d+) root (-?\d+) comm (\S+)(?: \[nranks=(\d+)\])?)re");
   static const RE2 kInit(R"re(comm (0x[0-9a-fA-F]+|\(nil\)) rank (\d+) n[Rr]anks (\d+))re");
@@ -123,6 +138,7 @@ void ParseNcclLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
   std::map<std::string, size_t> ptr_owner;             // comm pointer -> proc (pointers are per-process addresses)
   std::vector<std::pair<PendingOp, int64_t>> orphans;  // prefix-less op lines, with their offset
   std::string file_version;
+  std::set<int64_t> versioned;  // ranks given a library version
   auto proc_for = [&](const std::string& key, int64_t offset) -> Proc& {
     auto [it, fresh] = proc_index.try_emplace(key, procs.size());
     if (fresh) {
@@ -175,8 +191,8 @@ void ParseNcclLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
           if (l.rank >= 0) orphans.back().first.tid = "rank" + std::to_string(l.rank);
         }
       } else {
-        out->Diag(Sev::kWarning, l.offset, -1,
-                  "line " + std::to_string(l.number) + ": NCCL enqueue line not understood (truncated?)");
+        out->Diag(Sev::kWarning, "line " + std::to_string(l.number) + ": NCCL enqueue line not understood (truncated?)",
+                  -1, l.offset);
       }
       continue;
     }
@@ -225,9 +241,8 @@ void ParseNcclLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
     }
   }
   if (reader.truncated_lines() > 0)
-    out->Diag(Sev::kInfo, -1, -1,
-              std::to_string(reader.truncated_lines()) + " over-long lines cut at " + std::to_string(kMaxLineBytes) +
-                  " bytes");
+    out->Diag(Sev::kInfo, std::to_string(reader.truncated_lines()) + " over-long lines cut at " +
+                              std::to_string(kMaxLineBytes) + " bytes");
 
   // Prefix-less op lines: the process whose comm pointer they name, else the
   // only process of the file.
@@ -241,10 +256,11 @@ void ParseNcclLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
       idx = 0;
       ptr_owner.try_emplace(op.comm_ptr, idx);
     } else {
-      out->Diag(Sev::kWarning, offset, -1,
+      out->Diag(Sev::kWarning,
                 "line " + std::to_string(op.line) +
                     ": NCCL enqueue line without a host:pid prefix in a log of several processes; "
-                    "cannot tell whose it is");
+                    "cannot tell whose it is",
+                -1, offset);
       continue;
     }
     procs[idx].ops.push_back(std::move(op));
@@ -271,19 +287,21 @@ void ParseNcclLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
     }
     if (rank < 0 && real_procs <= 1) rank = rank_hint;
     if (rank < 0) {
-      out->Diag(Sev::kWarning, p.first_offset, -1,
+      out->Diag(Sev::kWarning,
                 "NCCL process " + (p.key.empty() ? std::string("(no prefix)") : p.key) +
-                    ": no Init line or rank prefix says its rank; its lines are not used");
+                    ": no Init line or rank prefix says its rank; its lines are not used",
+                -1, p.first_offset);
       continue;
     }
     int64_t largest = 0;
     for (const auto& [ptr, c] : p.comms) largest = std::max(largest, c.nranks);
-    model::RankDump& d = out->For(rank);
-    model::Interner& pool = *d.interner;
-    if (!p.version.empty())
-      d.comm_lib_version = p.version;
-    else if (!file_version.empty() && d.comm_lib_version.empty())
-      d.comm_lib_version = file_version;
+    out->NoteRank(rank);
+    model::Interner& pool = out->Strings(rank);
+    // A process's own "NCCL version" line, else the file's (first wins).
+    if (!p.version.empty() || (!file_version.empty() && !versioned.count(rank))) {
+      out->SetCommLibVersion(rank, p.version.empty() ? file_version : p.version);
+      versioned.insert(rank);
+    }
     // Names of communicators without a commId: by size and first use.
     std::map<std::string, std::string> anon_name;  // ptr -> name
     std::map<int64_t, int> anon_count;             // nranks -> how many so far
@@ -297,13 +315,12 @@ void ParseNcclLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
       if (fresh) it->second = "nccl-comm:n" + std::to_string(*nranks) + "#" + std::to_string(anon_count[*nranks]++);
       return it->second;
     };
-    size_t first_op = d.ops.size();
     for (auto& op : p.ops) {
       int64_t comm_rank, nranks;
       std::string pg = pg_of(op, &comm_rank, &nranks);
       std::string_view torch_op = NcclOpToTorch(op.nccl_name);
       model::OpRecord r;
-      r.record_id = static_cast<int64_t>(d.ops.size());
+      r.record_id = static_cast<int64_t>(out->OpCount(rank));
       r.pg_name = pool.Str(pg);
       bool p2p = torch_op == "send" || torch_op == "recv";
       std::string prof = "nccl:" + std::string(torch_op.empty() ? std::string_view(op.nccl_name) : torch_op);
@@ -328,8 +345,11 @@ void ParseNcclLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
       if (dt.empty() && op.dtype >= 0) dt = "nccl_dtype_" + std::to_string(op.dtype);
       r.input_dtypes = r.output_dtypes = pool.Intern(model::Dtypes{dt});
       r.thread_id = pool.Str(op.tid);
-      d.ops.push_back(r);
-      if (nranks > 0 && !d.pg_config.count(pg)) {
+      // Enqueue lines say nothing about completion: every op is scheduled
+      // until the whole job's logs show otherwise (DeriveNcclLogCompletion).
+      r.state = model::OpState::kScheduled;
+      out->AddOp(rank, r);
+      if (nranks > 0 && !out->FindPgConfig(rank, pg)) {
         model::PgConfig cfg;
         cfg.name = pg;
         // "NCCL communicator of N ranks": DeriveNcclLogCompletion reads N.
@@ -352,27 +372,23 @@ void ParseNcclLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
           cfg.ranks = members;
           cfg.ranks_known = true;
         }
-        d.pg_config[pg] = std::move(cfg);
+        out->PgConfig(rank, pg) = std::move(cfg);
       }
     }
-    // Enqueue lines say nothing about completion: every op is scheduled
-    // until the whole job's logs show otherwise (DeriveNcclLogCompletion).
-    for (size_t i = first_op; i < d.ops.size(); ++i) d.ops[i].state = model::OpState::kScheduled;
     // Which rank of each communicator this process is (from its Init line).
     for (const auto& [ptr, c] : p.comms) {
       if (c.comm_id.empty() || c.rank < 0 || c.nranks <= 0 || c.rank >= c.nranks) continue;
-      model::PgConfig& cfg = d.pg_config[c.comm_id];
-      if (cfg.name.empty()) {
-        cfg.name = c.comm_id;
-        cfg.desc = "NCCL communicator of " + std::to_string(c.nranks) + " ranks";
-      }
+      bool fresh = !out->FindPgConfig(rank, c.comm_id);
+      model::PgConfig& cfg = out->PgConfig(rank, c.comm_id);
+      if (fresh) cfg.desc = "NCCL communicator of " + std::to_string(c.nranks) + " ranks";
       cfg.self_local = c.rank;
     }
     for (auto& e : p.events) {
       e.file = out->file();
-      d.events.push_back(std::move(e));
+      out->AddEvent(rank, std::move(e));
     }
   }
+  return true;
 }
 
-}  // namespace hangdx::ingest::logs
+}  // namespace hangdx::ingest

@@ -13,18 +13,20 @@
 
 #include <string_view>
 
-#include "hangdx/ingest/logs/line_util.h"
+#include "hangdx/ingest/artifact.h"
+#include "hangdx/ingest/record_sink.h"
+#include "hangdx/model/job.h"
 
-namespace hangdx::ingest::logs {
+namespace hangdx::ingest {
 
-// True when `data` holds NCCL debug lines (` NCCL INFO `, ` NCCL WARN `, or a
-// prefix-less `X: opCount N sendbuff` enqueue line). Cheap: substring search.
-bool LooksLikeNcclLog(std::string_view data);
+// 50 when `data` holds NCCL debug lines (` NCCL INFO `, ` NCCL WARN `, or a
+// prefix-less `X: opCount N sendbuff` enqueue line). Cheap: substring search; else 0.
+int SniffNcclLog(std::string_view data);
 
-// Parses an NCCL debug log (one process, or several interleaved: each
-// `host:pid` is one process) into `out`, one RankDump per rank.
+// Reads an NCCL debug log (one process, or several interleaved: each
+// `host:pid` is one process) into `out`, records per rank.
 // A process's rank: a peeled `[rankN]:`/slurm prefix, else its rank in its
-// largest communicator (Init lines), else `rank_hint` when the file holds one
+// largest communicator (Init lines), else `in.rank_hint` when the file holds one
 // process. Per enqueue line one OpRecord: pg_name = the communicator's commId
 // ("0x..." from its Init line), or when no Init line names it
 // "nccl-comm:n<nranks>#<k>" (the k-th such communicator of that size this
@@ -36,6 +38,7 @@ bool LooksLikeNcclLog(std::string_view data);
 // commId gets a PgConfig with self_local = this process's comm rank.
 // WARN lines become LogEvents (CUDA failures kCrash, NCCL's own mismatch
 // detector kMismatch, others kOther); `Abort COMPLETE` is kExit.
-void ParseNcclLog(std::string_view data, int64_t rank_hint, DumpSet* out);
+// Always returns true (a text format reads what it recognizes).
+bool ParseNcclLog(const Artifact& in, RecordSink* out);
 
-}  // namespace hangdx::ingest::logs
+}  // namespace hangdx::ingest

@@ -3,15 +3,13 @@
 #include <gtest/gtest.h>
 
 #include "hangdx/base/file.h"
+#include "hangdx/ingest/parse_for_test.h"
 
-namespace hangdx::ingest::logs {
+namespace hangdx::ingest {
 namespace {
 
 std::vector<model::RankDump> Parse(std::string_view text, int64_t hint) {
-  std::vector<model::Diagnostic> diags;
-  DumpSet set("f", &diags);
-  ParseNcclLog(text, hint, &set);
-  return set.Take();
+  return ParseForTest(ParseNcclLog, text, hint).dumps;
 }
 
 TEST(NcclLog, EnqueueLineFromNccl147) {
@@ -98,4 +96,4 @@ TEST(NcclLog, JunkNeverCrashes) {
 }
 
 }  // namespace
-}  // namespace hangdx::ingest::logs
+}  // namespace hangdx::ingest

@@ -5,8 +5,17 @@
 #include <map>
 #include <set>
 
-namespace hangdx::ingest::logs {
+#include "hangdx/ingest/logs/line_util.h"
+
+namespace hangdx::ingest {
 namespace {
+
+using logs::Contains;
+using logs::Line;
+using logs::LineReader;
+using logs::NcclOpToTorch;
+using logs::ParseDec;
+using logs::Trim;
 
 using Sev = model::Diagnostic::Severity;
 
@@ -40,15 +49,17 @@ struct CommBlock {
 
 }  // namespace
 
-bool LooksLikeNcclRas(std::string_view data) {
+int SniffNcclRas(std::string_view data) {
   static const RE2 kHeading(R"re((?m)^#\d+-\d+ \([0-9a-fA-F]{16}\) )re");
   bool heading = Contains(data, "Communicators") || Contains(data, "Job summary");
-  return heading &&
-         (RE2::PartialMatch(re2::StringPiece(data.data(), std::min<size_t>(data.size(), 1 << 20)), kHeading) ||
-          Contains(data, "Group     Comms"));
+  bool yes =
+      heading && (RE2::PartialMatch(re2::StringPiece(data.data(), std::min<size_t>(data.size(), 1 << 20)), kHeading) ||
+                  Contains(data, "Group     Comms"));
+  return yes ? 50 : 0;
 }
 
-void ParseNcclRas(std::string_view data, DumpSet* out) {
+bool ParseNcclRas(const Artifact& in, RecordSink* out) {
+  std::string_view data = in.data;
   static const RE2 kComm(R"re(^#(\d+)-(\d+) \(([0-9a-fA-F]{16})\)(.*)$)re");
   static const RE2 kDiffer(R"re(Communicator ranks have different (\w+) operation counts)re");
   static const RE2 kNRanks(R"re(^(\d+) ranks? ha(?:ve|s) launched up to operation (\d+))re");
@@ -138,12 +149,11 @@ void ParseNcclRas(std::string_view data, DumpSet* out) {
     // Every rank of the communicator becomes a dump: bounded, so that a
     // hostile size cannot exhaust memory (found by nccl_ras_fuzzer).
     if (size <= 0 || size > (1 << 17)) {
-      out->Diag(Sev::kWarning, -1, -1,
-                "RAS communicator " + b.hash + ": size unknown; its operation counts are not used");
+      out->Diag(Sev::kWarning, "RAS communicator " + b.hash + ": size unknown; its operation counts are not used");
       continue;
     }
     if (total_ranks > 0 && size != total_ranks) {
-      out->Diag(Sev::kInfo, -1, -1,
+      out->Diag(Sev::kInfo,
                 "RAS communicator " + b.hash + " has " + std::to_string(size) + " of " + std::to_string(total_ranks) +
                     " ranks; its ranks are communicator ranks, not global ranks, so its operation counts are not used");
       continue;
@@ -163,7 +173,7 @@ void ParseNcclRas(std::string_view data, DumpSet* out) {
       for (int64_t r = 0; r < size; ++r)
         if (!count_of.count(r) && !b.missing.count(r)) count_of[r] = b.counts[unlisted_group].op;
     } else if (unlisted_groups > 1) {
-      out->Diag(Sev::kWarning, -1, -1,
+      out->Diag(Sev::kWarning,
                 "RAS communicator " + b.hash +
                     ": more than one count group lists no ranks; only listed ranks are used (run ncclras -v)");
     }
@@ -176,16 +186,14 @@ void ParseNcclRas(std::string_view data, DumpSet* out) {
     for (int64_t k = 0; k < size; ++k) all[k] = k;
     const model::SharedRanks members(std::move(all));
     for (const auto& [r, c] : count_of) {
-      model::RankDump& d = out->For(r);
-      model::Interner& pool = *d.interner;
-      model::PgConfig& cfg = d.pg_config[b.hash];
-      cfg.name = b.hash;
+      model::PgConfig& cfg = out->PgConfig(r, b.hash);
       cfg.desc = "NCCL communicator (RAS group " + std::to_string(b.group) + ")";
       cfg.ranks = members;
       cfg.ranks_known = true;
       if (c <= 0) continue;  // launched nothing: a member with no ops
+      model::Interner& pool = out->Strings(r);
       model::OpRecord rec;
-      rec.record_id = static_cast<int64_t>(d.ops.size());
+      rec.record_id = static_cast<int64_t>(out->OpCount(r));
       rec.pg_name = pool.Str(b.hash);
       rec.collective_seq = c;
       rec.profiling_name = pool.Str("nccl:" + op);
@@ -193,21 +201,21 @@ void ParseNcclRas(std::string_view data, DumpSet* out) {
       rec.completed = c < max_op;
       rec.retired = rec.completed;
       rec.state = rec.completed ? model::OpState::kCompleted : model::OpState::kStarted;
-      d.ops.push_back(rec);
+      out->AddOp(r, rec);
     }
     for (int64_t r : b.missing)
-      out->Diag(Sev::kWarning, -1, r, "RAS: no communicator data from rank " + std::to_string(r) + " of " + b.hash);
+      out->Diag(Sev::kWarning, "RAS: no communicator data from rank " + std::to_string(r) + " of " + b.hash, r);
     for (int64_t r : b.error_ranks) {
-      model::RankDump& d = out->For(r);
       model::LogEvent e;
       e.kind = model::LogEvent::Kind::kCrash;
       e.message = "NCCL RAS reports an error on rank " + std::to_string(r) + " of communicator " + b.hash;
       e.file = out->file();
       e.line = b.line;
       e.pg = b.hash;
-      d.events.push_back(std::move(e));
+      out->AddEvent(r, std::move(e));
     }
   }
+  return true;
 }
 
-}  // namespace hangdx::ingest::logs
+}  // namespace hangdx::ingest

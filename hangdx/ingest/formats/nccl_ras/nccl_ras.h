@@ -11,16 +11,18 @@
 
 #include <string_view>
 
-#include "hangdx/ingest/logs/line_util.h"
+#include "hangdx/ingest/artifact.h"
+#include "hangdx/ingest/record_sink.h"
+#include "hangdx/model/job.h"
 
-namespace hangdx::ingest::logs {
+namespace hangdx::ingest {
 
-// True when `data` is an ncclras text report: a `Communicators` or `Job
+// 50 when `data` is an ncclras text report: a `Communicators` or `Job
 // summary` heading together with a `#G-I (<16 hex>) ...` communicator heading
-// or the communicator table header.
-bool LooksLikeNcclRas(std::string_view data);
+// or the communicator table header. Else 0.
+int SniffNcclRas(std::string_view data);
 
-// Parses an ncclras report into `out`, one RankDump per rank of
+// Reads an ncclras report into `out`: records for each rank of
 // each communicator with per-function operation counts. pg_name = the comm
 // hash (16 hex digits), members 0..size-1 (size from the communicators table
 // "Ranks per comm"); per rank one OpRecord at collective_seq = the count it
@@ -29,6 +31,7 @@ bool LooksLikeNcclRas(std::string_view data);
 // communicators that span the whole job are read as global ranks; others
 // give a diagnostic. Ranks RAS lists as missing or with errors become
 // diagnostics / LogEvents (kCrash for errors).
-void ParseNcclRas(std::string_view data, DumpSet* out);
+// Always returns true (a text format reads what it recognizes).
+bool ParseNcclRas(const Artifact& in, RecordSink* out);
 
-}  // namespace hangdx::ingest::logs
+}  // namespace hangdx::ingest

@@ -3,19 +3,16 @@
 #include <gtest/gtest.h>
 
 #include "hangdx/base/file.h"
+#include "hangdx/ingest/parse_for_test.h"
 
-namespace hangdx::ingest::logs {
+namespace hangdx::ingest {
 namespace {
 
 TEST(NcclRas, AllGatherCountsOfNccl1911) {
   std::string text = *ReadFile(std::string(HANGDX_SOURCE_DIR) +
                                "/testdata/cases/nccl1911-ras-allgather-opcount-mismatch/ncclras_status.txt");
-  ASSERT_TRUE(LooksLikeNcclRas(text));
-  std::vector<model::Diagnostic> diags;
-  DumpSet set("f", &diags);
-  ParseNcclRas(text, &set);
-  std::vector<model::RankDump> d;
-  set.MoveTo(&d);
+  ASSERT_GT(SniffNcclRas(text), 0);
+  std::vector<model::RankDump> d = ParseForTest(ParseNcclRas, text).dumps;
   ASSERT_EQ(d.size(), 32u);
   for (const auto& r : d) {
     ASSERT_EQ(r.ops.size(), 1u) << r.rank;
@@ -39,11 +36,7 @@ TEST(NcclRas, SingleOutlierForm) {
       "#0-0 (fedcba9876543210) MISMATCH\n  Communicator ranks have different AllReduce operation counts\n"
       "  3 ranks have launched up to operation 5004\n  Rank 1 has launched up to operation 5003 -- GPU 1 managed by "
       "process 4711 on node 10.0.0.5\n";
-  std::vector<model::Diagnostic> diags;
-  DumpSet set("f", &diags);
-  ParseNcclRas(text, &set);
-  std::vector<model::RankDump> d;
-  set.MoveTo(&d);
+  std::vector<model::RankDump> d = ParseForTest(ParseNcclRas, text).dumps;
   ASSERT_EQ(d.size(), 4u);
   EXPECT_EQ(d[1].ops[0].collective_seq, 5003);
   EXPECT_TRUE(d[1].ops[0].completed);
@@ -51,24 +44,15 @@ TEST(NcclRas, SingleOutlierForm) {
   EXPECT_FALSE(d[0].ops[0].completed);
 }
 
-}  // namespace
-}  // namespace hangdx::ingest::logs
-
-namespace hangdx::ingest::logs {
-namespace {
-
 TEST(NcclRas, HugeCommunicatorSizeStaysBounded) {
   // Found by nccl_ras_fuzzer: a report claiming a communicator of ~10^6
   // ranks made every rank allocate its own member list (out of memory).
   auto data =
       ReadFile(std::string(HANGDX_SOURCE_DIR) + "/hangdx/ingest/formats/nccl_ras/testdata/nccl_ras_oom_huge_comm");
   ASSERT_TRUE(data.ok());
-  std::vector<model::Diagnostic> diags;
-  DumpSet set("f", &diags);
-  ParseNcclRas(*data, &set);
-  auto dumps = set.Take();
+  auto dumps = ParseForTest(ParseNcclRas, *data).dumps;
   EXPECT_LE(dumps.size(), size_t{1} << 17);
 }
 
 }  // namespace
-}  // namespace hangdx::ingest::logs
+}  // namespace hangdx::ingest

@@ -2,10 +2,19 @@
 
 #include <re2/re2.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 
-namespace hangdx::ingest::logs {
+#include "hangdx/ingest/logs/line_util.h"
+
+namespace hangdx::ingest {
 namespace {
+
+using logs::Contains;
+using logs::Line;
+using logs::LineReader;
+using logs::ParseDec;
+using logs::Trim;
 
 using Sev = model::Diagnostic::Severity;
 constexpr size_t kMaxFrames = 1024;
@@ -46,25 +55,38 @@ bool NamesDistributedCall(std::string_view name) {
   return false;
 }
 
-model::StackSample NewSample(const DumpSet& out, std::string thread, int64_t line) {
-  model::StackSample s;
-  s.thread = std::move(thread);
-  s.file = out.file();
-  s.line = line;
-  return s;
-}
+// Hands finished stack samples to the sink, at most kMaxStacks per rank.
+class StackWriter {
+ public:
+  explicit StackWriter(RecordSink* out) : out_(out) {}
+  // An empty sample of thread `thread` starting at 1-based line `line`.
+  model::StackSample New(std::string thread, int64_t line) const {
+    model::StackSample s;
+    s.thread = std::move(thread);
+    s.file = out_->file();
+    s.line = line;
+    return s;
+  }
+  // Adds *s to `rank`'s stacks and leaves *s without frames.
+  void Push(int64_t rank, model::StackSample* s) {
+    out_->NoteRank(rank);
+    if (count_[rank]++ < kMaxStacks) out_->AddStack(rank, std::move(*s));
+    s->frames.clear();
+    s->frames_dropped = 0;
+  }
+  // True when some sample went to rank -1 (no rank known).
+  bool any_unranked() const { return count_.count(-1) != 0; }
 
-void Push(DumpSet* out, int64_t rank, model::StackSample* s) {
-  model::RankDump& d = out->For(rank);
-  if (d.stacks.size() < kMaxStacks) d.stacks.push_back(std::move(*s));
-  s->frames.clear();
-  s->frames_dropped = 0;
-}
+ private:
+  RecordSink* out_;
+  std::map<int64_t, size_t> count_;  // per rank: samples pushed
+};
 
-void ParseJson(std::string_view data, int64_t rank_hint, DumpSet* out) {
+void ParseJson(std::string_view data, int64_t rank_hint, RecordSink* out) {
+  StackWriter w(out);
   nlohmann::json j = nlohmann::json::parse(data.begin(), data.end(), nullptr, false);
   if (j.is_discarded() || !j.is_array()) {
-    out->Diag(Sev::kError, -1, rank_hint, "py-spy JSON dump is not valid JSON (truncated?)");
+    out->Diag(Sev::kError, "py-spy JSON dump is not valid JSON (truncated?)", rank_hint);
     return;
   }
   for (const auto& t : j) {
@@ -81,7 +103,7 @@ void ParseJson(std::string_view data, int64_t rank_hint, DumpSet* out) {
     thread += active ? (gil ? " (active+gil)" : " (active)") : " (idle)";
     if (t.contains("thread_name") && t["thread_name"].is_string())
       thread += ": \"" + t["thread_name"].get<std::string>() + "\"";
-    model::StackSample s = NewSample(*out, "Thread " + thread, -1);
+    model::StackSample s = w.New("Thread " + thread, -1);
     if (t.contains("frames") && t["frames"].is_array()) {
       for (const auto& f : t["frames"]) {
         if (!f.is_object()) continue;
@@ -99,7 +121,7 @@ void ParseJson(std::string_view data, int64_t rank_hint, DumpSet* out) {
         s.frames.push_back(std::move(fr));
       }
     }
-    Push(out, rank_hint, &s);
+    w.Push(rank_hint, &s);
   }
 }
 
@@ -210,18 +232,28 @@ StackFormat SniffStackFormat(std::string_view data) {
   return StackFormat::kNone;
 }
 
-void ParseStackDump(std::string_view data, StackFormat f, int64_t rank_hint, DumpSet* out) {
+int SniffStackDump(std::string_view data) { return SniffStackFormat(data) != StackFormat::kNone ? 50 : 0; }
+
+bool ParseStackDump(const Artifact& in, RecordSink* out) {
+  ParseStackDumpAs(in, SniffStackFormat(in.data), out);
+  return true;
+}
+
+void ParseStackDumpAs(const Artifact& in, StackFormat f, RecordSink* out) {
+  std::string_view data = in.data;
+  const int64_t rank_hint = in.rank_hint;
   if (f == StackFormat::kNone) return;
   if (f == StackFormat::kPySpyJson) {
     ParseJson(data, rank_hint, out);
     return;
   }
+  StackWriter w(out);
   int64_t rank = rank_hint;
   bool open = false;
   model::StackSample s;
   size_t frame_indent = std::string_view::npos;  // py-spy: indent of frame lines (locals are deeper)
   auto flush = [&] {
-    if (open) Push(out, rank, &s);
+    if (open) w.Push(rank, &s);
     open = false;
   };
   // A Python frame line ('File "x.py", line 3 in f'), as py-bt and
@@ -236,7 +268,7 @@ void ParseStackDump(std::string_view data, StackFormat f, int64_t rank_hint, Dum
       ++s.frames_dropped;
   };
   if (f == StackFormat::kBareFrames) {
-    s = NewSample(*out, "", 1);
+    s = w.New("", 1);
     open = true;
   }
   LineReader reader(data);
@@ -254,7 +286,7 @@ void ParseStackDump(std::string_view data, StackFormat f, int64_t rank_hint, Dum
       case StackFormat::kBareFrames: {
         if (RE2::FullMatch(sp, PySpyThread())) {
           flush();
-          s = NewSample(*out, std::string(tt), l.number);
+          s = w.New(std::string(tt), l.number);
           open = true;
           frame_indent = std::string_view::npos;
           continue;
@@ -284,7 +316,7 @@ void ParseStackDump(std::string_view data, StackFormat f, int64_t rank_hint, Dum
         std::string n, ptr, lwp, name;
         if (RE2::FullMatch(sp, GdbThread(), &n, &ptr, &lwp, &name)) {
           flush();
-          s = NewSample(*out, std::string(tt), l.number);
+          s = w.New(std::string(tt), l.number);
           open = true;
           continue;
         }
@@ -303,7 +335,7 @@ void ParseStackDump(std::string_view data, StackFormat f, int64_t rank_hint, Dum
       case StackFormat::kFaulthandler: {
         if (RE2::FullMatch(sp, FaultThread()) || tt == "Traceback (most recent call first):") {
           flush();
-          s = NewSample(*out, std::string(tt.substr(0, tt.find(" (most recent"))), l.number);
+          s = w.New(std::string(tt.substr(0, tt.find(" (most recent"))), l.number);
           open = true;
           continue;
         }
@@ -315,9 +347,8 @@ void ParseStackDump(std::string_view data, StackFormat f, int64_t rank_hint, Dum
     }
   }
   flush();
-  if (rank < 0 && out->Has(-1))
-    out->Diag(Sev::kWarning, -1, -1,
-              "stack dump names no rank and its file name ends in no number; pass --rank FILE=RANK");
+  if (rank < 0 && w.any_unranked())
+    out->Diag(Sev::kWarning, "stack dump names no rank and its file name ends in no number; pass --rank FILE=RANK");
 }
 
-}  // namespace hangdx::ingest::logs
+}  // namespace hangdx::ingest

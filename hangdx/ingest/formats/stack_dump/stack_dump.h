@@ -11,9 +11,11 @@
 
 #include <string_view>
 
-#include "hangdx/ingest/logs/line_util.h"
+#include "hangdx/ingest/artifact.h"
+#include "hangdx/ingest/record_sink.h"
+#include "hangdx/model/job.h"
 
-namespace hangdx::ingest::logs {
+namespace hangdx::ingest {
 
 // Which stack format `data` is in, by content.
 enum class StackFormat { kNone, kPySpy, kPySpyJson, kGdb, kFaulthandler, kBareFrames };
@@ -26,11 +28,19 @@ enum class StackFormat { kNone, kPySpy, kPySpyJson, kGdb, kFaulthandler, kBareFr
 // torch.distributed call (all_reduce, broadcast, barrier, ...).
 StackFormat SniffStackFormat(std::string_view data);
 
-// Parses a stack dump of format `f` (from SniffStackFormat) into `out`: one
-// StackSample per thread, frames innermost first, `thread` = the thread
-// header as printed (id, state, name). Rank: a `[rankN]:` prefix in the file,
-// else `rank_hint`.
-void ParseStackDump(std::string_view data, StackFormat f, int64_t rank_hint, DumpSet* out);
+// 50 when SniffStackFormat finds a stack format, else 0.
+int SniffStackDump(std::string_view data);
+
+// Reads a stack dump into `out` in the format SniffStackFormat finds:
+// ParseStackDumpAs. Always returns true.
+bool ParseStackDump(const Artifact& in, RecordSink* out);
+
+// Reads a stack dump of format `f` into `out`: one StackSample per thread,
+// frames innermost first, `thread` = the thread header as printed (id,
+// state, name). Rank: a `[rankN]:` prefix in the file, else
+// `in.rank_hint`; a dump with no rank gets a warning. A py-spy JSON dump
+// that is not valid JSON gives a kError diagnostic. Nothing for kNone.
+void ParseStackDumpAs(const Artifact& in, StackFormat f, RecordSink* out);
 
 // Splits a py-spy frame line `func (file:line)` / `func (file)` / `func`
 // into *frame. False on an empty line.
@@ -40,4 +50,4 @@ bool ParsePySpyFrame(std::string_view text, model::Frame* frame);
 // `... from /lib/libc.so.6` into *frame. False when not a frame line.
 bool ParseGdbFrame(std::string_view text, model::Frame* frame);
 
-}  // namespace hangdx::ingest::logs
+}  // namespace hangdx::ingest

@@ -2,14 +2,13 @@
 
 #include <gtest/gtest.h>
 
-namespace hangdx::ingest::logs {
+#include "hangdx/ingest/parse_for_test.h"
+
+namespace hangdx::ingest {
 namespace {
 
 std::vector<model::RankDump> Parse(std::string_view text, int64_t hint) {
-  std::vector<model::Diagnostic> diags;
-  DumpSet set("f", &diags);
-  ParseStackDump(text, SniffStackFormat(text), hint, &set);
-  return set.Take();
+  return ParseForTest(ParseStackDump, text, hint).dumps;
 }
 
 TEST(StackDump, PySpyText) {
@@ -95,4 +94,4 @@ TEST(StackDump, PySpyJson) {
 }
 
 }  // namespace
-}  // namespace hangdx::ingest::logs
+}  // namespace hangdx::ingest

@@ -6,8 +6,18 @@
 #include <set>
 #include <tuple>
 
-namespace hangdx::ingest::logs {
+#include "hangdx/ingest/logs/line_util.h"
+
+namespace hangdx::ingest {
 namespace {
+
+using logs::Between;
+using logs::Contains;
+using logs::Line;
+using logs::LineReader;
+using logs::ParseDec;
+using logs::ParseDecPrefix;
+using logs::Trim;
 
 using Sev = model::Diagnostic::Severity;
 using Kind = model::LogEvent::Kind;
@@ -145,15 +155,17 @@ std::string TorchOpName(std::string_view t) {
   return s;
 }
 
-bool LooksLikeTorchLog(std::string_view data) {
+int SniffTorchLog(std::string_view data) {
   for (std::string_view k : {"ProcessGroupNCCL.cpp:", "Watchdog caught", "CollectiveFingerPrint(",
                              "Detected mismatch between collectives", "ProcessGroupWrapper", "failed (exitcode:",
                              "Traceback (most recent call last):", "ProcessGroupGloo.cpp:", "ProcessGroupHCCL.cpp:"})
-    if (Contains(data, k)) return true;
-  return false;
+    if (Contains(data, k)) return 50;
+  return 0;
 }
 
-void ParseTorchLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
+bool ParseTorchLog(const Artifact& in, RecordSink* out) {
+  std::string_view data = in.data;
+  const int64_t rank_hint = in.rank_hint;
   static const RE2 kWork(
       R"re(Work([A-Z]+)\(SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(\d+), NumelOut=(\d+))?, Timeout\(ms\)=(\d+)\)(?: ran for (\d+) milliseconds)?)re");
   static const RE2 kOldStatus(
@@ -168,14 +180,17 @@ void ParseTorchLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
   std::vector<Timeout> timeouts;
   std::vector<Status> statuses;
   std::set<int64_t> timed_out_ranks;
+  std::map<int64_t, int> events_of, stacks_of;  // per rank: how many this file gave (capped)
+  std::set<std::tuple<int64_t, Kind, std::string, int64_t, std::string>> seen_events;
 
   auto event = [&](int64_t rank, Kind kind, std::string_view msg, int64_t line, std::string pg = {}, int64_t seq = -1,
                    std::string op = {}) {
     if (rank < 0) return;
-    model::RankDump& d = out->For(rank);
-    if (d.events.size() >= 500) return;
-    for (const auto& e : d.events)  // the same text repeated (exception + what()) counts once
-      if (e.kind == kind && e.pg == pg && e.seq == seq && e.message == std::string(Trim(msg.substr(0, 2048)))) return;
+    out->NoteRank(rank);
+    if (events_of[rank] >= 500) return;
+    // The same text repeated (exception + what()) counts once.
+    if (!seen_events.emplace(rank, kind, pg, seq, std::string(Trim(msg.substr(0, 2048)))).second) return;
+    ++events_of[rank];
     model::LogEvent e;
     e.kind = kind;
     e.message = std::string(Trim(msg.substr(0, 2048)));
@@ -184,7 +199,7 @@ void ParseTorchLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
     e.pg = std::move(pg);
     e.seq = seq;
     e.op = std::move(op);
-    d.events.push_back(std::move(e));
+    out->AddEvent(rank, std::move(e));
   };
   // Fingerprints by (rank, seq): a rank's own report beats another rank's
   // report of it, which beats an inference; the first of equals wins.
@@ -201,10 +216,9 @@ void ParseTorchLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
     if (!fresh && source > it->second.source) it->second = FpClaim{source, f};
   };
   auto fingerprint_op = [&](int64_t rank, const Fingerprint& f) {
-    model::RankDump& d = out->For(rank);
-    model::Interner& pool = *d.interner;
+    model::Interner& pool = out->Strings(rank);
     model::OpRecord r;
-    r.record_id = static_cast<int64_t>(d.ops.size());
+    r.record_id = static_cast<int64_t>(out->OpCount(rank));
     r.pg_name = pool.Str("0");
     r.pg_desc = pool.Str("default_pg");
     // SequenceNumber is the pg's collective count before this op
@@ -216,7 +230,7 @@ void ParseTorchLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
     if (f.has_shape) r.input_sizes = r.output_sizes = pool.Intern(model::Shapes{f.shape});
     if (!f.dtype.empty()) r.input_dtypes = r.output_dtypes = pool.Intern(model::Dtypes{f.dtype});
     r.state = model::OpState::kScheduled;
-    d.ops.push_back(r);
+    out->AddOp(rank, r);
   };
 
   // Python traceback being collected.
@@ -230,13 +244,13 @@ void ParseTorchLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
     if (!tb.open) return;
     tb.open = false;
     if (tb.rank < 0 || tb.frames.empty()) return;
-    model::RankDump& d = out->For(tb.rank);
+    out->NoteRank(tb.rank);
     model::StackSample s;
     s.thread = "traceback";
     s.frames.assign(tb.frames.rbegin(), tb.frames.rend());
     s.file = out->file();
     s.line = tb.line;
-    if (d.stacks.size() < 200) d.stacks.push_back(std::move(s));
+    if (stacks_of[tb.rank]++ < 200) out->AddStack(tb.rank, std::move(s));
     tb.frames.clear();
     std::string ex, msg;
     if (!exception_line.empty() &&
@@ -299,8 +313,9 @@ void ParseTorchLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
             dup = true;
         if (!dup) timeouts.push_back(std::move(to));
       } else {
-        out->Diag(Sev::kWarning, l.offset, rank,
-                  "line " + std::to_string(l.number) + ": watchdog timeout line not understood (truncated?)");
+        out->Diag(Sev::kWarning,
+                  "line " + std::to_string(l.number) + ": watchdog timeout line not understood (truncated?)", rank,
+                  l.offset);
       }
       continue;
     }
@@ -422,15 +437,14 @@ void ParseTorchLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
     if (rank < 0) rank = rank_hint;
     if (rank < 0) rank = to.pg_rank;
     if (rank < 0) {
-      out->Diag(Sev::kWarning, to.offset, -1,
-                "line " + std::to_string(to.line) + ": watchdog timeout of an unknown rank");
+      out->Diag(Sev::kWarning, "line " + std::to_string(to.line) + ": watchdog timeout of an unknown rank", -1,
+                to.offset);
       continue;
     }
     timed_out_ranks.insert(rank);
-    model::RankDump& d = out->For(rank);
-    model::Interner& pool = *d.interner;
+    model::Interner& pool = out->Strings(rank);
     model::OpRecord r;
-    r.record_id = static_cast<int64_t>(d.ops.size());
+    r.record_id = static_cast<int64_t>(out->OpCount(rank));
     r.pg_name = pool.Str(name);
     r.pg_desc = pool.Str(desc);
     r.collective_seq = to.seq;
@@ -452,7 +466,7 @@ void ParseTorchLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
     r.completed = false;
     r.timeout_ms = to.timeout_ms;
     if (to.ran_ms >= 0) r.duration_ms = static_cast<double>(to.ran_ms);
-    d.ops.push_back(r);
+    out->AddOp(rank, r);
     model::LogEvent e;
     e.kind = Kind::kTimeout;
     e.message = to.message;
@@ -461,18 +475,19 @@ void ParseTorchLog(std::string_view data, int64_t rank_hint, DumpSet* out) {
     e.pg = name;
     e.seq = to.seq;
     e.op = op;
-    d.events.push_back(std::move(e));
+    out->AddEvent(rank, std::move(e));
   }
   for (const auto& st : statuses) {
     int64_t rank = st.global >= 0 ? st.global : (st.pg.IsDefault() ? st.pg_rank : rank_hint);
     int64_t id = -1;
     if (rank < 0 || !ParseDec(st.pg.id.empty() ? "0" : st.pg.id, &id)) continue;
-    model::PgStatus& ps = out->For(rank).pg_status[id];
+    model::PgStatus& ps = out->PgStatus(rank, id);
     ps.last_enqueued = std::max(ps.last_enqueued, st.enqueued);
     ps.last_completed = std::max(ps.last_completed, st.completed);
   }
   if (reader.truncated_lines() > 0)
-    out->Diag(Sev::kInfo, -1, rank_hint, std::to_string(reader.truncated_lines()) + " over-long lines cut");
+    out->Diag(Sev::kInfo, std::to_string(reader.truncated_lines()) + " over-long lines cut", rank_hint);
+  return true;
 }
 
-}  // namespace hangdx::ingest::logs
+}  // namespace hangdx::ingest

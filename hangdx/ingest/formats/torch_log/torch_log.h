@@ -13,19 +13,21 @@
 
 #include <string_view>
 
-#include "hangdx/ingest/logs/line_util.h"
+#include "hangdx/ingest/artifact.h"
+#include "hangdx/ingest/record_sink.h"
+#include "hangdx/model/job.h"
 
-namespace hangdx::ingest::logs {
+namespace hangdx::ingest {
 
-// True when `data` holds c10d lines: `ProcessGroupNCCL.cpp:`, `Watchdog
+// 50 when `data` holds c10d lines: `ProcessGroupNCCL.cpp:`, `Watchdog
 // caught`, `CollectiveFingerPrint(`, `Detected mismatch between
 // collectives`, `ProcessGroupWrapper`, torchelastic `failed (exitcode:`, or a
-// Python `Traceback (most recent call last):`.
-bool LooksLikeTorchLog(std::string_view data);
+// Python `Traceback (most recent call last):`. Else 0.
+int SniffTorchLog(std::string_view data);
 
-// Parses c10d text into `out`. Rank of a line: the
+// Reads c10d text into `out`. Rank of a line: the
 // `[rankN]:` prefix (global), else the `Rank N` of a default-pg prefix, else
-// `rank_hint`. pg name: the PG GUID (or PG ID) the line names; a watchdog
+// `in.rank_hint`. pg name: the PG GUID (or PG ID) the line names; a watchdog
 // line that names none takes the pg of the following `failure detected by
 // watchdog at work sequence id: N` / `Timeout at NCCL work: N` line of the
 // same rank, else the default pg "0".
@@ -40,9 +42,10 @@ bool LooksLikeTorchLog(std::string_view data);
 //    uncaught exceptions -> kCrash; exits after a timeout, torchelastic
 //    `failed (exitcode: N)` -> kExit.
 //  * Python tracebacks -> StackSample (innermost first).
-void ParseTorchLog(std::string_view data, int64_t rank_hint, DumpSet* out);
+// Always returns true (a text format reads what it recognizes).
+bool ParseTorchLog(const Artifact& in, RecordSink* out);
 
 // PyTorch op name for a c10d OpType ("ALLREDUCE" -> "all_reduce").
 std::string TorchOpName(std::string_view op_type);
 
-}  // namespace hangdx::ingest::logs
+}  // namespace hangdx::ingest

@@ -2,14 +2,13 @@
 
 #include <gtest/gtest.h>
 
-namespace hangdx::ingest::logs {
+#include "hangdx/ingest/parse_for_test.h"
+
+namespace hangdx::ingest {
 namespace {
 
 std::vector<model::RankDump> Parse(std::string_view text, int64_t hint) {
-  std::vector<model::Diagnostic> diags;
-  DumpSet set("f", &diags);
-  ParseTorchLog(text, hint, &set);
-  return set.Take();
+  return ParseForTest(ParseTorchLog, text, hint).dumps;
 }
 
 TEST(TorchLog, WatchdogTimeoutsOfAce348) {
@@ -178,4 +177,4 @@ TEST(TorchLog, TracebackBecomesStackInnermostFirst) {
 }
 
 }  // namespace
-}  // namespace hangdx::ingest::logs
+}  // namespace hangdx::ingest

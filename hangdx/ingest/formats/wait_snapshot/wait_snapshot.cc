@@ -1,8 +1,10 @@
 #include "hangdx/ingest/formats/wait_snapshot/wait_snapshot.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "hangdx/ingest/json_util.h"
 
@@ -28,89 +30,76 @@ bool IsSnapshot(const nlohmann::json& j) {
   return true;
 }
 
-}  // namespace
-
-bool LooksLikeWaitSnapshot(std::string_view data) {
-  try {
-    nlohmann::json j = nlohmann::json::parse(data.begin(), data.end(), nullptr, /*allow_exceptions=*/false);
-    return IsSnapshot(j);
-  } catch (const nlohmann::json::exception&) {  // e.g. a number out of range
-    return false;
+// Reads one rank's wait state; false when a field has the wrong type.
+bool ReadWait(const nlohmann::json& v, model::WaitSnapshot* w) {
+  if (auto f = v.find("current_op"); f != v.end()) {
+    if (!f->is_string()) return false;
+    w->current_op = f->get<std::string>();
   }
+  if (auto f = v.find("op_seq"); f != v.end() && !f->is_null()) {
+    if (!f->is_number_integer()) return false;
+    w->op_seq = f->get<int64_t>();
+  }
+  if (auto f = v.find("wait_kind"); f != v.end()) {
+    if (!f->is_string() || (*f != "any" && *f != "all")) return false;
+    w->any_of = *f == "any";
+  }
+  if (auto f = v.find("waiting_for_ranks"); f != v.end() && !f->is_null()) {
+    if (!f->is_array()) return false;
+    for (const auto& x : *f) {
+      if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= kMaxRank) return false;
+      w->waiting_for.push_back(x.get<int64_t>());
+    }
+  }
+  std::sort(w->waiting_for.begin(), w->waiting_for.end());
+  w->waiting_for.erase(std::unique(w->waiting_for.begin(), w->waiting_for.end()), w->waiting_for.end());
+  return true;
 }
 
-bool ParseWaitSnapshot(std::string_view data, const std::string& file, std::vector<model::RankDump>* out,
-                       std::vector<model::Diagnostic>* diags) {
+}  // namespace
+
+int SniffWaitSnapshot(std::string_view data) {
+  size_t i = 0;
+  while (i < data.size() && std::isspace(static_cast<unsigned char>(data[i]))) ++i;
+  if (i >= data.size() || (data[i] != '{' && data[i] != '[')) return 0;
+  std::string_view head = data.substr(0, 4096);
+  bool keys = head.find("\"waiting_for_ranks\"") != std::string_view::npos ||
+              head.find("\"current_op\"") != std::string_view::npos;
+  return keys ? 80 : 0;
+}
+
+bool ParseWaitSnapshot(const Artifact& in, RecordSink* out) {
   auto diag = [&](model::Rank rank, std::string msg, int64_t offset = -1) {
-    diags->push_back(model::MakeDiagnostic(model::Diagnostic::Severity::kWarning, file, std::move(msg), rank, offset));
+    out->Diag(model::Diagnostic::Severity::kWarning, std::move(msg), rank, offset);
   };
   nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(data.begin(), data.end());
-  } catch (const nlohmann::json::parse_error& e) {
-    diag(-1, std::string("unreadable JSON at byte ") + std::to_string(e.byte > 0 ? e.byte - 1 : 0) + ": " + JsonWhy(e),
-         static_cast<int64_t>(e.byte > 0 ? e.byte - 1 : 0));
-    return false;
-  } catch (const nlohmann::json::exception& e) {
-    // Parses that fail for another reason (a number out of range: 1E400).
-    diag(-1, "unreadable JSON: " + JsonWhy(e));
+  std::string error;
+  int64_t offset = -1;
+  if (!ParseJson(in.data, &j, &error, &offset)) {
+    diag(-1, std::move(error), offset);
     return false;
   }
   if (!IsSnapshot(j)) {
     diag(-1, "not a wait snapshot: want {\"<rank>\": {\"current_op\", \"waiting_for_ranks\", \"op_seq\"}}");
     return false;
   }
-  size_t before = out->size();
+  std::set<model::Rank> seen;  // "0" and "00" are one rank: the first wait counts
   for (auto it = j.begin(); it != j.end(); ++it) {
-    model::RankDump d;
-    if (!RankKey(it.key(), &d.rank)) {
+    model::Rank rank = -1;
+    if (!RankKey(it.key(), &rank)) {
       diag(-1, "rank " + it.key() + " is out of range (0 to 16777215); skipped");
       continue;
     }
-    d.file = file;
     model::WaitSnapshot w;
-    const auto& v = *it;
-    bool ok = true;
-    if (auto f = v.find("current_op"); f != v.end()) {
-      if (f->is_string())
-        w.current_op = f->get<std::string>();
-      else
-        ok = false;
-    }
-    if (auto f = v.find("op_seq"); f != v.end() && !f->is_null()) {
-      if (f->is_number_integer())
-        w.op_seq = f->get<int64_t>();
-      else
-        ok = false;
-    }
-    if (auto f = v.find("wait_kind"); f != v.end()) {
-      if (f->is_string() && (*f == "any" || *f == "all"))
-        w.any_of = *f == "any";
-      else
-        ok = false;
-    }
-    if (auto f = v.find("waiting_for_ranks"); f != v.end() && !f->is_null()) {
-      if (!f->is_array()) ok = false;
-      for (const auto& x : *f) {
-        if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= kMaxRank) {
-          ok = false;
-          break;
-        }
-        w.waiting_for.push_back(x.get<int64_t>());
-      }
-    }
-    if (!ok) {
-      diag(d.rank, "rank " + it.key() +
-                       ": malformed wait state (want current_op: str, "
-                       "waiting_for_ranks: [ranks 0 to 16777215], op_seq: int); skipped");
+    if (!ReadWait(*it, &w)) {
+      diag(rank, "rank " + it.key() +
+                     ": malformed wait state (want current_op: str, "
+                     "waiting_for_ranks: [ranks 0 to 16777215], op_seq: int); skipped");
       continue;
     }
-    std::sort(w.waiting_for.begin(), w.waiting_for.end());
-    w.waiting_for.erase(std::unique(w.waiting_for.begin(), w.waiting_for.end()), w.waiting_for.end());
-    d.wait = std::move(w);
-    out->push_back(std::move(d));
+    if (seen.insert(rank).second) out->SetWait(rank, std::move(w));
   }
-  return out->size() > before;
+  return !seen.empty();
 }
 
 }  // namespace hangdx::ingest

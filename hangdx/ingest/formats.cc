@@ -1,0 +1,121 @@
+#include "hangdx/ingest/formats.h"
+
+#include "hangdx/ingest/formats/device_json/device_json.h"
+#include "hangdx/ingest/formats/flight_recorder/flight_recorder.h"
+#include "hangdx/ingest/formats/hccl_plog/hccl_plog.h"
+#include "hangdx/ingest/formats/nccl_log/nccl_log.h"
+#include "hangdx/ingest/formats/nccl_ras/nccl_ras.h"
+#include "hangdx/ingest/formats/stack_dump/stack_dump.h"
+#include "hangdx/ingest/formats/torch_log/torch_log.h"
+#include "hangdx/ingest/formats/wait_snapshot/wait_snapshot.h"
+#include "hangdx/ingest/logs/line_util.h"
+
+namespace hangdx::ingest {
+namespace {
+
+using Kind = Format::Kind;
+using Sev = model::Diagnostic::Severity;
+
+// The only list of formats. Exclusive formats first; text formats run in
+// this order on a file (records of one rank land in one dump, numbered in
+// this order).
+constexpr Format kFormats[] = {
+    {kFrPickle, "PyTorch Flight Recorder dump, pickle (protocols 2-5, dump versions 2.2-2.10)", Kind::kExclusive,
+     SniffFlightRecorderPickle, ParseFlightRecorderPickle},
+    {kFrJson, "PyTorch Flight Recorder dump, JSON (dump versions 2.2-2.10)", Kind::kExclusive, SniffFlightRecorderJson,
+     ParseFlightRecorderJson},
+    {kDeviceJson, "hangdx device schedule or snapshot ({\"hangdx_snapshot\": 1, ...}, docs/snapshot-format.md)",
+     Kind::kExclusive, SniffDeviceJson, ParseDeviceJson},
+    {kWaitSnapshot, "live wait snapshot ({\"<rank>\": {\"current_op\", \"waiting_for_ranks\", \"op_seq\"}})",
+     Kind::kExclusive, SniffWaitSnapshot, ParseWaitSnapshot},
+    {kNcclRas, "NCCL RAS status report (ncclras, NCCL 2.24+)", Kind::kText, SniffNcclRas, ParseNcclRas},
+    {kNcclLog, "NCCL_DEBUG=INFO log (Init, COLL enqueue and WARN lines)", Kind::kText, SniffNcclLog, ParseNcclLog},
+    {kTorchLog, "PyTorch c10d messages: watchdog timeouts, DETAIL mismatches, crashes, tracebacks", Kind::kText,
+     SniffTorchLog, ParseTorchLog},
+    {kHcclPlog, "Ascend HCCL plog and CANN console errors (notify-wait timeouts, task exceptions)", Kind::kText,
+     SniffHcclPlog, ParseHcclPlog},
+    {kStackDump, "py-spy (text or JSON), gdb or faulthandler stack dump", Kind::kText, SniffStackDump, ParseStackDump},
+};
+
+// "binary data", "UTF-16 text (read as its ASCII characters)": what a
+// skipped file held, for its message.
+std::string SkipMessage(logs::TextEncoding enc) {
+  const char* what = enc == logs::TextEncoding::kBinary  ? "binary data, "
+                     : enc == logs::TextEncoding::kUtf16 ? "UTF-16 text (read as its ASCII characters), "
+                                                         : "";
+  return std::string(what) + "not a format hangdx reads (" + FormatNames() + "; see hangdx formats); skipped";
+}
+
+// Runs every text format that recognizes `in.data`; false when none does.
+bool ReadText(const Artifact& in, RecordSink* out) {
+  if (logs::LooksBinary(in.data)) return false;
+  bool any = false;
+  for (const Format& f : kFormats) {
+    if (f.kind != Kind::kText || f.sniff(in.data) <= 0) continue;
+    f.parse(in, out);
+    any = true;
+  }
+  if (any && out->empty())
+    out->Diag(Sev::kInfo,
+              "a text log hangdx reads, but nothing in it names an operation, a stack or an error of a known rank",
+              in.rank_hint);
+  return any;
+}
+
+}  // namespace
+
+std::span<const Format> Formats() { return kFormats; }
+
+const Format* FindFormat(std::string_view name) {
+  for (const Format& f : kFormats)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+std::string FormatNames() {
+  std::string s;
+  for (const Format& f : kFormats) s += (s.empty() ? "" : ", ") + std::string(f.name);
+  return s;
+}
+
+ArtifactResult ReadArtifact(const Artifact& in, RecordSink* out) {
+  using Outcome = ArtifactResult::Outcome;
+  ArtifactResult res;
+  if (in.data.empty()) {
+    out->Diag(Sev::kWarning, "empty file; skipped", -1, 0);
+    res.outcome = Outcome::kSkipped;
+    return res;
+  }
+  int best = 0;
+  for (const Format& f : kFormats) {
+    if (f.kind != Kind::kExclusive) continue;
+    int confidence = f.sniff(in.data);
+    if (confidence > best) best = confidence, res.format = &f;
+  }
+  if (res.format) {
+    if (!res.format->parse(in, out)) res.outcome = Outcome::kUnreadable;
+    return res;
+  }
+  // Binary that no exclusive format claims (NUL or control bytes in its
+  // head) is no text log either: skipped without reading the rest (a 2 GB
+  // sparse file stays unread). NUL padding (a crashed process's log) is
+  // dropped, UTF-16 is read as its ASCII subset.
+  std::string decoded;
+  logs::TextEncoding enc = logs::DecodeText(in.data, &decoded);
+  if (enc != logs::TextEncoding::kBinary) {
+    Artifact text = in;
+    if (enc != logs::TextEncoding::kText) text.data = decoded;
+    if (ReadText(text, out)) {
+      if (enc == logs::TextEncoding::kUtf16)
+        out->Diag(Sev::kInfo, "UTF-16 text: read its ASCII characters (offsets count those characters)");
+      else if (enc == logs::TextEncoding::kNulPadded)
+        out->Diag(Sev::kInfo, "holds NUL bytes (padding of a crashed process's log?): read without them");
+      return res;
+    }
+  }
+  out->Diag(Sev::kInfo, SkipMessage(enc));
+  res.outcome = Outcome::kSkipped;
+  return res;
+}
+
+}  // namespace hangdx::ingest

@@ -1,0 +1,58 @@
+#include "hangdx/ingest/record_sink.h"
+
+#include "hangdx/ingest/completion.h"
+
+namespace hangdx::ingest {
+
+void DumpBuilder::Diag(model::Diagnostic::Severity severity, std::string message, model::Rank rank, int64_t offset) {
+  diags_->Add(severity, file_, std::move(message), rank, offset);
+}
+
+model::RankDump& DumpBuilder::Dump(model::Rank rank) {
+  auto [it, fresh] = dumps_.try_emplace(rank);
+  if (fresh) {
+    it->second.rank = rank;
+    it->second.file = file_;
+  }
+  return it->second;
+}
+
+size_t DumpBuilder::OpCount(model::Rank rank) const {
+  auto it = dumps_.find(rank);
+  return it == dumps_.end() ? 0 : it->second.ops.size();
+}
+
+uint32_t DumpBuilder::AddFrame(model::Rank rank, model::Frame frame) {
+  auto& frames = Dump(rank).frames;
+  frames.push_back(std::move(frame));
+  return static_cast<uint32_t>(frames.size() - 1);
+}
+
+model::PgConfig& DumpBuilder::PgConfig(model::Rank rank, const std::string& key) {
+  auto [it, fresh] = Dump(rank).pg_config.try_emplace(key);
+  if (fresh) it->second.name = key;
+  return it->second;
+}
+
+const model::PgConfig* DumpBuilder::FindPgConfig(model::Rank rank, std::string_view key) const {
+  auto d = dumps_.find(rank);
+  if (d == dumps_.end()) return nullptr;
+  auto it = d->second.pg_config.find(key);
+  return it == d->second.pg_config.end() ? nullptr : &it->second;
+}
+
+DumpBuilder::Result DumpBuilder::Finish() {
+  Result r;
+  for (auto& [rank, d] : dumps_) {
+    if (d.from_flight_recorder) DeriveCompletion(&d);
+    r.dumps.push_back(std::move(d));
+  }
+  r.device = std::move(device_);
+  r.unreadable_rank = unreadable_rank_;
+  dumps_.clear();
+  device_.clear();
+  unreadable_rank_ = -1;
+  return r;
+}
+
+}  // namespace hangdx::ingest

@@ -1,0 +1,159 @@
+// hangdx/ingest/record_sink.h
+// RecordSink: where a format's parser puts what it reads, one record at a
+// time. Every parser writes into this one interface (see formats.h), so
+// what is done with the records (today: build model::RankDumps, see
+// DumpBuilder; later: reduce them to a compact per-(pg, seq) form while
+// parsing) can change without touching a parser.
+//
+// Two kinds of record:
+//   - records that grow with the input (ops, frames, stacks, log events,
+//     device task reports) are streamed: added, never read back;
+//   - per-rank and per-pg state (pg configs, pg statuses, the live wait,
+//     the dump's versions) is keyed, small, and may be looked up and
+//     updated while parsing.
+// Records name a global rank; -1 collects what belongs to no known rank
+// (the loader reports and drops it). Diagnostics go to the sink's
+// model::DiagnosticSink, named after the file.
+//
+//   model::DiagnosticSink diags;
+//   DumpBuilder out("rank_3.log", &diags);
+//   model::OpRecord op;
+//   op.pg_name = out.Strings(3).Str("0");
+//   op.collective_seq = 41;
+//   out.AddOp(3, op);
+//   std::vector<model::RankDump> dumps = out.Finish().dumps;
+//
+// Not thread-safe: one sink per file being parsed.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hangdx/model/device.h"
+#include "hangdx/model/diagnostic_sink.h"
+#include "hangdx/model/job.h"
+
+namespace hangdx::ingest {
+
+class RecordSink {
+ public:
+  virtual ~RecordSink() = default;
+
+  // The file being read (as the user named it).
+  virtual const std::string& file() const = 0;
+  // Records a data problem of this file at byte `offset` (-1: none) about
+  // `rank` (-1: none), under model::DiagnosticSink's policy (repeats
+  // counted, a cap per file).
+  virtual void Diag(model::Diagnostic::Severity severity, std::string message, model::Rank rank = -1,
+                    int64_t offset = -1) = 0;
+
+  // ---- Streamed records. -----------------------------------------------
+  // The interner that the strings and shared values (shapes, dtypes,
+  // stacks) of `rank`'s records must come from. Valid for the sink's life.
+  virtual model::Interner& Strings(model::Rank rank) = 0;
+  // Appends one op of `rank`, in recording order; its views and Refs come
+  // from Strings(rank), its frame indices from AddFrame(rank, ...).
+  virtual void AddOp(model::Rank rank, const model::OpRecord& op) = 0;
+  // How many ops of `rank` this file has given so far (log parsers number
+  // their records with it: OpRecord::record_id).
+  virtual size_t OpCount(model::Rank rank) const = 0;
+  // Appends a stack frame to `rank`'s frame table; returns its index, for
+  // an OpRecord::frames stack.
+  virtual uint32_t AddFrame(model::Rank rank, model::Frame frame) = 0;
+  virtual void AddStack(model::Rank rank, model::StackSample stack) = 0;
+  virtual void AddEvent(model::Rank rank, model::LogEvent event) = 0;
+  virtual void AddDeviceTask(model::Rank rank, model::DeviceTaskReport task) = 0;
+  // A device-level schedule or snapshot read from this file.
+  virtual void AddDeviceJob(model::DeviceJob job) = 0;
+
+  // ---- Keyed state. ----------------------------------------------------
+  // Makes `rank` one of the ranks this file speaks about, even when no
+  // record follows (a process whose log holds only its Init lines ran).
+  virtual void NoteRank(model::Rank rank) = 0;
+  // `rank`'s records come from a Flight Recorder dump (sets
+  // RankDump::from_flight_recorder). The sink then derives each op's
+  // `completed` from its recorded state when the file ends (DeriveCompletion
+  // in completion.h): a parser of such a dump sets state, retired and
+  // pg_status as recorded, not `completed`.
+  virtual void SetFromFlightRecorder(model::Rank rank) = 0;
+  // The dump's Flight Recorder version ("2.10") and communication library
+  // version ("2.21.5"); replace what was set before.
+  virtual void SetVersion(model::Rank rank, std::string version) = 0;
+  virtual void SetCommLibVersion(model::Rank rank, std::string version) = 0;
+  // `rank`'s config of the pg it knows as `key` (RankDump::pg_config),
+  // created empty with name = `key` on first use.
+  virtual model::PgConfig& PgConfig(model::Rank rank, const std::string& key) = 0;
+  // The same, or nullptr when `rank` has no config under `key` yet.
+  virtual const model::PgConfig* FindPgConfig(model::Rank rank, std::string_view key) const = 0;
+  // `rank`'s status of the pg with process-local id `pg_id`
+  // (RankDump::pg_status), created as "nothing seen" (-1s) on first use.
+  virtual model::PgStatus& PgStatus(model::Rank rank, int64_t pg_id) = 0;
+  // `rank`'s live wait (replaces one set before).
+  virtual void SetWait(model::Rank rank, model::WaitSnapshot wait) = 0;
+  // The file held `rank`'s records but could not be read: the rank is not
+  // dead, its data is lost (model::Job::unreadable).
+  virtual void MarkUnreadable(model::Rank rank) = 0;
+
+  // True while nothing but diagnostics was recorded (no rank, no device job).
+  virtual bool empty() const = 0;
+};
+
+// The RecordSink the loader uses today: builds one model::RankDump per rank
+// (file = the file read) and keeps the device jobs.
+class DumpBuilder final : public RecordSink {
+ public:
+  // What one file yielded.
+  struct Result {
+    std::vector<model::RankDump> dumps;    // by rank, rank -1 first when present
+    std::vector<model::DeviceJob> device;  // in the order added
+    model::Rank unreadable_rank = -1;      // MarkUnreadable's rank, -1 if none
+  };
+
+  // Records of `file`; diagnostics go to *diags, which must outlive this.
+  DumpBuilder(std::string file, model::DiagnosticSink* diags) : file_(std::move(file)), diags_(diags) {}
+
+  const std::string& file() const override { return file_; }
+  void Diag(model::Diagnostic::Severity severity, std::string message, model::Rank rank = -1,
+            int64_t offset = -1) override;
+  model::Interner& Strings(model::Rank rank) override { return *Dump(rank).interner; }
+  void AddOp(model::Rank rank, const model::OpRecord& op) override { Dump(rank).ops.push_back(op); }
+  size_t OpCount(model::Rank rank) const override;
+  uint32_t AddFrame(model::Rank rank, model::Frame frame) override;
+  void AddStack(model::Rank rank, model::StackSample stack) override { Dump(rank).stacks.push_back(std::move(stack)); }
+  void AddEvent(model::Rank rank, model::LogEvent event) override { Dump(rank).events.push_back(std::move(event)); }
+  void AddDeviceTask(model::Rank rank, model::DeviceTaskReport task) override {
+    Dump(rank).device_tasks.push_back(std::move(task));
+  }
+  void AddDeviceJob(model::DeviceJob job) override { device_.push_back(std::move(job)); }
+  void NoteRank(model::Rank rank) override { Dump(rank); }
+  void SetFromFlightRecorder(model::Rank rank) override { Dump(rank).from_flight_recorder = true; }
+  void SetVersion(model::Rank rank, std::string version) override { Dump(rank).version = std::move(version); }
+  void SetCommLibVersion(model::Rank rank, std::string version) override {
+    Dump(rank).comm_lib_version = std::move(version);
+  }
+  model::PgConfig& PgConfig(model::Rank rank, const std::string& key) override;
+  const model::PgConfig* FindPgConfig(model::Rank rank, std::string_view key) const override;
+  model::PgStatus& PgStatus(model::Rank rank, int64_t pg_id) override { return Dump(rank).pg_status[pg_id]; }
+  void SetWait(model::Rank rank, model::WaitSnapshot wait) override { Dump(rank).wait = std::move(wait); }
+  void MarkUnreadable(model::Rank rank) override { unreadable_rank_ = rank; }
+  bool empty() const override { return dumps_.empty() && device_.empty(); }
+
+  // Ends the file: derives completion of the ops of Flight Recorder dumps
+  // (DeriveCompletion) and returns what was recorded. The builder is left
+  // empty.
+  Result Finish();
+
+ private:
+  model::RankDump& Dump(model::Rank rank);
+
+  std::string file_;
+  model::DiagnosticSink* diags_;
+  std::map<model::Rank, model::RankDump> dumps_;
+  std::vector<model::DeviceJob> device_;
+  model::Rank unreadable_rank_ = -1;
+};
+
+}  // namespace hangdx::ingest
