@@ -11,10 +11,7 @@
 #include "hangdx/base/mapped_file.h"
 #include "hangdx/ingest/artifact.h"
 #include "hangdx/ingest/formats.h"
-#include "hangdx/ingest/log_completion.h"
 #include "hangdx/ingest/merge.h"
-#include "hangdx/ingest/pg_ranks.h"
-#include "hangdx/ingest/plog_chain.h"
 #include "hangdx/ingest/record_sink.h"
 
 namespace hangdx::ingest {
@@ -310,10 +307,6 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
     job.dumps.push_back(std::move(d));
   }
   job.diagnostics = diags.Take();
-  MatchAnonymousNcclComms(&job);  // needs every rank's log
-  DeriveNcclLogCompletion(&job);  // likewise
-  MapPgLocalRanks(&job);          // likewise
-  BuildPlogDeviceJob(&job);       // needs the mapping: HCCL notify-wait chains across ranks
   return job;
 }
 

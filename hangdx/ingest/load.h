@@ -1,12 +1,16 @@
 // hangdx/ingest/load.h
 // Turns the paths a user gives (files and folders, searched recursively)
-// into one model::Job: sniffs each file's format from its content (never its
-// name), infers each file's rank from its name, parses files in parallel,
-// and records every problem as a Diagnostic. Bad files never stop the load.
+// into one model::Job: infers each file's rank from its name, reads files in
+// parallel with the formats they are in (ReadArtifact, formats.h: sniffed
+// from content, never the name), merges what several files say about one
+// rank, and records every problem as a Diagnostic. Bad files never stop
+// the load. What needs every rank at once is a separate step after it
+// (InferAcrossRanks, cross_rank.h).
 //
 //   LoadOptions opt;
 //   opt.threads = 8;
 //   StatusOr<model::Job> job = LoadJob({"dumps/"}, opt);
+//   if (job.ok()) InferAcrossRanks(&*job);
 #pragma once
 
 #include <cstdint>
@@ -42,8 +46,12 @@ int64_t RankFromFileName(const std::string& path);
 // the files apart, that position is taken. -1 where a name has no number.
 std::vector<int64_t> InferRanks(const std::vector<std::string>& files);
 
-// Loads every path. Errors (kNotFound) only when a given path does not
-// exist; an empty result with diagnostics is not an error.
+// Loads every path: one RankDump per rank (sorted, unique; the artifacts of
+// one rank merged, ops by (pg, seq): merge.h), the device jobs, the input
+// counts and every diagnostic in file order (model::DiagnosticSink's
+// policy). Errors (kNotFound) only when no given path exists; an empty
+// result with diagnostics is not an error. Thread-safe; deterministic
+// whatever options.threads is.
 StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOptions& options);
 
 }  // namespace hangdx::ingest

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "hangdx/ingest/cross_rank.h"
 #include "hangdx/ingest/formats.h"
 #include "hangdx/report/report.h"
 
@@ -11,6 +12,7 @@ StatusOr<analyze::Diagnosis> Diagnose(const std::vector<std::string>& paths, con
   if (paths.empty()) return InvalidArgument("no input paths given");
   StatusOr<model::Job> job = ingest::LoadJob(paths, options.load);
   if (!job.ok()) return job.status();
+  ingest::InferAcrossRanks(&*job);
   return analyze::Analyze(*job, options.analyze);
 }
 
@@ -21,6 +23,7 @@ StatusOr<std::string> Stacks(const std::vector<std::string>& paths, const Pipeli
   if (paths.empty()) return InvalidArgument("no input paths given");
   StatusOr<model::Job> job = ingest::LoadJob(paths, options.load);
   if (!job.ok()) return job.status();
+  ingest::InferAcrossRanks(&*job);
   analyze::StackTree tree = analyze::MergeStacks(*job);
   return format == "json" ? report::RenderStacksJson(tree) : report::RenderStacksText(tree);
 }

@@ -49,7 +49,7 @@ bool StallFinding(const RankAnalysis& a, const Instance& in, Finding* out) {
                   "in " + std::string(op.op) + " seq " + std::to_string(in.seq) +
                       (op.completed ? ", completed" : ", not completed"));
   }
-  // An NCCL log's COLL line is printed at enqueue (ingest/log_completion.h):
+  // An NCCL log's COLL line is printed at enqueue (ingest/cross_rank/log_completion.h):
   // with no timeout either, "has not finished" is not established.
   if (!timed_out && g.desc.rfind("NCCL communicator of", 0) == 0 && !AnyTimeoutEvent(a.job, in.arrived)) return false;
   if (by_state.size() > 1) f.culprit_ranks = by_state.begin()->second;

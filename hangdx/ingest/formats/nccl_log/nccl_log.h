@@ -33,7 +33,7 @@ int SniffNcclLog(std::string_view data);
 // process used: comm pointers differ per rank, creation order does not);
 // collective_seq = opCount (hex); P2P (Send/Recv) sets p2p_seq instead.
 // Every op is kScheduled, not completed: an enqueue line says nothing about
-// completion (see ingest/log_completion.h for when an op is known finished).
+// completion (see ingest/cross_rank/log_completion.h for when an op is known finished).
 // pg_config desc: "NCCL communicator of <nranks> ranks..."; every comm with a
 // commId gets a PgConfig with self_local = this process's comm rank.
 // WARN lines become LogEvents (CUDA failures kCrash, NCCL's own mismatch

@@ -1,4 +1,4 @@
-// hangdx/ingest/plog_chain.h
+// hangdx/ingest/cross_rank/plog_chain.h
 // Rebuilds the device-level chain behind Ascend notify-wait timeouts from
 // the HCCL plogs of several ranks (RankDump::device_tasks, filled by
 // logs/hccl_plog.cc), as a model::DeviceJob that analyze/device_graph

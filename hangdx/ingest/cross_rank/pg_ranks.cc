@@ -1,9 +1,9 @@
-#include "hangdx/ingest/pg_ranks.h"
+#include "hangdx/ingest/cross_rank/pg_ranks.h"
 
 #include <algorithm>
 #include <set>
 
-#include "hangdx/ingest/log_completion.h"
+#include "hangdx/ingest/cross_rank/log_completion.h"
 
 namespace hangdx::ingest {
 namespace {
@@ -25,7 +25,7 @@ int64_t PgSize(std::string_view desc) {
 }  // namespace
 
 std::map<std::string, std::map<int64_t, model::Rank>> PgLocalRankMap(const model::Job& job,
-                                                                     std::vector<model::Diagnostic>* diags) {
+                                                                     model::DiagnosticSink* diags) {
   std::map<std::string, std::map<int64_t, model::Rank>> map;
   std::set<std::pair<std::string, int64_t>> clash;
   for (const auto& d : job.dumps)
@@ -34,18 +34,18 @@ std::map<std::string, std::map<int64_t, model::Rank>> PgLocalRankMap(const model
       auto [it, fresh] = map[name].try_emplace(cfg.self_local, d.rank);
       if (fresh || it->second == d.rank || !clash.emplace(name, cfg.self_local).second) continue;
       if (diags)
-        diags->push_back(model::MakeDiagnostic(
-            model::Diagnostic::Severity::kWarning, d.file,
-            "ranks " + std::to_string(it->second) + " and " + std::to_string(d.rank) + " both say they are rank " +
-                std::to_string(cfg.self_local) + " of pg " + name + "; not mapping that rank",
-            d.rank));
+        diags->Add(model::Diagnostic::Severity::kWarning, d.file,
+                   "ranks " + std::to_string(it->second) + " and " + std::to_string(d.rank) +
+                       " both say they are rank " + std::to_string(cfg.self_local) + " of pg " + name +
+                       "; not mapping that rank",
+                   d.rank);
     }
   for (const auto& [name, local] : clash) map[name].erase(local);
   return map;
 }
 
-void MapPgLocalRanks(model::Job* job) {
-  auto map = PgLocalRankMap(*job, &job->diagnostics);
+void MapPgLocalRanks(model::Job* job, model::DiagnosticSink* diags) {
+  auto map = PgLocalRankMap(*job, diags);
   // The world group needs no evidence: a rank inside it is the global rank.
   for (const auto& d : job->dumps)
     if (d.wait && d.wait->pg_local && IsHcclWorldGroup(d.wait->pg))
@@ -72,9 +72,8 @@ void MapPgLocalRanks(model::Job* job) {
     if (global.size() != d.wait->waiting_for.size()) continue;
     d.wait->waiting_for = std::move(global);
     d.wait->pg_local = false;
-    job->diagnostics.push_back(
-        model::MakeDiagnostic(model::Diagnostic::Severity::kInfo, d.file,
-                              "the wait of rank " + std::to_string(d.rank) + " named pg-local ranks: " + how, d.rank));
+    diags->Add(model::Diagnostic::Severity::kInfo, d.file,
+               "the wait of rank " + std::to_string(d.rank) + " named pg-local ranks: " + how, d.rank);
   }
   // Members of pgs of known size whose local ranks are all mapped.
   for (const auto& [name, locals] : map) {

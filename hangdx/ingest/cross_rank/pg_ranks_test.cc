@@ -1,4 +1,4 @@
-#include "hangdx/ingest/pg_ranks.h"
+#include "hangdx/ingest/cross_rank/pg_ranks.h"
 
 #include <gtest/gtest.h>
 
@@ -9,6 +9,11 @@
 
 namespace hangdx::ingest {
 namespace {
+
+// Moves what *diags holds to the end of job->diagnostics.
+void Append(model::DiagnosticSink* diags, model::Job* job) {
+  for (auto& d : diags->Take()) job->diagnostics.push_back(std::move(d));
+}
 
 std::string Replace(std::string s, const std::string& from, const std::string& to) {
   size_t p = s.find(from);
@@ -41,6 +46,7 @@ model::Job HcclJob(bool with_rank7, int waits_for) {
 }
 
 TEST(PgLocalRanks, HcclGroupRankOfTheAwaitedRankMapsTheWait) {
+  model::DiagnosticSink diags;
   model::Job job = HcclJob(true, 3);
   ASSERT_EQ(job.dumps.size(), 2u);
   EXPECT_EQ(job.dumps[1].rank, 101);
@@ -48,7 +54,8 @@ TEST(PgLocalRanks, HcclGroupRankOfTheAwaitedRankMapsTheWait) {
   EXPECT_EQ(job.dumps[0].pg_config.at("group_name_1654").self_local, 24);
   auto map = PgLocalRankMap(job, nullptr);
   EXPECT_EQ(map["group_name_1654"], (std::map<int64_t, model::Rank>{{24, 7}, {25, 101}}));
-  MapPgLocalRanks(&job);
+  MapPgLocalRanks(&job, &diags);
+  Append(&diags, &job);
   // Rank 101 waited for group rank 24 = global rank 7.
   const auto& w101 = *job.dumps[1].wait;
   EXPECT_FALSE(w101.pg_local);
@@ -66,8 +73,10 @@ TEST(PgLocalRanks, HcclGroupRankOfTheAwaitedRankMapsTheWait) {
 }
 
 TEST(PgLocalRanks, WithoutTheAwaitedRanksFileTheWaitStaysLocal) {
+  model::DiagnosticSink diags;
   model::Job job = HcclJob(false, 0);
-  MapPgLocalRanks(&job);
+  MapPgLocalRanks(&job, &diags);
+  Append(&diags, &job);
   ASSERT_EQ(job.dumps.size(), 1u);
   EXPECT_TRUE(job.dumps[0].wait->pg_local);
   EXPECT_EQ(job.dumps[0].wait->waiting_for, (std::vector<model::Rank>{24}));
@@ -86,6 +95,7 @@ std::string NcclProc(int global, int local) {
 }
 
 TEST(PgLocalRanks, NcclInitLinesGiveASubCommunicatorItsMembers) {
+  model::DiagnosticSink diags;
   model::Job job;
   for (auto [g, l] : {std::pair{4, 0}, std::pair{6, 1}}) {
     for (auto& d :
@@ -95,7 +105,8 @@ TEST(PgLocalRanks, NcclInitLinesGiveASubCommunicatorItsMembers) {
   ASSERT_EQ(job.dumps.size(), 2u);
   EXPECT_EQ(job.dumps[0].rank, 4);                              // its rank in the largest communicator
   EXPECT_FALSE(job.dumps[0].pg_config.at("0x9f").ranks_known);  // one file cannot tell
-  MapPgLocalRanks(&job);
+  MapPgLocalRanks(&job, &diags);
+  Append(&diags, &job);
   for (const auto& d : job.dumps) {
     const auto& cfg = d.pg_config.at("0x9f");
     EXPECT_TRUE(cfg.ranks_known);
@@ -110,7 +121,9 @@ TEST(PgLocalRanks, TwoRanksClaimingOneLocalRankAreNotMapped) {
          ParseForTest(ParseNcclLog, NcclProc(g, 0), -1, &job.diagnostics, "rank" + std::to_string(g) + ".log").dumps)
       job.dumps.push_back(std::move(d));
   }
-  auto map = PgLocalRankMap(job, &job.diagnostics);
+  model::DiagnosticSink diags;
+  auto map = PgLocalRankMap(job, &diags);
+  Append(&diags, &job);
   EXPECT_TRUE(map["0x9f"].empty());
   EXPECT_NE(job.diagnostics.back().message.find("both say they are rank 0 of pg 0x9f"), std::string::npos);
 }

@@ -1,4 +1,4 @@
-// hangdx/ingest/pg_ranks.h
+// hangdx/ingest/cross_rank/pg_ranks.h
 // From ranks inside a process group (communicator-local ranks) to global
 // ranks, when several ranks' files say which local rank each of them is.
 //
@@ -13,6 +13,7 @@
 #include <map>
 #include <string>
 
+#include "hangdx/model/diagnostic_sink.h"
 #include "hangdx/model/job.h"
 
 namespace hangdx::ingest {
@@ -25,17 +26,18 @@ inline bool IsHcclWorldGroup(std::string_view pg) { return pg == "hccl_world_gro
 // PgConfig::self_local. A local rank claimed by two global ranks is dropped
 // (and a kWarning diagnostic added to `diags` when it is non-null).
 std::map<std::string, std::map<int64_t, model::Rank>> PgLocalRankMap(const model::Job& job,
-                                                                     std::vector<model::Diagnostic>* diags);
+                                                                     model::DiagnosticSink* diags);
 
 // Uses PgLocalRankMap to
 //  * turn a live wait on pg-local ranks (WaitSnapshot::pg_local, from HCCL
 //    plogs) into a wait on global ranks when every awaited local rank is
-//    mapped (in hccl_world_group every rank is: local == global) (pg_local becomes false; a kInfo diagnostic says which
-//    file gave the mapping); unmapped waits stay pg-local;
+//    mapped (in hccl_world_group every rank is: local == global):
+//    pg_local becomes false and a kInfo diagnostic to *diags says which
+//    file gave the mapping; unmapped waits stay pg-local;
 //  * give a pg whose size N is known (NCCL log communicators) and whose N
 //    local ranks are all mapped its true member list on every dump that
 //    records it (ranks_known), replacing a guess such as 0..N-1.
 // Never fails.
-void MapPgLocalRanks(model::Job* job);
+void MapPgLocalRanks(model::Job* job, model::DiagnosticSink* diags);
 
 }  // namespace hangdx::ingest

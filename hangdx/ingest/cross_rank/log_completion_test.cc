@@ -1,4 +1,4 @@
-#include "hangdx/ingest/log_completion.h"
+#include "hangdx/ingest/cross_rank/log_completion.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// hangdx/ingest/log_completion.h
+// hangdx/ingest/cross_rank/log_completion.h
 // Which operations read from NCCL debug logs are known to have finished.
 //
 // An NCCL INFO COLL line (`AllReduce: opCount 1a ... comm 0x.. [nranks=N]`,
@@ -8,6 +8,7 @@
 // the whole job show it (rule in DeriveNcclLogCompletion).
 #pragma once
 
+#include "hangdx/model/diagnostic_sink.h"
 #include "hangdx/model/job.h"
 
 namespace hangdx::ingest {
@@ -32,10 +33,11 @@ void DeriveNcclLogCompletion(model::Job* job);
 // rank with Init lines uses. When such a pg is recorded by this rank alone,
 // and exactly one N-rank communicator that other ranks log is absent from
 // this rank, and this rank has exactly one such anonymous pg of size N, the
-// ops are moved to that communicator (an info diagnostic says so);
-// otherwise a warning says that the communicator of those ops is unknown.
+// ops are moved to that communicator (an info diagnostic to *diags says
+// so); otherwise a warning says that the communicator of those ops is
+// unknown.
 // Call before DeriveNcclLogCompletion.
-void MatchAnonymousNcclComms(model::Job* job);
+void MatchAnonymousNcclComms(model::Job* job, model::DiagnosticSink* diags);
 
 // N from a description "NCCL communicator of N ranks..."; -1 otherwise.
 int64_t NcclLogCommSize(std::string_view desc);

@@ -1,7 +1,8 @@
-#include "hangdx/ingest/plog_chain.h"
+#include "hangdx/ingest/cross_rank/plog_chain.h"
 
 #include <gtest/gtest.h>
 
+#include "hangdx/ingest/cross_rank.h"
 #include "hangdx/ingest/load.h"
 
 namespace hangdx::ingest {
@@ -16,6 +17,7 @@ TEST(PlogChain, NotifyWaitsAcrossRanksEndAtTheFailedTask) {
   opt.threads = 1;
   auto job = LoadJob({std::string(HANGDX_SOURCE_DIR) + "/testdata/hccl/notify-chain"}, opt);
   ASSERT_TRUE(job.ok()) << job.status().message();
+  InferAcrossRanks(&*job);
   ASSERT_EQ(job->device.size(), 1u);
   const model::DeviceJob& d = job->device[0];
   ASSERT_EQ(d.ranks.size(), 3u);
@@ -50,6 +52,7 @@ TEST(PlogChain, UnmappedRemoteAloneMakesNoChain) {
                       "/testdata/cases/vllm-ascend3413-hccl-notify-wait-remote-rank/rank101_plog.txt"},
                      opt);
   ASSERT_TRUE(job.ok());
+  InferAcrossRanks(&*job);
   EXPECT_TRUE(job->device.empty());
 }
 
@@ -60,6 +63,7 @@ TEST(PlogChain, KnownRemoteWithoutLogIsTheOneThatNeverSent) {
   std::string dir = std::string(HANGDX_SOURCE_DIR) + "/testdata/hccl/notify-chain/";
   auto job = LoadJob({dir + "plog-30411_20251011150934713.log", dir + "plog-30412_20251011150934902.log"}, opt);
   ASSERT_TRUE(job.ok());
+  InferAcrossRanks(&*job);
   ASSERT_EQ(job->device.size(), 1u);
   const model::DeviceJob& d = job->device[0];
   ASSERT_EQ(d.event_producer_rank.size(), 1u);

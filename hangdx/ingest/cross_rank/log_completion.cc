@@ -1,4 +1,4 @@
-#include "hangdx/ingest/log_completion.h"
+#include "hangdx/ingest/cross_rank/log_completion.h"
 
 #include <algorithm>
 #include <map>
@@ -18,7 +18,7 @@ int64_t NcclLogCommSize(std::string_view desc) {
   return n;
 }
 
-void MatchAnonymousNcclComms(model::Job* job) {
+void MatchAnonymousNcclComms(model::Job* job, model::DiagnosticSink* diags) {
   constexpr std::string_view kAnon = "nccl-comm:";
   auto anonymous = [&](std::string_view name) { return name.substr(0, kAnon.size()) == kAnon; };
   std::map<std::string, std::set<model::Rank>, std::less<>> who;  // pg -> ranks with ops in it
@@ -54,12 +54,11 @@ void MatchAnonymousNcclComms(model::Job* job) {
         node.mapped().name = to;
         node.mapped().desc = "NCCL communicator of " + std::to_string(n) + " ranks";
         d.pg_config.insert(std::move(node));
-        job->diagnostics.push_back(
-            model::MakeDiagnostic(model::Diagnostic::Severity::kInfo, d.file,
-                                  "rank " + std::to_string(d.rank) + " logs ops of an NCCL communicator of " +
-                                      std::to_string(n) + " ranks with no Init line; taken as communicator " + to +
-                                      ", the only one of that size that the other ranks log and this rank does not",
-                                  d.rank));
+        diags->Add(model::Diagnostic::Severity::kInfo, d.file,
+                   "rank " + std::to_string(d.rank) + " logs ops of an NCCL communicator of " + std::to_string(n) +
+                       " ranks with no Init line; taken as communicator " + to +
+                       ", the only one of that size that the other ranks log and this rank does not",
+                   d.rank);
         continue;
       }
       for (const auto& name : names) {
@@ -70,13 +69,12 @@ void MatchAnonymousNcclComms(model::Job* job) {
           cfg->second.ranks = model::SharedRanks();
           cfg->second.ranks_known = false;
         }
-        job->diagnostics.push_back(model::MakeDiagnostic(
-            model::Diagnostic::Severity::kWarning, d.file,
-            "rank " + std::to_string(d.rank) + " logs ops of an NCCL communicator of " + std::to_string(n) +
-                " ranks with no Init line (pg " + name +
-                "), and no other rank logs it under that name: which communicator they belong to is unknown, "
-                "so findings about it may be wrong (collect the log from its start)",
-            d.rank));
+        diags->Add(model::Diagnostic::Severity::kWarning, d.file,
+                   "rank " + std::to_string(d.rank) + " logs ops of an NCCL communicator of " + std::to_string(n) +
+                       " ranks with no Init line (pg " + name +
+                       "), and no other rank logs it under that name: which communicator they belong to is unknown, "
+                       "so findings about it may be wrong (collect the log from its start)",
+                   d.rank);
       }
     }
   }

@@ -1,10 +1,10 @@
-#include "hangdx/ingest/plog_chain.h"
+#include "hangdx/ingest/cross_rank/plog_chain.h"
 
 #include <algorithm>
 #include <map>
 #include <string>
 
-#include "hangdx/ingest/pg_ranks.h"
+#include "hangdx/ingest/cross_rank/pg_ranks.h"
 
 namespace hangdx::ingest {
 namespace {
