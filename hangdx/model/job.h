@@ -235,8 +235,25 @@ struct StackSample {
 
 // A notable line in a rank's log: a watchdog timeout, a crash, a detected
 // mismatch, an exit. `pg`/`seq`/`op` are filled when the line names them.
+//
+// Events read through the message catalogue (ingest/messages: every
+// producer's hang messages, one row per wording) also say which row read
+// them and carry what the message names beyond pg / seq / op.
 struct LogEvent {
-  enum class Kind { kTimeout, kCrash, kMismatch, kExit, kOther };
+  enum class Kind {
+    kTimeout,    // this rank's op did not finish within its timeout
+    kCrash,      // this rank failed by itself (CUDA error, segfault, OOM)
+    kMismatch,   // the producer compared ranks' ops and found them different
+    kExit,       // the process exited or was killed (exit code, signal)
+    kOther,      // notable, no claim the analysis reads
+    kCulprit,    // the producer names the ranks to blame (desync report, stall inspector, fr_trace)
+    kStall,      // a rank has waited long, no timeout fired yet: maybe a hang
+    kPeerLost,   // a connection to a peer closed / reset / timed out
+    kAbort,      // the process was taken down because of a timeout
+    kHeartbeat,  // the watchdog / heartbeat monitor itself is stuck
+    kProgress,   // normal progress was logged after this point
+    kConfig,     // a setting relevant to known bugs (setting = value)
+  };
   Kind kind = Kind::kOther;
   std::string message;  // the line (or its key part), trimmed
   std::string file;
@@ -244,6 +261,17 @@ struct LogEvent {
   std::string pg;     // pg name as the log gives it, "" if none
   int64_t seq = -1;
   std::string op;
+  std::string message_id;         // catalogue row that read it ("torch.desync.finished_not_joined"), "" otherwise
+  std::vector<Rank> ranks;        // ranks the message names as culprits / missing / lagging
+  std::vector<Rank> ready_ranks;  // ranks it names as arrived / fine
+  bool ranks_pg_local = false;    // `ranks` / `ready_ranks` are ranks inside `pg`, not global
+  Rank peer = -1;                 // the other side (global rank), -1 unknown
+  std::string peer_addr;          // or its address as printed ("10.0.0.1:29500")
+  int64_t waited_ms = -1;         // how long the rank had waited when it printed this, -1 unknown
+  int64_t timeout_ms = -1;        // the timeout in force, -1 unknown
+  int64_t exit_code = 0;          // kExit: the exit code (negative: killed by signal -exit_code)
+  int64_t signal = -1;            // kExit / kCrash: the signal, -1 none
+  std::string setting, value;     // kConfig: NCCL_LAUNCH_MODE = GROUP
 };
 
 // A device task that a device log reports stuck or failed: an HCCL plog's
