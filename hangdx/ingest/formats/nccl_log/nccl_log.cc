@@ -124,158 +124,189 @@ int SniffNcclLog(std::string_view data) {
   return yes ? 50 : 0;
 }
 
-bool ParseNcclLog(const Artifact& in, RecordSink* out) {
-  std::string_view data = in.data;
-  const int64_t rank_hint = in.rank_hint;
-  static const RE2 kColl(
-      R"re((\w+): opCount ([0-9a-fA-F]+) sendbuff (\S+) recvbuff (\S+) count (\d+) datatype (\d+) op (\d+) root (-?\d+) comm (\S+)(?: \[nranks=(\d+)\])?)re");
-  static const RE2 kInit(R"re(comm (0x[0-9a-fA-F]+|\(nil\)) rank (\d+) n[Rr]anks (\d+))re");
-  static const RE2 kCommId(R"re(commId (0x[0-9a-fA-F]+))re");
+namespace {
 
-  std::vector<Proc> procs;
-  std::map<int64_t, model::SharedRanks> world_lists;  // communicator size -> its ranks 0..size-1
-  std::map<std::string, size_t> proc_index;
-  std::map<std::string, size_t> ptr_owner;             // comm pointer -> proc (pointers are per-process addresses)
-  std::vector<std::pair<PendingOp, int64_t>> orphans;  // prefix-less op lines, with their offset
-  std::string file_version;
-  std::set<int64_t> versioned;  // ranks given a library version
-  auto proc_for = [&](const std::string& key, int64_t offset) -> Proc& {
-    auto [it, fresh] = proc_index.try_emplace(key, procs.size());
-    if (fresh) {
-      procs.emplace_back();
-      procs.back().key = key;
-      procs.back().first_offset = offset;
+// One pass over an NCCL log: a handler per kind of line collects each
+// process's communicators, enqueued ops and events; Finish() places the
+// prefix-less op lines and writes every process's records as its rank's.
+class NcclLogReader {
+ public:
+  NcclLogReader(const Artifact& in, RecordSink* out) : in_(in), out_(out) {}
+
+  void Read() {
+    LineReader reader(in_.data);
+    for (Line l; reader.Next(&l);) OnLine(l);
+    if (reader.truncated_lines() > 0)
+      out_->Diag(Sev::kInfo, std::to_string(reader.truncated_lines()) + " over-long lines cut at " +
+                                 std::to_string(kMaxLineBytes) + " bytes");
+  }
+
+  void Finish() {
+    PlaceOrphans();
+    size_t real_procs = 0;
+    for (auto& p : procs_)
+      if (!p.ops.empty() || !p.comms.empty()) ++real_procs;
+    for (auto& p : procs_) {
+      if (p.ops.empty() && p.comms.empty() && p.events.empty()) continue;
+      int64_t rank = RankOf(p, real_procs);
+      if (rank < 0) {
+        out_->Diag(Sev::kWarning,
+                   "NCCL process " + (p.key.empty() ? std::string("(no prefix)") : p.key) +
+                       ": no Init line or rank prefix says its rank; its lines are not used",
+                   -1, p.first_offset);
+        continue;
+      }
+      EmitProc(&p, rank);
     }
-    return procs[it->second];
-  };
+  }
 
-  LineReader reader(data);
-  for (Line l; reader.Next(&l);) {
+ private:
+  void OnLine(const Line& l) {
     std::string_view t = l.text;
-    if (t.empty()) continue;
+    if (t.empty()) return;
     Anchor a;
     bool anchored = FindAnchor(t, &a);
     std::string_view msg = anchored ? a.msg : t;
     std::string key, tid;
     if (anchored) Identity(a.head, &key, &tid);
-
     // Per-op enqueue line (also without a prefix when output was interleaved).
     size_t oc = msg.find(": opCount ");
-    if (oc != std::string_view::npos) {
-      size_t b = oc;
-      while (b > 0 && (isalnum(static_cast<unsigned char>(msg[b - 1])) || msg[b - 1] == '_')) --b;
-      std::string name, opcount, sendbuf, recvbuf, ptr, nranks;
-      int64_t count = -1, dtype = -1, redop = -1, root = -1;
-      re2::StringPiece in(msg.data() + b, msg.size() - b);
-      if (RE2::PartialMatch(in, kColl, &name, &opcount, &sendbuf, &recvbuf, &count, &dtype, &redop, &root, &ptr,
-                            &nranks)) {
-        PendingOp op;
-        op.nccl_name = name;
-        op.comm_ptr = ptr;
-        op.count = count;
-        op.dtype = dtype;
-        op.root = root;
-        op.tid = tid;
-        op.line = l.number;
-        if (!ParseHex(opcount, &op.op_count)) op.op_count = -1;
-        if (!nranks.empty() && !ParseDec(nranks, &op.nranks)) op.nranks = -1;
-        if (anchored && !key.empty()) {
-          Proc& p = proc_for(key, l.offset);
-          if (l.rank >= 0) p.prefix_rank = l.rank;
-          auto c = p.comms.find(ptr);
-          if (c != p.comms.end()) op.comm_id = c->second.comm_id;
-          ptr_owner.try_emplace(ptr, proc_index[key]);
-          p.ops.push_back(std::move(op));
-        } else {
-          orphans.emplace_back(std::move(op), l.offset);
-          if (l.rank >= 0) orphans.back().first.tid = "rank" + std::to_string(l.rank);
-        }
-      } else {
-        out->Diag(Sev::kWarning, "line " + std::to_string(l.number) + ": NCCL enqueue line not understood (truncated?)",
-                  -1, l.offset);
-      }
-      continue;
-    }
+    if (oc != std::string_view::npos) return OnEnqueue(l, msg, oc, anchored ? key : std::string(), tid);
     if (!anchored) {
-      if (t.substr(0, 13) == "NCCL version ") file_version = std::string(Trim(t.substr(13)));
-      continue;
+      if (t.substr(0, 13) == "NCCL version ") file_version_ = std::string(Trim(t.substr(13)));
+      return;
     }
     if (key.empty()) key = "?";  // an NCCL line whose prefix was cut
-    Proc& p = proc_for(key, l.offset);
+    Proc& p = ProcFor(key, l.offset);
     if (l.rank >= 0) p.prefix_rank = l.rank;
     if (msg.substr(0, 13) == "NCCL version ") {
       std::string_view v = Trim(msg.substr(13));
       p.version = std::string(v.substr(0, v.find(' ')));
-      continue;
+      return;
     }
+    if (OnInit(l, msg, key, &p)) return;
+    if (a.level == "WARN" || (a.level == "INFO" && WarnKind(msg) == model::LogEvent::Kind::kCrash)) OnWarn(l, msg, &p);
+  }
+
+  // `AllReduce: opCount 1a sendbuff ... comm 0x.. [nranks=N] ...`
+  // (src/enqueue.cc), its name starting before `oc`. `key` is the line's
+  // host:pid, "" when the line has no NCCL prefix (an orphan).
+  void OnEnqueue(const Line& l, std::string_view msg, size_t oc, const std::string& key, const std::string& tid) {
+    static const RE2 kColl(
+        R"re((\w+): opCount ([0-9a-fA-F]+) sendbuff (\S+) recvbuff (\S+) count (\d+) datatype (\d+) op (\d+) root (-?\d+) comm (\S+)(?: \[nranks=(\d+)\])?)re");
+    size_t b = oc;
+    while (b > 0 && (isalnum(static_cast<unsigned char>(msg[b - 1])) || msg[b - 1] == '_')) --b;
+    std::string name, opcount, sendbuf, recvbuf, ptr, nranks;
+    int64_t count = -1, dtype = -1, redop = -1, root = -1;
+    re2::StringPiece text(msg.data() + b, msg.size() - b);
+    if (!RE2::PartialMatch(text, kColl, &name, &opcount, &sendbuf, &recvbuf, &count, &dtype, &redop, &root, &ptr,
+                           &nranks)) {
+      out_->Diag(Sev::kWarning, "line " + std::to_string(l.number) + ": NCCL enqueue line not understood (truncated?)",
+                 -1, l.offset);
+      return;
+    }
+    PendingOp op;
+    op.nccl_name = name;
+    op.comm_ptr = ptr;
+    op.count = count;
+    op.dtype = dtype;
+    op.root = root;
+    op.tid = tid;
+    op.line = l.number;
+    if (!ParseHex(opcount, &op.op_count)) op.op_count = -1;
+    if (!nranks.empty() && !ParseDec(nranks, &op.nranks)) op.nranks = -1;
+    if (key.empty()) {
+      orphans_.emplace_back(std::move(op), l.offset);
+      if (l.rank >= 0) orphans_.back().first.tid = "rank" + std::to_string(l.rank);
+      return;
+    }
+    Proc& p = ProcFor(key, l.offset);
+    if (l.rank >= 0) p.prefix_rank = l.rank;
+    auto c = p.comms.find(ptr);
+    if (c != p.comms.end()) op.comm_id = c->second.comm_id;
+    ptr_owner_.try_emplace(ptr, proc_index_[key]);
+    p.ops.push_back(std::move(op));
+  }
+
+  // `comm 0x.. rank R nranks N ... commId 0x.. - Init COMPLETE` and the
+  // Abort / Destroy COMPLETE lines (src/init.cc). False when not one.
+  bool OnInit(const Line& l, std::string_view msg, const std::string& key, Proc* p) {
+    static const RE2 kInit(R"re(comm (0x[0-9a-fA-F]+|\(nil\)) rank (\d+) n[Rr]anks (\d+))re");
+    static const RE2 kCommId(R"re(commId (0x[0-9a-fA-F]+))re");
     std::string ptr;
     int64_t rank = -1, nranks = -1;
-    if (RE2::PartialMatch(re2::StringPiece(msg.data(), msg.size()), kInit, &ptr, &rank, &nranks)) {
-      Comm& c = p.comms[ptr];
-      c.ptr = ptr;
-      c.rank = rank;
-      c.nranks = nranks;
-      std::string id;
-      if (RE2::PartialMatch(re2::StringPiece(msg.data(), msg.size()), kCommId, &id)) c.comm_id = id;
-      ptr_owner.try_emplace(ptr, proc_index[key]);
-      if (Contains(msg, "Abort COMPLETE") || Contains(msg, "Destroy COMPLETE")) {
-        model::LogEvent e;
-        e.kind = model::LogEvent::Kind::kExit;
-        e.message = "NCCL communicator " + ptr + (Contains(msg, "Abort") ? " aborted" : " destroyed");
-        e.file = out->file();
-        e.line = l.number;
-        e.pg = c.comm_id;
-        p.events.push_back(std::move(e));
-      }
-      continue;
+    if (!RE2::PartialMatch(re2::StringPiece(msg.data(), msg.size()), kInit, &ptr, &rank, &nranks)) return false;
+    Comm& c = p->comms[ptr];
+    c.ptr = ptr;
+    c.rank = rank;
+    c.nranks = nranks;
+    std::string id;
+    if (RE2::PartialMatch(re2::StringPiece(msg.data(), msg.size()), kCommId, &id)) c.comm_id = id;
+    ptr_owner_.try_emplace(ptr, proc_index_[key]);
+    if (Contains(msg, "Abort COMPLETE") || Contains(msg, "Destroy COMPLETE")) {
+      model::LogEvent e;
+      e.kind = model::LogEvent::Kind::kExit;
+      e.message = "NCCL communicator " + ptr + (Contains(msg, "Abort") ? " aborted" : " destroyed");
+      e.file = out_->file();
+      e.line = l.number;
+      e.pg = c.comm_id;
+      p->events.push_back(std::move(e));
     }
-    if (a.level == "WARN" || (a.level == "INFO" && WarnKind(msg) == model::LogEvent::Kind::kCrash)) {
-      if (p.events.size() < 200) {
-        model::LogEvent e;
-        e.kind = WarnKind(msg);
-        e.message = std::string(Trim(msg.substr(0, 1024)));
-        e.file = out->file();
-        e.line = l.number;
-        p.events.push_back(std::move(e));
-      }
-    }
+    return true;
   }
-  if (reader.truncated_lines() > 0)
-    out->Diag(Sev::kInfo, std::to_string(reader.truncated_lines()) + " over-long lines cut at " +
-                              std::to_string(kMaxLineBytes) + " bytes");
+
+  // A WARN line (or an INFO line reporting a CUDA failure): a LogEvent.
+  void OnWarn(const Line& l, std::string_view msg, Proc* p) {
+    if (p->events.size() >= 200) return;
+    model::LogEvent e;
+    e.kind = WarnKind(msg);
+    e.message = std::string(Trim(msg.substr(0, 1024)));
+    e.file = out_->file();
+    e.line = l.number;
+    p->events.push_back(std::move(e));
+  }
+
+  Proc& ProcFor(const std::string& key, int64_t offset) {
+    auto [it, fresh] = proc_index_.try_emplace(key, procs_.size());
+    if (fresh) {
+      procs_.emplace_back();
+      procs_.back().key = key;
+      procs_.back().first_offset = offset;
+    }
+    return procs_[it->second];
+  }
 
   // Prefix-less op lines: the process whose comm pointer they name, else the
   // only process of the file.
-  for (auto& [op, offset] : orphans) {
-    auto own = ptr_owner.find(op.comm_ptr);
-    size_t idx;
-    if (own != ptr_owner.end()) {
-      idx = own->second;
-    } else if (procs.size() <= 1) {
-      if (procs.empty()) proc_for("", offset);
-      idx = 0;
-      ptr_owner.try_emplace(op.comm_ptr, idx);
-    } else {
-      out->Diag(Sev::kWarning,
-                "line " + std::to_string(op.line) +
-                    ": NCCL enqueue line without a host:pid prefix in a log of several processes; "
-                    "cannot tell whose it is",
-                -1, offset);
-      continue;
+  void PlaceOrphans() {
+    for (auto& [op, offset] : orphans_) {
+      auto own = ptr_owner_.find(op.comm_ptr);
+      size_t idx;
+      if (own != ptr_owner_.end()) {
+        idx = own->second;
+      } else if (procs_.size() <= 1) {
+        if (procs_.empty()) ProcFor("", offset);
+        idx = 0;
+        ptr_owner_.try_emplace(op.comm_ptr, idx);
+      } else {
+        out_->Diag(Sev::kWarning,
+                   "line " + std::to_string(op.line) +
+                       ": NCCL enqueue line without a host:pid prefix in a log of several processes; "
+                       "cannot tell whose it is",
+                   -1, offset);
+        continue;
+      }
+      procs_[idx].ops.push_back(std::move(op));
     }
-    procs[idx].ops.push_back(std::move(op));
+    // Keep file order of ops per process (orphans were appended last).
+    for (auto& p : procs_)
+      std::stable_sort(p.ops.begin(), p.ops.end(),
+                       [](const PendingOp& a, const PendingOp& b) { return a.line < b.line; });
   }
-  // Keep file order of ops per process (orphans were appended last).
-  for (auto& p : procs)
-    std::stable_sort(p.ops.begin(), p.ops.end(),
-                     [](const PendingOp& a, const PendingOp& b) { return a.line < b.line; });
 
-  size_t real_procs = 0;
-  for (auto& p : procs)
-    if (!p.ops.empty() || !p.comms.empty()) ++real_procs;
-  for (auto& p : procs) {
-    if (p.ops.empty() && p.comms.empty() && p.events.empty()) continue;
-    // The process's global rank.
+  // The process's global rank: a prefix's, else its rank in its largest
+  // communicator, else the file's when it holds one process; -1 unknown.
+  int64_t RankOf(const Proc& p, size_t real_procs) const {
     int64_t rank = p.prefix_rank;
     if (rank < 0) {
       int64_t best = -1;
@@ -285,109 +316,142 @@ bool ParseNcclLog(const Artifact& in, RecordSink* out) {
           rank = c.rank;
         }
     }
-    if (rank < 0 && real_procs <= 1) rank = rank_hint;
-    if (rank < 0) {
-      out->Diag(Sev::kWarning,
-                "NCCL process " + (p.key.empty() ? std::string("(no prefix)") : p.key) +
-                    ": no Init line or rank prefix says its rank; its lines are not used",
-                -1, p.first_offset);
-      continue;
+    if (rank < 0 && real_procs <= 1) rank = in_.rank_hint;
+    return rank;
+  }
+
+  // Writes process *p's records as rank `rank`'s.
+  void EmitProc(Proc* p, int64_t rank) {
+    out_->NoteRank(rank);
+    // A process's own "NCCL version" line, else the file's (first wins).
+    if (!p->version.empty() || (!file_version_.empty() && !versioned_.count(rank))) {
+      out_->SetCommLibVersion(rank, p->version.empty() ? file_version_ : p->version);
+      versioned_.insert(rank);
     }
     int64_t largest = 0;
-    for (const auto& [ptr, c] : p.comms) largest = std::max(largest, c.nranks);
-    out->NoteRank(rank);
-    model::Interner& pool = out->Strings(rank);
-    // A process's own "NCCL version" line, else the file's (first wins).
-    if (!p.version.empty() || (!file_version.empty() && !versioned.count(rank))) {
-      out->SetCommLibVersion(rank, p.version.empty() ? file_version : p.version);
-      versioned.insert(rank);
-    }
-    // Names of communicators without a commId: by size and first use.
-    std::map<std::string, std::string> anon_name;  // ptr -> name
-    std::map<int64_t, int> anon_count;             // nranks -> how many so far
-    auto pg_of = [&](PendingOp& op, int64_t* comm_rank, int64_t* nranks) -> std::string {
-      auto c = p.comms.find(op.comm_ptr);
-      *comm_rank = c != p.comms.end() ? c->second.rank : -1;
-      *nranks = op.nranks >= 0 ? op.nranks : (c != p.comms.end() ? c->second.nranks : -1);
-      if (op.comm_id.empty() && c != p.comms.end()) op.comm_id = c->second.comm_id;
-      if (!op.comm_id.empty()) return op.comm_id;
-      auto [it, fresh] = anon_name.try_emplace(op.comm_ptr);
-      if (fresh) it->second = "nccl-comm:n" + std::to_string(*nranks) + "#" + std::to_string(anon_count[*nranks]++);
-      return it->second;
-    };
-    for (auto& op : p.ops) {
-      int64_t comm_rank, nranks;
-      std::string pg = pg_of(op, &comm_rank, &nranks);
-      std::string_view torch_op = NcclOpToTorch(op.nccl_name);
-      model::OpRecord r;
-      r.record_id = static_cast<int64_t>(out->OpCount(rank));
-      r.pg_name = pool.Str(pg);
-      bool p2p = torch_op == "send" || torch_op == "recv";
-      std::string prof = "nccl:" + std::string(torch_op.empty() ? std::string_view(op.nccl_name) : torch_op);
-      int64_t self = comm_rank >= 0 ? comm_rank : (nranks > rank ? rank : -1);
-      if (p2p && self >= 0 && op.root >= 0)
-        prof += torch_op == "send" ? " " + std::to_string(self) + "->" + std::to_string(op.root)
-                                   : " " + std::to_string(self) + "<-" + std::to_string(op.root);
-      r.profiling_name = pool.Str(prof);
-      model::ParseProfilingName(&r);
-      r.is_p2p = p2p;
-      if (p2p)
-        r.p2p_seq = op.op_count;
-      else
-        r.collective_seq = op.op_count;
-      int64_t n = op.count;
-      model::Shape in{n}, outs{n};
-      if (torch_op == "all_gather" && nranks > 0 && n <= INT64_MAX / nranks) outs = {n * nranks};
-      if (torch_op == "reduce_scatter" && nranks > 0 && n <= INT64_MAX / nranks) in = {n * nranks};
-      r.input_sizes = pool.Intern(model::Shapes{in});
-      r.output_sizes = pool.Intern(model::Shapes{outs});
-      std::string dt(NcclDtypeName(op.dtype));
-      if (dt.empty() && op.dtype >= 0) dt = "nccl_dtype_" + std::to_string(op.dtype);
-      r.input_dtypes = r.output_dtypes = pool.Intern(model::Dtypes{dt});
-      r.thread_id = pool.Str(op.tid);
-      // Enqueue lines say nothing about completion: every op is scheduled
-      // until the whole job's logs show otherwise (DeriveNcclLogCompletion).
-      r.state = model::OpState::kScheduled;
-      out->AddOp(rank, r);
-      if (nranks > 0 && !out->FindPgConfig(rank, pg)) {
-        model::PgConfig cfg;
-        cfg.name = pg;
-        // "NCCL communicator of N ranks": DeriveNcclLogCompletion reads N.
-        cfg.desc = "NCCL communicator of " + std::to_string(nranks) + " ranks" +
-                   (op.comm_id.empty() ? ", no Init line: matched across ranks by size and order" : "");
-        // Members are global ranks: known when the comm is as large as the
-        // process's largest (the world) and this rank's comm rank is its
-        // global rank (or unknown). Other comms: from all members' Init
-        // lines (MapPgLocalRanks), else inferred from who records them.
-        if ((comm_rank < 0 || comm_rank == rank) && rank < nranks && nranks >= largest &&
-            nranks <= (int64_t{1} << 20)) {
-          // One list per communicator size, shared: many comms of a
-          // hostile log must not each allocate a million ranks.
-          auto& members = world_lists[nranks];
-          if (members.empty()) {
-            std::vector<model::Rank> all(static_cast<size_t>(nranks));
-            for (int64_t k = 0; k < nranks; ++k) all[k] = k;
-            members = model::SharedRanks(std::move(all));
-          }
-          cfg.ranks = members;
-          cfg.ranks_known = true;
-        }
-        out->PgConfig(rank, pg) = std::move(cfg);
-      }
-    }
+    for (const auto& [ptr, c] : p->comms) largest = std::max(largest, c.nranks);
+    anon_name_.clear();
+    anon_count_.clear();
+    for (auto& op : p->ops) EmitOp(*p, &op, rank, largest);
     // Which rank of each communicator this process is (from its Init line).
-    for (const auto& [ptr, c] : p.comms) {
+    for (const auto& [ptr, c] : p->comms) {
       if (c.comm_id.empty() || c.rank < 0 || c.nranks <= 0 || c.rank >= c.nranks) continue;
-      bool fresh = !out->FindPgConfig(rank, c.comm_id);
-      model::PgConfig& cfg = out->PgConfig(rank, c.comm_id);
+      bool fresh = !out_->FindPgConfig(rank, c.comm_id);
+      model::PgConfig& cfg = out_->PgConfig(rank, c.comm_id);
       if (fresh) cfg.desc = "NCCL communicator of " + std::to_string(c.nranks) + " ranks";
       cfg.self_local = c.rank;
     }
-    for (auto& e : p.events) {
-      e.file = out->file();
-      out->AddEvent(rank, std::move(e));
+    for (auto& e : p->events) {
+      e.file = out_->file();
+      out_->AddEvent(rank, std::move(e));
     }
   }
+
+  // The pg an op of process `p` belongs to: its communicator's commId, else
+  // "nccl-comm:n<nranks>#<k>" by size and first use; sets the process's
+  // rank in it and the communicator's size (-1 unknown).
+  std::string PgOf(const Proc& p, PendingOp* op, int64_t* comm_rank, int64_t* nranks) {
+    auto c = p.comms.find(op->comm_ptr);
+    *comm_rank = c != p.comms.end() ? c->second.rank : -1;
+    *nranks = op->nranks >= 0 ? op->nranks : (c != p.comms.end() ? c->second.nranks : -1);
+    if (op->comm_id.empty() && c != p.comms.end()) op->comm_id = c->second.comm_id;
+    if (!op->comm_id.empty()) return op->comm_id;
+    auto [it, fresh] = anon_name_.try_emplace(op->comm_ptr);
+    if (fresh) it->second = "nccl-comm:n" + std::to_string(*nranks) + "#" + std::to_string(anon_count_[*nranks]++);
+    return it->second;
+  }
+
+  // One enqueued op as an OpRecord of `rank`, and its pg's config when it
+  // is the first op of that pg.
+  void EmitOp(const Proc& p, PendingOp* op, int64_t rank, int64_t largest) {
+    model::Interner& pool = out_->Strings(rank);
+    int64_t comm_rank, nranks;
+    std::string pg = PgOf(p, op, &comm_rank, &nranks);
+    std::string_view torch_op = NcclOpToTorch(op->nccl_name);
+    model::OpRecord r;
+    r.record_id = static_cast<int64_t>(out_->OpCount(rank));
+    r.pg_name = pool.Str(pg);
+    bool p2p = torch_op == "send" || torch_op == "recv";
+    std::string prof = "nccl:" + std::string(torch_op.empty() ? std::string_view(op->nccl_name) : torch_op);
+    int64_t self = comm_rank >= 0 ? comm_rank : (nranks > rank ? rank : -1);
+    if (p2p && self >= 0 && op->root >= 0)
+      prof += torch_op == "send" ? " " + std::to_string(self) + "->" + std::to_string(op->root)
+                                 : " " + std::to_string(self) + "<-" + std::to_string(op->root);
+    r.profiling_name = pool.Str(prof);
+    model::ParseProfilingName(&r);
+    r.is_p2p = p2p;
+    if (p2p)
+      r.p2p_seq = op->op_count;
+    else
+      r.collective_seq = op->op_count;
+    int64_t n = op->count;
+    model::Shape ins{n}, outs{n};
+    if (torch_op == "all_gather" && nranks > 0 && n <= INT64_MAX / nranks) outs = {n * nranks};
+    if (torch_op == "reduce_scatter" && nranks > 0 && n <= INT64_MAX / nranks) ins = {n * nranks};
+    r.input_sizes = pool.Intern(model::Shapes{ins});
+    r.output_sizes = pool.Intern(model::Shapes{outs});
+    std::string dt(NcclDtypeName(op->dtype));
+    if (dt.empty() && op->dtype >= 0) dt = "nccl_dtype_" + std::to_string(op->dtype);
+    r.input_dtypes = r.output_dtypes = pool.Intern(model::Dtypes{dt});
+    r.thread_id = pool.Str(op->tid);
+    // Enqueue lines say nothing about completion: every op is scheduled
+    // until the whole job's logs show otherwise (DeriveNcclLogCompletion).
+    r.state = model::OpState::kScheduled;
+    out_->AddOp(rank, r);
+    if (nranks > 0 && !out_->FindPgConfig(rank, pg))
+      out_->PgConfig(rank, pg) = NewPgConfig(pg, op->comm_id.empty(), comm_rank, rank, nranks, largest);
+  }
+
+  // The config of an NCCL-log communicator `pg` of `nranks` ranks, first
+  // seen by rank `rank` (its rank in it `comm_rank`, -1 unknown; `largest`
+  // the size of the process's largest communicator).
+  model::PgConfig NewPgConfig(const std::string& pg, bool anonymous, int64_t comm_rank, int64_t rank, int64_t nranks,
+                              int64_t largest) {
+    model::PgConfig cfg;
+    cfg.name = pg;
+    // "NCCL communicator of N ranks": DeriveNcclLogCompletion reads N.
+    cfg.desc = "NCCL communicator of " + std::to_string(nranks) + " ranks" +
+               (anonymous ? ", no Init line: matched across ranks by size and order" : "");
+    // Members are global ranks: known when the comm is as large as the
+    // process's largest (the world) and this rank's comm rank is its global
+    // rank (or unknown). Other comms: from all members' Init lines
+    // (MapPgLocalRanks), else inferred from who records them.
+    if ((comm_rank < 0 || comm_rank == rank) && rank < nranks && nranks >= largest && nranks <= (int64_t{1} << 20)) {
+      // One list per communicator size, shared: many comms of a hostile log
+      // must not each allocate a million ranks.
+      auto& members = world_lists_[nranks];
+      if (members.empty()) {
+        std::vector<model::Rank> all(static_cast<size_t>(nranks));
+        for (int64_t k = 0; k < nranks; ++k) all[k] = k;
+        members = model::SharedRanks(std::move(all));
+      }
+      cfg.ranks = members;
+      cfg.ranks_known = true;
+    }
+    return cfg;
+  }
+
+  const Artifact& in_;
+  RecordSink* out_;
+  std::vector<Proc> procs_;
+  std::map<std::string, size_t> proc_index_;            // host:pid -> procs_
+  std::map<std::string, size_t> ptr_owner_;             // comm pointer -> proc (pointers are per-process addresses)
+  std::vector<std::pair<PendingOp, int64_t>> orphans_;  // prefix-less op lines, with their offset
+  std::map<int64_t, model::SharedRanks> world_lists_;   // communicator size -> its ranks 0..size-1
+  std::string file_version_;                            // a prefix-less "NCCL version" line
+  std::set<int64_t> versioned_;                         // ranks given a library version
+  // Names of the current process's communicators without a commId: by
+  // size and first use.
+  std::map<std::string, std::string> anon_name_;  // ptr -> name
+  std::map<int64_t, int> anon_count_;             // nranks -> how many so far
+};
+
+}  // namespace
+
+bool ParseNcclLog(const Artifact& in, RecordSink* out) {
+  NcclLogReader reader(in, out);
+  reader.Read();
+  reader.Finish();
   return true;
 }
 

@@ -105,6 +105,13 @@ Fingerprint ParseFingerprint(std::string_view s) {
   return f;
 }
 
+// A traceback frame line, `  File "x.py", line 3, in f` (CPython
+// Python/traceback.c): indent, file, line, function.
+const RE2& FileLine() {
+  static const RE2 re("^(\\s*)File \"([^\"]*)\", line (\\d+), in (.*)$");
+  return re;
+}
+
 bool IsCrashText(std::string_view m) {
   for (std::string_view k :
        {"CUDA error", "illegal memory access", "Segmentation fault", "SIGSEGV", "SIGABRT", "Fatal Python error",
@@ -163,44 +170,32 @@ int SniffTorchLog(std::string_view data) {
   return 0;
 }
 
-bool ParseTorchLog(const Artifact& in, RecordSink* out) {
-  std::string_view data = in.data;
-  const int64_t rank_hint = in.rank_hint;
-  static const RE2 kWork(
-      R"re(Work([A-Z]+)\(SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(\d+), NumelOut=(\d+))?, Timeout\(ms\)=(\d+)\)(?: ran for (\d+) milliseconds)?)re");
-  static const RE2 kOldStatus(
-      R"re(Timeout at NCCL work: (-?\d+), last enqueued NCCL work: (-?\d+), last completed NCCL work: (-?\d+))re");
-  static const RE2 kNewStatus(
-      R"re(failure detected by watchdog at work sequence id: (-?\d+) PG status: last enqueued work: (-?\d+), last completed work: (-?\d+))re");
-  static const RE2 kDumpFrom(R"re(collective timeout from\s+rank (\d+))re");
-  static const RE2 kElastic(R"re(failed \(exitcode: (-?\d+)\) local_rank: (\d+))re");
-  static const RE2 kFileLine(R"re(^(\s*)File "([^"]*)", line (\d+), in (.*)$)re");
-  static const RE2 kException(R"re(^\s*([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)): (.*)$)re");
+namespace {
 
-  std::vector<Timeout> timeouts;
-  std::vector<Status> statuses;
-  std::set<int64_t> timed_out_ranks;
-  std::map<int64_t, int> events_of, stacks_of;  // per rank: how many this file gave (capped)
-  std::set<std::tuple<int64_t, Kind, std::string, int64_t, std::string>> seen_events;
+// One pass over c10d text: a handler per kind of line (traceback frames,
+// watchdog timeouts, PG status lines, DETAIL mismatches and fingerprints,
+// crashes and exits) collects what the lines say; Finish() writes the
+// fingerprints, timeouts and pg statuses, which need lines read later.
+class TorchLogReader {
+ public:
+  TorchLogReader(const Artifact& in, RecordSink* out) : in_(in), out_(out) {}
 
-  auto event = [&](int64_t rank, Kind kind, std::string_view msg, int64_t line, std::string pg = {}, int64_t seq = -1,
-                   std::string op = {}) {
-    if (rank < 0) return;
-    out->NoteRank(rank);
-    if (events_of[rank] >= 500) return;
-    // The same text repeated (exception + what()) counts once.
-    if (!seen_events.emplace(rank, kind, pg, seq, std::string(Trim(msg.substr(0, 2048)))).second) return;
-    ++events_of[rank];
-    model::LogEvent e;
-    e.kind = kind;
-    e.message = std::string(Trim(msg.substr(0, 2048)));
-    e.file = out->file();
-    e.line = line;
-    e.pg = std::move(pg);
-    e.seq = seq;
-    e.op = std::move(op);
-    out->AddEvent(rank, std::move(e));
-  };
+  void Read() {
+    LineReader reader(in_.data);
+    for (Line l; reader.Next(&l);) OnLine(l);
+    CloseTraceback({}, 0);
+    truncated_lines_ = reader.truncated_lines();
+  }
+
+  void Finish() {
+    for (const auto& [key, c] : fingerprints_) EmitFingerprint(key.first, c.f);
+    for (const auto& to : timeouts_) EmitTimeout(to);
+    EmitStatuses();
+    if (truncated_lines_ > 0)
+      out_->Diag(Sev::kInfo, std::to_string(truncated_lines_) + " over-long lines cut", in_.rank_hint);
+  }
+
+ private:
   // Fingerprints by (rank, seq): a rank's own report beats another rank's
   // report of it, which beats an inference; the first of equals wins.
   enum FpSource { kInferred, kNamed, kOwn };
@@ -208,17 +203,236 @@ bool ParseTorchLog(const Artifact& in, RecordSink* out) {
     FpSource source;
     Fingerprint f;
   };
-  std::map<std::pair<int64_t, int64_t>, FpClaim> fingerprints;
-  std::set<std::tuple<int64_t, int64_t, int64_t>> inferred_from;  // (a, b, seq) whose ranks below b were claimed
-  auto claim = [&](int64_t rank, const Fingerprint& f, FpSource source) {
-    if (rank < 0 || !f.ok || fingerprints.size() >= (1u << 20)) return;
-    auto [it, fresh] = fingerprints.try_emplace({rank, f.seq}, FpClaim{source, f});
-    if (!fresh && source > it->second.source) it->second = FpClaim{source, f};
+  // The Python traceback being collected.
+  struct Traceback {
+    bool open = false;
+    size_t indent = 0;
+    int64_t rank = -1, line = 0;
+    std::vector<model::Frame> frames;  // outermost first, as printed
   };
-  auto fingerprint_op = [&](int64_t rank, const Fingerprint& f) {
-    model::Interner& pool = out->Strings(rank);
+
+  void OnLine(const Line& l) {
+    std::string_view t = l.text;
+    PgPrefix pg = FindPgPrefix(t);
+    int64_t rank = l.rank >= 0 ? l.rank : (pg.found && pg.IsDefault() && pg.rank >= 0) ? pg.rank : in_.rank_hint;
+    if (OnTraceback(l, rank)) return;
+    if (Contains(t, "Traceback (most recent call last):")) return;
+    // Watchdog timeout (and its repeats in "terminated with exception" / what()).
+    if (Contains(t, "Watchdog caught collective operation timeout")) return OnTimeout(l, pg, rank);
+    if (OnStatus(l, pg)) return;
+    if (Contains(t, "Detected mismatch between collectives")) return OnMismatch(l, rank);
+    if (Contains(t, "Running collective: CollectiveFingerPrint(")) {
+      Fingerprint f = ParseFingerprint(t.substr(t.find("CollectiveFingerPrint(")));
+      Claim(l.rank >= 0 ? l.rank : pg.rank >= 0 ? pg.rank : in_.rank_hint, f, kOwn);
+      return;
+    }
+    if (Contains(t, "is running inconsistent collective")) return Event(rank, Kind::kMismatch, t, l.number, "0");
+    OnCrashOrExit(l, pg, rank);
+  }
+
+  // `File "x.py", line 3, in f` frames and the exception line that ends
+  // them (a Python traceback); true when the line belongs to one.
+  bool OnTraceback(const Line& l, int64_t rank) {
+    std::string_view t = l.text;
+    std::string indent, fname, func;
+    int64_t fline = 0;
+    if (RE2::FullMatch(re2::StringPiece(t.data(), t.size()), FileLine(), &indent, &fname, &fline, &func)) {
+      if (!tb_.open) {
+        tb_.open = true;
+        tb_.indent = indent.size();
+        tb_.rank = rank;
+        tb_.line = l.number;
+      }
+      if (tb_.frames.size() < 512) tb_.frames.push_back({std::string(Trim(func)), fname, fline});
+      return true;
+    }
+    if (!tb_.open) return false;
+    size_t ind = 0;
+    while (ind < t.size() && (t[ind] == ' ' || t[ind] == '\t')) ++ind;
+    if (t.empty() || ind > tb_.indent) return true;  // the source line of a frame, or ^^^ markers
+    CloseTraceback(t, l.number);
+    return false;
+  }
+
+  // Ends the open traceback: its stack (innermost first) and, from the
+  // exception line that follows it, a crash or exit event.
+  void CloseTraceback(std::string_view exception_line, int64_t line_no) {
+    static const RE2 kException(R"re(^\s*([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)): (.*)$)re");
+    if (!tb_.open) return;
+    tb_.open = false;
+    if (tb_.rank < 0 || tb_.frames.empty()) return;
+    out_->NoteRank(tb_.rank);
+    model::StackSample s;
+    s.thread = "traceback";
+    s.frames.assign(tb_.frames.rbegin(), tb_.frames.rend());
+    s.file = out_->file();
+    s.line = tb_.line;
+    if (stacks_of_[tb_.rank]++ < 200) out_->AddStack(tb_.rank, std::move(s));
+    tb_.frames.clear();
+    std::string ex, msg;
+    if (!exception_line.empty() &&
+        RE2::PartialMatch(re2::StringPiece(exception_line.data(), exception_line.size()), kException, &ex, &msg)) {
+      if (Contains(msg, "Detected mismatch between collectives")) return;  // the mismatch handler has it
+      Kind k = IsCrashText(msg) ? Kind::kCrash : IsConsequenceText(msg) ? Kind::kExit : Kind::kCrash;
+      Event(tb_.rank, k, ex + ": " + msg, line_no);
+    }
+  }
+
+  // `Watchdog caught collective operation timeout: WorkNCCL(SeqNum=N,
+  // OpType=..., Timeout(ms)=...) ran for N milliseconds` (checkTimeout).
+  void OnTimeout(const Line& l, const PgPrefix& pg, int64_t rank) {
+    static const RE2 kWork(
+        R"re(Work([A-Z]+)\(SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(\d+), NumelOut=(\d+))?, Timeout\(ms\)=(\d+)\)(?: ran for (\d+) milliseconds)?)re");
+    std::string_view t = l.text;
+    Timeout to;
+    std::string numel_in, numel_out, ran;
+    size_t w = t.find("Work");
+    std::string_view rest = t.substr(w == std::string_view::npos ? 0 : w);
+    if (!RE2::PartialMatch(re2::StringPiece(rest.data(), rest.size()), kWork, &to.backend, &to.seq, &to.op_type,
+                           &numel_in, &numel_out, &to.timeout_ms, &ran)) {
+      out_->Diag(Sev::kWarning,
+                 "line " + std::to_string(l.number) + ": watchdog timeout line not understood (truncated?)", rank,
+                 l.offset);
+      return;
+    }
+    if (!numel_in.empty() && !ParseDec(numel_in, &to.numel_in)) to.numel_in = -1;
+    if (!numel_out.empty() && !ParseDec(numel_out, &to.numel_out)) to.numel_out = -1;
+    if (!ran.empty() && !ParseDec(ran, &to.ran_ms)) to.ran_ms = -1;
+    to.global = l.rank;
+    to.pg_rank = pg.rank;
+    to.pg = pg;
+    to.message = std::string(t.substr(t.find("Watchdog caught")).substr(0, 1024));
+    to.line = l.number;
+    to.offset = l.offset;
+    timed_out_ranks_.insert(rank);
+    for (const auto& o : timeouts_)
+      if (o.seq == to.seq && o.global == to.global && o.pg_rank == to.pg_rank && o.op_type == to.op_type &&
+          (o.pg.Name() == to.pg.Name() || !to.pg.found))
+        return;  // the same timeout repeated
+    timeouts_.push_back(std::move(to));
+  }
+
+  // The PG status line after a timeout (both wordings of the releases);
+  // false when the line is none.
+  bool OnStatus(const Line& l, const PgPrefix& pg) {
+    static const RE2 kOldStatus(
+        R"re(Timeout at NCCL work: (-?\d+), last enqueued NCCL work: (-?\d+), last completed NCCL work: (-?\d+))re");
+    static const RE2 kNewStatus(
+        R"re(failure detected by watchdog at work sequence id: (-?\d+) PG status: last enqueued work: (-?\d+), last completed work: (-?\d+))re");
+    re2::StringPiece t(l.text.data(), l.text.size());
+    Status st;
+    if (!RE2::PartialMatch(t, kNewStatus, &st.seq, &st.enqueued, &st.completed) &&
+        !RE2::PartialMatch(t, kOldStatus, &st.seq, &st.enqueued, &st.completed))
+      return false;
+    st.global = l.rank;
+    st.pg_rank = pg.rank;
+    st.pg = pg;
+    statuses_.push_back(st);
+    return true;
+  }
+
+  // TORCH_DISTRIBUTED_DEBUG=DETAIL: `Detected mismatch between collectives
+  // on ranks. Rank A is running collective: CollectiveFingerPrint(...), but
+  // Rank B is running collective: CollectiveFingerPrint(...)`.
+  void OnMismatch(const Line& l, int64_t rank) {
+    static const RE2 kRanks(
+        R"re(Rank (\d+) is running collective: CollectiveFingerPrint\((.*?)\), but Rank (\d+) is running collective: CollectiveFingerPrint\((.*))re");
+    std::string_view t = l.text;
+    int64_t a = -1, b = -1;
+    std::string fa, fb;
+    if (!RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), kRanks, &a, &fa, &b, &fb)) {
+      Event(rank, Kind::kMismatch, t.substr(t.find("Detected mismatch")), l.number);
+      return;
+    }
+    Fingerprint pa = ParseFingerprint(fa), pb = ParseFingerprint(fb);
+    std::string msg(t.substr(t.find("Detected mismatch")).substr(0, 2048));
+    // The ranks of the message are ranks of the checked pg; a [rankN]:
+    // prefix naming another rank means that pg is not the world: its ranks
+    // cannot be placed, only the event is kept.
+    if (l.rank >= 0 && l.rank != a) {
+      Event(l.rank, Kind::kMismatch, msg + " [ranks of a sub-group, not global]", l.number, "", pa.ok ? pa.seq + 1 : -1,
+            TorchOpName(pa.op_type));
+      return;
+    }
+    // The reporting rank (a) compared its fingerprint with every rank's in
+    // rank order and stopped at the first that differs (b): the ranks below
+    // b agree with a (ProcessGroupWrapper.cpp verify()).
+    Claim(a, pa, kOwn);
+    Claim(b, pb, kNamed);
+    // Once per (reporter, first differing rank, seq): a log repeating the
+    // line (or a hostile one) must not redo 65,536 claims a line.
+    if (pa.ok && inferred_from_.emplace(a, b, pa.seq).second && fingerprints_.size() < (1u << 20))
+      for (int64_t r = 0; r < b && r < (1 << 16); ++r)
+        if (r != a) Claim(r, pa, kInferred);
+    Event(a, Kind::kMismatch, msg, l.number, "0",
+          pa.ok   ? pa.seq + 1
+          : pb.ok ? pb.seq + 1
+                  : -1,
+          TorchOpName(pa.op_type));
+  }
+
+  // Watchdog crashes, terminate / exit lines, torchelastic failures,
+  // heartbeat and dump notes, CUDA and NCCL errors: events.
+  void OnCrashOrExit(const Line& l, const PgPrefix& pg, int64_t rank) {
+    static const RE2 kDumpFrom(R"re(collective timeout from\s+rank (\d+))re");
+    static const RE2 kElastic(R"re(failed \(exitcode: (-?\d+)\) local_rank: (\d+))re");
+    std::string_view t = l.text;
+    re2::StringPiece sp(t.data(), t.size());
+    size_t wd = t.find("watchdog thread terminated with exception: ");
+    int64_t code = 0, local = -1, first = -1;
+    if (wd != std::string_view::npos) {
+      std::string_view why = t.substr(wd + 44);
+      if (!Contains(why, "Watchdog caught")) Event(rank, Kind::kCrash, t, l.number, pg.Name());
+    } else if (Contains(t, "terminate called")) {
+      Event(rank, timed_out_ranks_.count(rank) || rank < 0 ? Kind::kExit : Kind::kCrash, t, l.number);
+    } else if (Contains(t, "we are taking the entire process down")) {
+      Event(rank, Kind::kExit, t, l.number, pg.Name());
+    } else if (RE2::PartialMatch(sp, kElastic, &code, &local)) {
+      // torchelastic prints the local rank; the global one is unknown here.
+      Event(l.rank >= 0 ? l.rank : local, Kind::kExit,
+            std::string(t) + (l.rank >= 0 ? "" : " [rank is torchelastic's local_rank]"), l.number);
+    } else if (Contains(t, "Heartbeat monitor timed out") || Contains(t, "watchdog got stuck")) {
+      Event(rank, Kind::kOther, t, l.number, pg.Name());
+    } else if (RE2::PartialMatch(sp, kDumpFrom, &first)) {
+      Event(rank, Kind::kOther, t.substr(0, 512), l.number, pg.Name());
+    } else if (IsCrashText(t) && !Contains(t, "CUDA_LAUNCH_BLOCKING") && !Contains(t, "might be asynchronously") &&
+               !Contains(t, "TORCH_USE_CUDA_DSA")) {  // CUDA's advice lines repeat the words of the error
+      Event(rank, Kind::kCrash, t, l.number, pg.found ? pg.Name() : "");
+    }
+  }
+
+  // A LogEvent of `rank` (none for rank -1; at most 500 a rank; the same
+  // text repeated, as an exception and its what(), counts once).
+  void Event(int64_t rank, Kind kind, std::string_view msg, int64_t line, std::string pg = {}, int64_t seq = -1,
+             std::string op = {}) {
+    if (rank < 0) return;
+    out_->NoteRank(rank);
+    if (events_of_[rank] >= 500) return;
+    std::string text(Trim(msg.substr(0, 2048)));
+    if (!seen_events_.emplace(rank, kind, pg, seq, text).second) return;
+    ++events_of_[rank];
+    model::LogEvent e;
+    e.kind = kind;
+    e.message = std::move(text);
+    e.file = out_->file();
+    e.line = line;
+    e.pg = std::move(pg);
+    e.seq = seq;
+    e.op = std::move(op);
+    out_->AddEvent(rank, std::move(e));
+  }
+
+  void Claim(int64_t rank, const Fingerprint& f, FpSource source) {
+    if (rank < 0 || !f.ok || fingerprints_.size() >= (1u << 20)) return;
+    auto [it, fresh] = fingerprints_.try_emplace({rank, f.seq}, FpClaim{source, f});
+    if (!fresh && source > it->second.source) it->second = FpClaim{source, f};
+  }
+
+  // A fingerprint as the rank's op on the default pg.
+  void EmitFingerprint(int64_t rank, const Fingerprint& f) {
+    model::Interner& pool = out_->Strings(rank);
     model::OpRecord r;
-    r.record_id = static_cast<int64_t>(out->OpCount(rank));
+    r.record_id = static_cast<int64_t>(out_->OpCount(rank));
     r.pg_name = pool.Str("0");
     r.pg_desc = pool.Str("default_pg");
     // SequenceNumber is the pg's collective count before this op
@@ -230,200 +444,16 @@ bool ParseTorchLog(const Artifact& in, RecordSink* out) {
     if (f.has_shape) r.input_sizes = r.output_sizes = pool.Intern(model::Shapes{f.shape});
     if (!f.dtype.empty()) r.input_dtypes = r.output_dtypes = pool.Intern(model::Dtypes{f.dtype});
     r.state = model::OpState::kScheduled;
-    out->AddOp(rank, r);
-  };
-
-  // Python traceback being collected.
-  struct Tb {
-    bool open = false;
-    size_t indent = 0;
-    int64_t rank = -1, line = 0;
-    std::vector<model::Frame> frames;  // outermost first, as printed
-  } tb;
-  auto close_tb = [&](std::string_view exception_line, int64_t line_no) {
-    if (!tb.open) return;
-    tb.open = false;
-    if (tb.rank < 0 || tb.frames.empty()) return;
-    out->NoteRank(tb.rank);
-    model::StackSample s;
-    s.thread = "traceback";
-    s.frames.assign(tb.frames.rbegin(), tb.frames.rend());
-    s.file = out->file();
-    s.line = tb.line;
-    if (stacks_of[tb.rank]++ < 200) out->AddStack(tb.rank, std::move(s));
-    tb.frames.clear();
-    std::string ex, msg;
-    if (!exception_line.empty() &&
-        RE2::PartialMatch(re2::StringPiece(exception_line.data(), exception_line.size()), kException, &ex, &msg)) {
-      if (Contains(msg, "Detected mismatch between collectives")) return;  // the mismatch handler has it
-      Kind k = IsCrashText(msg) ? Kind::kCrash : IsConsequenceText(msg) ? Kind::kExit : Kind::kCrash;
-      event(tb.rank, k, ex + ": " + msg, line_no);
-    }
-  };
-
-  LineReader reader(data);
-  for (Line l; reader.Next(&l);) {
-    std::string_view t = l.text;
-    PgPrefix pg = FindPgPrefix(t);
-    int64_t rank = l.rank >= 0 ? l.rank : (pg.found && pg.IsDefault() && pg.rank >= 0) ? pg.rank : rank_hint;
-
-    // Tracebacks.
-    std::string indent, fname, func;
-    int64_t fline = 0;
-    if (RE2::FullMatch(re2::StringPiece(t.data(), t.size()), kFileLine, &indent, &fname, &fline, &func)) {
-      if (!tb.open) {
-        tb.open = true;
-        tb.indent = indent.size();
-        tb.rank = rank;
-        tb.line = l.number;
-      }
-      if (tb.frames.size() < 512) tb.frames.push_back({std::string(Trim(func)), fname, fline});
-      continue;
-    }
-    if (tb.open) {
-      size_t ind = 0;
-      while (ind < t.size() && (t[ind] == ' ' || t[ind] == '\t')) ++ind;
-      if (t.empty() || ind > tb.indent) continue;  // the source line of a frame, or ^^^ markers
-      close_tb(t, l.number);
-    }
-    if (Contains(t, "Traceback (most recent call last):")) continue;
-
-    // Watchdog timeout (and its repeats in "terminated with exception" / what()).
-    if (Contains(t, "Watchdog caught collective operation timeout")) {
-      Timeout to;
-      std::string numel_in, numel_out, ran;
-      size_t w = t.find("Work");
-      std::string_view rest = t.substr(w == std::string_view::npos ? 0 : w);
-      if (RE2::PartialMatch(re2::StringPiece(rest.data(), rest.size()), kWork, &to.backend, &to.seq, &to.op_type,
-                            &numel_in, &numel_out, &to.timeout_ms, &ran)) {
-        if (!numel_in.empty() && !ParseDec(numel_in, &to.numel_in)) to.numel_in = -1;
-        if (!numel_out.empty() && !ParseDec(numel_out, &to.numel_out)) to.numel_out = -1;
-        if (!ran.empty() && !ParseDec(ran, &to.ran_ms)) to.ran_ms = -1;
-        to.global = l.rank;
-        to.pg_rank = pg.rank;
-        to.pg = pg;
-        to.message = std::string(t.substr(t.find("Watchdog caught")).substr(0, 1024));
-        to.line = l.number;
-        to.offset = l.offset;
-        timed_out_ranks.insert(rank);
-        bool dup = false;
-        for (const auto& o : timeouts)
-          if (o.seq == to.seq && o.global == to.global && o.pg_rank == to.pg_rank && o.op_type == to.op_type &&
-              (o.pg.Name() == to.pg.Name() || !to.pg.found))
-            dup = true;
-        if (!dup) timeouts.push_back(std::move(to));
-      } else {
-        out->Diag(Sev::kWarning,
-                  "line " + std::to_string(l.number) + ": watchdog timeout line not understood (truncated?)", rank,
-                  l.offset);
-      }
-      continue;
-    }
-    // PG status after a timeout.
-    {
-      Status st;
-      if (RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), kNewStatus, &st.seq, &st.enqueued, &st.completed) ||
-          RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), kOldStatus, &st.seq, &st.enqueued, &st.completed)) {
-        st.global = l.rank;
-        st.pg_rank = pg.rank;
-        st.pg = pg;
-        statuses.push_back(st);
-        continue;
-      }
-    }
-    // DETAIL fingerprints.
-    if (Contains(t, "Detected mismatch between collectives")) {
-      static const RE2 kRanks(
-          R"re(Rank (\d+) is running collective: CollectiveFingerPrint\((.*?)\), but Rank (\d+) is running collective: CollectiveFingerPrint\((.*))re");
-      int64_t a = -1, b = -1;
-      std::string fa, fb;
-      if (RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), kRanks, &a, &fa, &b, &fb)) {
-        Fingerprint pa = ParseFingerprint(fa), pb = ParseFingerprint(fb);
-        std::string msg(t.substr(t.find("Detected mismatch")).substr(0, 2048));
-        // The ranks of the message are ranks of the checked pg; a [rankN]:
-        // prefix naming another rank means that pg is not the world: its
-        // ranks cannot be placed, only the event is kept.
-        if (l.rank >= 0 && l.rank != a) {
-          event(l.rank, Kind::kMismatch, msg + " [ranks of a sub-group, not global]", l.number, "",
-                pa.ok ? pa.seq + 1 : -1, TorchOpName(pa.op_type));
-          continue;
-        }
-        // The reporting rank (a) compared its fingerprint with every rank's
-        // in rank order and stopped at the first that differs (b): the
-        // ranks below b agree with a (ProcessGroupWrapper.cpp verify()).
-        claim(a, pa, kOwn);
-        claim(b, pb, kNamed);
-        // Once per (reporter, first differing rank, seq): a log repeating
-        // the line (or a hostile one) must not redo 65,536 claims a line.
-        if (pa.ok && inferred_from.emplace(a, b, pa.seq).second && fingerprints.size() < (1u << 20))
-          for (int64_t r = 0; r < b && r < (1 << 16); ++r)
-            if (r != a) claim(r, pa, kInferred);
-        event(a, Kind::kMismatch, msg, l.number, "0",
-              pa.ok   ? pa.seq + 1
-              : pb.ok ? pb.seq + 1
-                      : -1,
-              TorchOpName(pa.op_type));
-      } else {
-        event(rank, Kind::kMismatch, t.substr(t.find("Detected mismatch")), l.number);
-      }
-      continue;
-    }
-    if (Contains(t, "Running collective: CollectiveFingerPrint(")) {
-      Fingerprint f = ParseFingerprint(t.substr(t.find("CollectiveFingerPrint(")));
-      claim(l.rank >= 0 ? l.rank : pg.rank >= 0 ? pg.rank : rank_hint, f, kOwn);
-      continue;
-    }
-    if (Contains(t, "is running inconsistent collective")) {
-      event(rank, Kind::kMismatch, t, l.number, "0");
-      continue;
-    }
-    // Crashes and exits.
-    size_t wd = t.find("watchdog thread terminated with exception: ");
-    if (wd != std::string_view::npos) {
-      std::string_view why = t.substr(wd + 44);
-      if (!Contains(why, "Watchdog caught")) event(rank, Kind::kCrash, t, l.number, pg.Name());
-      continue;
-    }
-    if (Contains(t, "terminate called")) {
-      event(rank, timed_out_ranks.count(rank) || rank < 0 ? Kind::kExit : Kind::kCrash, t, l.number);
-      continue;
-    }
-    if (Contains(t, "we are taking the entire process down")) {
-      event(rank, Kind::kExit, t, l.number, pg.Name());
-      continue;
-    }
-    int64_t code = 0, local = -1;
-    if (RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), kElastic, &code, &local)) {
-      // torchelastic prints the local rank; the global one is unknown here.
-      event(l.rank >= 0 ? l.rank : local, Kind::kExit,
-            std::string(t) + (l.rank >= 0 ? "" : " [rank is torchelastic's local_rank]"), l.number);
-      continue;
-    }
-    if (Contains(t, "Heartbeat monitor timed out") || Contains(t, "watchdog got stuck")) {
-      event(rank, Kind::kOther, t, l.number, pg.Name());
-      continue;
-    }
-    int64_t first = -1;
-    if (RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), kDumpFrom, &first)) {
-      event(rank, Kind::kOther, t.substr(0, 512), l.number, pg.Name());
-      continue;
-    }
-    if (IsCrashText(t) && !Contains(t, "CUDA_LAUNCH_BLOCKING") && !Contains(t, "might be asynchronously") &&
-        !Contains(t, "TORCH_USE_CUDA_DSA")) {  // CUDA's advice lines repeat the words of the error
-      event(rank, Kind::kCrash, t, l.number, pg.found ? pg.Name() : "");
-      continue;
-    }
+    out_->AddOp(rank, r);
   }
-  close_tb({}, 0);
-  for (const auto& [key, c] : fingerprints) fingerprint_op(key.first, c.f);
 
-  // Timeouts: pg from the status line of the same rank and seq when the
-  // watchdog line names none; the global rank from [rankN]:, a default-pg
-  // rank, or the file's rank.
-  for (auto& to : timeouts) {
+  // A timeout as the rank's op and a kTimeout event. Its pg: the watchdog
+  // line's, else the status line's of the same rank and seq; its global
+  // rank from [rankN]:, a default-pg rank, or the file's rank.
+  void EmitTimeout(const Timeout& to) {
     PgPrefix pg = to.pg;
     if (!pg.found || (pg.id.empty() && pg.guid.empty())) {
-      for (const auto& st : statuses)
+      for (const auto& st : statuses_)
         if (st.seq == to.seq && st.pg.found && !st.pg.Name().empty() &&
             ((to.global >= 0 && st.global == to.global) || (to.global < 0 && st.pg_rank == to.pg_rank))) {
           pg = st.pg;
@@ -434,17 +464,16 @@ bool ParseTorchLog(const Artifact& in, RecordSink* out) {
     std::string desc = pg.desc.empty() && name == "0" ? "default_pg" : pg.desc;
     int64_t rank = to.global;
     if (rank < 0 && (name == "0" || desc == "default_pg")) rank = to.pg_rank;
-    if (rank < 0) rank = rank_hint;
+    if (rank < 0) rank = in_.rank_hint;
     if (rank < 0) rank = to.pg_rank;
     if (rank < 0) {
-      out->Diag(Sev::kWarning, "line " + std::to_string(to.line) + ": watchdog timeout of an unknown rank", -1,
-                to.offset);
-      continue;
+      out_->Diag(Sev::kWarning, "line " + std::to_string(to.line) + ": watchdog timeout of an unknown rank", -1,
+                 to.offset);
+      return;
     }
-    timed_out_ranks.insert(rank);
-    model::Interner& pool = out->Strings(rank);
+    model::Interner& pool = out_->Strings(rank);
     model::OpRecord r;
-    r.record_id = static_cast<int64_t>(out->OpCount(rank));
+    r.record_id = static_cast<int64_t>(out_->OpCount(rank));
     r.pg_name = pool.Str(name);
     r.pg_desc = pool.Str(desc);
     r.collective_seq = to.seq;
@@ -466,27 +495,49 @@ bool ParseTorchLog(const Artifact& in, RecordSink* out) {
     r.completed = false;
     r.timeout_ms = to.timeout_ms;
     if (to.ran_ms >= 0) r.duration_ms = static_cast<double>(to.ran_ms);
-    out->AddOp(rank, r);
+    out_->AddOp(rank, r);
     model::LogEvent e;
     e.kind = Kind::kTimeout;
     e.message = to.message;
-    e.file = out->file();
+    e.file = out_->file();
     e.line = to.line;
     e.pg = name;
     e.seq = to.seq;
     e.op = op;
-    out->AddEvent(rank, std::move(e));
+    out_->AddEvent(rank, std::move(e));
   }
-  for (const auto& st : statuses) {
-    int64_t rank = st.global >= 0 ? st.global : (st.pg.IsDefault() ? st.pg_rank : rank_hint);
-    int64_t id = -1;
-    if (rank < 0 || !ParseDec(st.pg.id.empty() ? "0" : st.pg.id, &id)) continue;
-    model::PgStatus& ps = out->PgStatus(rank, id);
-    ps.last_enqueued = std::max(ps.last_enqueued, st.enqueued);
-    ps.last_completed = std::max(ps.last_completed, st.completed);
+
+  // Last enqueued / completed work per (rank, numeric PG ID).
+  void EmitStatuses() {
+    for (const auto& st : statuses_) {
+      int64_t rank = st.global >= 0 ? st.global : (st.pg.IsDefault() ? st.pg_rank : in_.rank_hint);
+      int64_t id = -1;
+      if (rank < 0 || !ParseDec(st.pg.id.empty() ? "0" : st.pg.id, &id)) continue;
+      model::PgStatus& ps = out_->PgStatus(rank, id);
+      ps.last_enqueued = std::max(ps.last_enqueued, st.enqueued);
+      ps.last_completed = std::max(ps.last_completed, st.completed);
+    }
   }
-  if (reader.truncated_lines() > 0)
-    out->Diag(Sev::kInfo, std::to_string(reader.truncated_lines()) + " over-long lines cut", rank_hint);
+
+  const Artifact& in_;
+  RecordSink* out_;
+  Traceback tb_;
+  std::vector<Timeout> timeouts_;
+  std::vector<Status> statuses_;
+  std::set<int64_t> timed_out_ranks_;
+  std::map<int64_t, int> events_of_, stacks_of_;  // per rank: how many this file gave (capped)
+  std::set<std::tuple<int64_t, Kind, std::string, int64_t, std::string>> seen_events_;
+  std::map<std::pair<int64_t, int64_t>, FpClaim> fingerprints_;
+  std::set<std::tuple<int64_t, int64_t, int64_t>> inferred_from_;  // (a, b, seq) whose ranks below b were claimed
+  int64_t truncated_lines_ = 0;
+};
+
+}  // namespace
+
+bool ParseTorchLog(const Artifact& in, RecordSink* out) {
+  TorchLogReader reader(in, out);
+  reader.Read();
+  reader.Finish();
   return true;
 }
 
