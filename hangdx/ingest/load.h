@@ -24,6 +24,7 @@
 
 namespace hangdx::ingest {
 
+// How LoadJob reads: threads, rank overrides, limits, progress.
 struct LoadOptions {
   int threads = 0;                         // 0: all cores
   std::map<std::string, int64_t> rank_of;  // file path -> rank (overrides the name)

@@ -38,6 +38,8 @@
 
 namespace hangdx::ingest {
 
+// The interface every format's parse function writes into (see above).
+// Implementations decide what is kept; a parser only adds and updates.
 class RecordSink {
  public:
   virtual ~RecordSink() = default;
@@ -63,6 +65,8 @@ class RecordSink {
   // Appends a stack frame to `rank`'s frame table; returns its index, for
   // an OpRecord::frames stack.
   virtual uint32_t AddFrame(model::Rank rank, model::Frame frame) = 0;
+  // Append a stack sample, a log event, a stuck or failed device task of
+  // `rank` (RankDump::stacks, events, device_tasks), in the file's order.
   virtual void AddStack(model::Rank rank, model::StackSample stack) = 0;
   virtual void AddEvent(model::Rank rank, model::LogEvent event) = 0;
   virtual void AddDeviceTask(model::Rank rank, model::DeviceTaskReport task) = 0;
@@ -114,6 +118,8 @@ class DumpBuilder final : public RecordSink {
 
   // Records of `file`; diagnostics go to *diags, which must outlive this.
   DumpBuilder(std::string file, model::DiagnosticSink* diags) : file_(std::move(file)), diags_(diags) {}
+
+  // RecordSink, as documented there: each record lands in its rank's dump.
 
   const std::string& file() const override { return file_; }
   void Diag(model::Diagnostic::Severity severity, std::string message, model::Rank rank = -1,

@@ -10,7 +10,9 @@
 // torch.distributed's _dump_nccl_trace); the JSON from
 // FlightRecorder::dump_json (nlohmann::json; `_dump_fr_trace_json`,
 // `_dump_nccl_trace_json`). The two differ: JSON has no frames, pg_status
-// values are strings, time_discovered_* are 0 instead of None.
+// values are strings, time_discovered_* are 0 instead of None. Version
+// history: docs/flight-recorder.md section 2.7 (a bare list before 2.2 is
+// read as entries; `comm_lib_version` replaced `nccl_version` in 2.10).
 //
 //   DumpBuilder out(path, &diags);
 //   if (ParseFlightRecorderPickle(Artifact{data, path, /*rank_hint=*/3}, &out)) ...

@@ -11,7 +11,9 @@
 // Upstream: CANN HCCL task_exception_handler.cc, heartbeat.cc,
 // hccl_opbase_atrace_info.cc (hicann/hccl docs fault_diagnosis/
 // task_exec_stage.md); the EI00xx texts from CANN's error manager; torch_npu
-// (Ascend/pytorch) PTA headers. See docs/log-formats.md section 5.
+// (Ascend/pytorch) PTA headers. Versions: the task-exception records of
+// CANN 6 (one line), 8.0 and >= 8.5 (base / groupRank / opData lines). See
+// docs/log-formats.md section 5.
 #pragma once
 
 #include <string_view>

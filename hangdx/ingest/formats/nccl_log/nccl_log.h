@@ -8,7 +8,10 @@
 // `AllReduce: opCount 1a sendbuff ... count N datatype D op O root R comm 0x..
 // [nranks=N] stream 0x..` is src/enqueue.cc (ncclEnqueueCheck); the
 // `comm 0x.. rank R nranks N ... commId 0x.. - Init COMPLETE` lines are
-// src/init.cc. See docs/log-formats.md section 1.
+// src/init.cc. Versions: the enqueue line is the same text from NCCL 2.3 to
+// 2.30; Init lines carry commId from 2.12 (earlier logs name communicators
+// by pointer only, so their ops are matched by size and order). See
+// docs/log-formats.md section 1.
 #pragma once
 
 #include <string_view>

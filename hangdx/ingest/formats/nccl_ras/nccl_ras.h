@@ -6,7 +6,8 @@
 // that have not launched the newest operation.
 //
 // Upstream: NVIDIA/nccl src/ras/client_support.cc (report templates),
-// src/ras/client.cc. See docs/log-formats.md section 2.1.
+// src/ras/client.cc; the text report of NCCL 2.24 and later (RAS appeared
+// in 2.24). See docs/log-formats.md section 2.1.
 #pragma once
 
 #include <string_view>

@@ -6,7 +6,9 @@
 //
 // Upstream: py-spy src/dump.rs and src/stack_trace.rs (benfred/py-spy); gdb's
 // backtrace command; CPython Python/traceback.c (faulthandler
-// dump_traceback). See docs/log-formats.md section 4.
+// dump_traceback). Versions: the py-spy text and --json dumps of its
+// current releases, gdb's long-stable backtrace format, faulthandler of
+// CPython 3. See docs/log-formats.md section 4.
 #pragma once
 
 #include <string_view>

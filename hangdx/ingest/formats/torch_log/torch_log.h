@@ -8,7 +8,8 @@
 // (WorkNCCL::checkTimeout, watchdogHandler, logPrefix), ProcessGroupWrapper.cpp
 // (CollectiveFingerPrint), c10/util/Logging.cpp (the `[rank3]:[E1218 ...
 // file:line]` prefix), torch/distributed/elastic/multiprocessing/api.py.
-// See docs/log-formats.md section 3.
+// Versions: the watchdog line of torch <= 2.0 (no NumelIn/NumelOut) and
+// later, both PG-status line forms, checked on torch 2.13 (testdata/torch). See docs/log-formats.md section 3.
 #pragma once
 
 #include <string_view>
