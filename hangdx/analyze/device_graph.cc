@@ -104,9 +104,12 @@ const char* FixHint(Kind kind) {
   }
 }
 
-class Analyzer {
+// The device-level engine: builds the typed wait-for graph of one DeviceJob,
+// reduces it and explains what is stuck (the contract is in device_graph.h).
+// One object per analysis; Run() once.
+class DeviceGraph {
  public:
-  explicit Analyzer(const model::DeviceJob& job) : job_(job), n_(static_cast<OpId>(job.ops.size())) {}
+  explicit DeviceGraph(const model::DeviceJob& job) : job_(job), n_(static_cast<OpId>(job.ops.size())) {}
 
   DeviceAnalysis Run() {
     Locate();
@@ -225,105 +228,128 @@ class Analyzer {
     std::map<std::string, OpId> last_for;  // stream -> last entry destined to it
   };
 
+  // Per-rank state while its edges are made: the last live task of each
+  // stream, and each task queue's state by name.
+  struct RankState {
+    std::map<std::string, OpId> stream_tail;
+    std::map<std::string, QueueState> queues;
+    // The last op destined to `stream` before the pending ops: in a queue,
+    // else on the stream.
+    OpId Destined(const std::string& stream) const {
+      for (const auto& [name, qs] : queues) {
+        auto it = qs.last_for.find(stream);
+        if (it != qs.last_for.end()) return it->second;
+      }
+      return Tail(stream_tail, stream);
+    }
+  };
+
   void RankEdges(int32_t r) {
     const model::DeviceRank& dr = job_.ranks[r];
     for (size_t pi = 0; pi < dr.pools.size(); ++pi) pool_of_[{r, dr.pools[pi].name}] = static_cast<int32_t>(pi);
-    std::map<std::string, OpId> stream_tail;
-    for (const auto& s : dr.streams) {
+    RankState rs;
+    StreamEdges(r, &rs);
+    QueueEdges(r, &rs);
+    // Host_syncs already blocking a thread wait for what is destined to their stream.
+    for (const auto& t : dr.threads) {
+      OpId b = t.blocked_on;
+      if (Live(b) && job_.ops[b].kind == OpKind::kHostSync && job_.ops[b].event.empty())
+        Edge(FNode(b), FNode(rs.Destined(job_.ops[b].stream)), Why::kStreamDrain);
+    }
+    for (const auto& t : dr.threads) ThreadEdges(r, t, rs);
+  }
+
+  // A stream runs its tasks in order.
+  void StreamEdges(int32_t r, RankState* rs) {
+    for (const auto& s : job_.ranks[r].streams) {
       OpId prev = -1;
       for (OpId t : s.tasks) {
         if (!Live(t) || where_[t].place != Where::kStream || where_[t].rank != r) continue;
         if (prev >= 0) Edge(SNode(t), FNode(prev), Why::kStreamOrder);
         prev = t;
       }
-      if (prev >= 0) stream_tail[s.name] = prev;
+      if (prev >= 0) rs->stream_tail[s.name] = prev;
     }
-    std::map<std::string, QueueState> queues;
+  }
+
+  // The issue stage of op `e` entering a queue behind `tail` (or, at its
+  // head, behind the op its dispatcher is blocked on).
+  void QueueOrderEdge(OpId e, OpId tail, OpId dispatching) {
+    if (tail >= 0) {
+      if (Blocks(job_.ops[tail]))
+        Edge(INode(e), FNode(tail), Why::kQueueHostBlock);
+      else
+        Edge(INode(e), INode(tail), Why::kQueueOrder);
+    } else if (dispatching >= 0) {
+      Edge(INode(e), FNode(dispatching), Why::kQueueDispatching);
+    }
+  }
+
+  // A task queue dispatches in FIFO order; each entry starts on its stream
+  // after what was destined there before it.
+  void QueueEdges(int32_t r, RankState* rs) {
+    const model::DeviceRank& dr = job_.ranks[r];
     for (size_t qi = 0; qi < dr.queues.size(); ++qi) {
       const model::TaskQueue& q = dr.queues[qi];
       std::string name = job_.queue_mode == QueueMode::kPerDevice && dr.queues.size() == 1 ? "device" : q.name;
-      QueueState& qs = queues[name];
+      QueueState& qs = rs->queues[name];
       qs.index = static_cast<int32_t>(qi);
       qs.dispatching = Live(q.dispatching) ? q.dispatching : -1;
       for (OpId e : q.entries) {
         if (!Live(e) || where_[e].place != Where::kQueue || where_[e].rank != r) continue;
         const DevOp& op = job_.ops[e];
-        if (qs.tail >= 0) {
-          if (Blocks(job_.ops[qs.tail]))
-            Edge(INode(e), FNode(qs.tail), Why::kQueueHostBlock);
-          else
-            Edge(INode(e), INode(qs.tail), Why::kQueueOrder);
-        } else if (qs.dispatching >= 0) {
-          Edge(INode(e), FNode(qs.dispatching), Why::kQueueDispatching);
-        }
+        QueueOrderEdge(e, qs.tail, qs.tail >= 0 ? -1 : qs.dispatching);
         auto ahead = qs.last_for.find(op.stream);
-        OpId prev = ahead != qs.last_for.end() ? ahead->second : Tail(stream_tail, op.stream);
+        OpId prev = ahead != qs.last_for.end() ? ahead->second : Tail(rs->stream_tail, op.stream);
         Edge(SNode(e), FNode(prev), Why::kStreamOrder);
         qs.last_for[op.stream] = e;
         qs.tail = e;
       }
     }
-    // The last op destined to `stream` before the pending ops: in a queue, else on the stream.
-    auto destined = [&](const std::string& stream) -> OpId {
-      for (const auto& [name, qs] : queues) {
-        auto it = qs.last_for.find(stream);
-        if (it != qs.last_for.end()) return it->second;
-      }
-      return Tail(stream_tail, stream);
+  }
+
+  // A thread issues its pending ops in order (after a host-blocking op ahead
+  // has finished, after the op it is blocked on); each goes through its queue
+  // and starts on its stream after what was destined there before it.
+  void ThreadEdges(int32_t r, const model::HostThread& t, const RankState& rs) {
+    OpId prev = -1;
+    std::map<std::string, OpId> last_for;  // stream -> this thread's last pending op destined to it
+    std::map<std::string, OpId> last_in;   // queue -> this thread's last pending op in it
+    auto before_on = [&](const std::string& stream) {
+      auto it = last_for.find(stream);
+      return it != last_for.end() ? it->second : rs.Destined(stream);
     };
-    // Host_syncs already blocking a thread wait for what is destined to their stream.
-    for (const auto& t : dr.threads) {
-      OpId b = t.blocked_on;
-      if (Live(b) && job_.ops[b].kind == OpKind::kHostSync && job_.ops[b].event.empty())
-        Edge(FNode(b), FNode(destined(job_.ops[b].stream)), Why::kStreamDrain);
-    }
-    for (const auto& t : dr.threads) {
-      OpId prev = -1;
-      std::map<std::string, OpId> last_for;  // stream -> this thread's last pending op destined to it
-      std::map<std::string, OpId> last_in;   // queue -> this thread's last pending op in it
-      for (OpId p : t.pending) {
-        if (!Live(p) || where_[p].place != Where::kPending || where_[p].rank != r) continue;
-        const DevOp& op = job_.ops[p];
-        if (prev < 0) {
-          if (Live(t.blocked_on)) Edge(QNode(p), FNode(t.blocked_on), Why::kThreadBlockedOn);
-        } else if (Blocks(job_.ops[prev])) {
-          Edge(QNode(p), FNode(prev), Why::kThreadHostBlock);
-        } else {
-          Edge(QNode(p), QNode(prev), Why::kThreadOrder);
-        }
-        prev = p;
-        auto before_on = [&](const std::string& stream) {
-          auto it = last_for.find(stream);
-          return it != last_for.end() ? it->second : destined(stream);
-        };
-        if (op.kind == OpKind::kHostSync) {
-          if (op.event.empty()) Edge(FNode(p), FNode(before_on(op.stream)), Why::kStreamDrain);
-          continue;
-        }
-        if (const std::string* qname = QueueName(op)) {
-          auto mine = last_in.find(*qname);
-          OpId ahead = mine != last_in.end() ? mine->second : -1;
-          OpId dispatching = -1;
-          if (ahead < 0) {
-            auto qs = queues.find(*qname);
-            if (qs != queues.end()) {
-              ahead = qs->second.tail;
-              dispatching = qs->second.dispatching;
-            }
-          }
-          if (ahead >= 0) {
-            if (Blocks(job_.ops[ahead]))
-              Edge(INode(p), FNode(ahead), Why::kQueueHostBlock);
-            else
-              Edge(INode(p), INode(ahead), Why::kQueueOrder);
-          } else if (dispatching >= 0) {
-            Edge(INode(p), FNode(dispatching), Why::kQueueDispatching);
-          }
-          last_in[*qname] = p;
-        }
-        Edge(SNode(p), FNode(before_on(op.stream)), Why::kStreamOrder);
-        last_for[op.stream] = p;
+    for (OpId p : t.pending) {
+      if (!Live(p) || where_[p].place != Where::kPending || where_[p].rank != r) continue;
+      const DevOp& op = job_.ops[p];
+      if (prev < 0) {
+        if (Live(t.blocked_on)) Edge(QNode(p), FNode(t.blocked_on), Why::kThreadBlockedOn);
+      } else if (Blocks(job_.ops[prev])) {
+        Edge(QNode(p), FNode(prev), Why::kThreadHostBlock);
+      } else {
+        Edge(QNode(p), QNode(prev), Why::kThreadOrder);
       }
+      prev = p;
+      if (op.kind == OpKind::kHostSync) {
+        if (op.event.empty()) Edge(FNode(p), FNode(before_on(op.stream)), Why::kStreamDrain);
+        continue;
+      }
+      if (const std::string* qname = QueueName(op)) {
+        auto mine = last_in.find(*qname);
+        OpId ahead = mine != last_in.end() ? mine->second : -1;
+        OpId dispatching = -1;
+        if (ahead < 0) {
+          auto qs = rs.queues.find(*qname);
+          if (qs != rs.queues.end()) {
+            ahead = qs->second.tail;
+            dispatching = qs->second.dispatching;
+          }
+        }
+        QueueOrderEdge(p, ahead, dispatching);
+        last_in[*qname] = p;
+      }
+      Edge(SNode(p), FNode(before_on(op.stream)), Why::kStreamOrder);
+      last_for[op.stream] = p;
     }
   }
 
@@ -524,44 +550,52 @@ class Analyzer {
     Edge(f, known->second, Why::kCollectiveNeed);
   }
 
+  // The node an any-source recv of o.rank on o.pg waits for: an OR over the
+  // sends to it that no named recv takes, a missing node when there are
+  // none, or -2 when some candidate has started already (nothing to wait
+  // for). Made once per (pg, rank).
+  int AnySendNode(const DevOp& o) {
+    auto key = std::make_pair(o.pg, o.rank);
+    auto known = any_send_node_.find(key);
+    if (known != any_send_node_.end()) return known->second;
+    int node = -2;  // -2: some candidate has started already
+    std::vector<int> nodes;
+    std::vector<OpId> cands;
+    auto it = sends_to_.find(key);
+    for (size_t i = 0; it != sends_to_.end() && i < it->second.size(); ++i) {
+      OpId s = it->second[i];
+      const DevOp& so = job_.ops[s];
+      if (!Live(s) || recvs_.count({so.pg, so.rank, o.rank, so.seq})) continue;
+      if (SNode(s) < 0) {
+        nodes.clear();
+        break;
+      }
+      nodes.push_back(SNode(s));
+      cands.push_back(s);
+      if (i + 1 == it->second.size()) node = -1;
+    }
+    if (!nodes.empty()) {
+      node = AnyOf(nodes, cands, "a send to rank " + std::to_string(o.rank) + " on " + o.pg, Why::kAnySource);
+    } else if (node != -2 || it == sends_to_.end()) {
+      Special miss;
+      miss.missing = Special::Missing::kP2p;
+      miss.pg = o.pg;
+      miss.seq = o.seq;
+      miss.label = "no rank sends to rank " + std::to_string(o.rank) + " on " + o.pg;
+      node = Missing("anysend:" + o.pg + ":" + std::to_string(o.rank), std::move(miss));
+    }
+    any_send_node_.emplace(key, node);
+    return node;
+  }
+
   void P2pEdge(OpId op, int f) {
     const DevOp& o = job_.ops[op];
     const bool send = o.kind == OpKind::kSend;
     if (!send && o.peer < 0) {  // any source: any send to this rank that no named recv takes
-      auto key = std::make_pair(o.pg, o.rank);
-      auto known = any_send_node_.find(key);
-      if (known == any_send_node_.end()) {
-        int node = -2;  // -2: some candidate has started already
-        std::vector<int> nodes;
-        std::vector<OpId> cands;
-        auto it = sends_to_.find(key);
-        for (size_t i = 0; it != sends_to_.end() && i < it->second.size(); ++i) {
-          OpId s = it->second[i];
-          const DevOp& so = job_.ops[s];
-          if (!Live(s) || recvs_.count({so.pg, so.rank, o.rank, so.seq})) continue;
-          if (SNode(s) < 0) {
-            nodes.clear();
-            break;
-          }
-          nodes.push_back(SNode(s));
-          cands.push_back(s);
-          if (i + 1 == it->second.size()) node = -1;
-        }
-        if (!nodes.empty()) {
-          node = AnyOf(nodes, cands, "a send to rank " + std::to_string(o.rank) + " on " + o.pg, Why::kAnySource);
-        } else if (node != -2 || it == sends_to_.end()) {
-          Special miss;
-          miss.missing = Special::Missing::kP2p;
-          miss.pg = o.pg;
-          miss.seq = o.seq;
-          miss.label = "no rank sends to rank " + std::to_string(o.rank) + " on " + o.pg;
-          node = Missing("anysend:" + o.pg + ":" + std::to_string(o.rank), std::move(miss));
-        }
-        known = any_send_node_.emplace(key, node).first;
-      }
-      if (known->second >= 0) {
-        const Special* sp = nodes_[known->second].special >= 0 ? &specials_[nodes_[known->second].special] : nullptr;
-        Edge(f, known->second, sp && sp->type == Special::Type::kMissing ? Why::kMissing : Why::kAnySource);
+      int node = AnySendNode(o);
+      if (node >= 0) {
+        const Special* sp = nodes_[node].special >= 0 ? &specials_[nodes_[node].special] : nullptr;
+        Edge(f, node, sp && sp->type == Special::Type::kMissing ? Why::kMissing : Why::kAnySource);
       }
       return;
     }
@@ -844,19 +878,34 @@ class Analyzer {
     }
   }
 
-  // One finding for a witness cycle (node ids, closing back on the first).
-  Finding Explain(std::vector<int> cycle, const std::vector<OpId>& behind) {
-    // Step boundaries: a run of nodes of one op is one step; special nodes
-    // (hubs, pools, OR nodes) sit between steps.
-    const size_t len = cycle.size();
-    auto owner = [&](int v) { return nodes_[v].op; };
-    // Rotate so the cycle starts at the first node of the step with the
-    // lowest (rank, op id): the same deadlock always reads the same way.
+  // What a witness cycle is made of: its steps (a run of nodes of one op is
+  // one step; special nodes -- hubs, pools, OR nodes -- sit between steps),
+  // the OR and k-of-n nodes on it, and which kinds of wait it goes through.
+  struct StepOut {
+    OpId op;
+    Why why;
+    int via;
+  };
+  struct CycleParts {
+    std::vector<StepOut> steps;
+    std::vector<int> knots;  // pool and OR nodes on the cycle
+    bool queue = false, pool = false, event = false, other = false;
+    int32_t queue_rank = -1;    // the rank of the first task-queue step
+    int pool_node = -1;         // the first pool node
+    std::vector<OpId> ops;      // the op of each step
+    std::set<std::string> pgs;  // pgs of its collectives and P2P ops
+    bool only_p2p = true, any_coll = false;
+  };
+
+  // Rotates `cycle` so that it starts at the first node of the step with
+  // the lowest (rank, op id): the same deadlock always reads the same way.
+  void RotateToLowest(std::vector<int>* cycle) const {
+    const size_t len = cycle->size();
     size_t start = 0;
     std::pair<model::Rank, OpId> best{INT64_MAX, INT32_MAX};
     for (size_t i = 0; i < len; ++i) {
-      OpId op = owner(cycle[i]);
-      OpId before = owner(cycle[(i + len - 1) % len]);
+      OpId op = nodes_[(*cycle)[i]].op;
+      OpId before = nodes_[(*cycle)[(i + len - 1) % len]].op;
       if (op < 0 || op == before) continue;
       std::pair<model::Rank, OpId> key{job_.ops[op].rank, op};
       if (key < best) {
@@ -864,187 +913,201 @@ class Analyzer {
         start = i;
       }
     }
-    std::rotate(cycle.begin(), cycle.begin() + static_cast<std::ptrdiff_t>(start), cycle.end());
-    struct StepOut {
-      OpId op;
-      Why why;
-      int via;
-    };
-    std::vector<StepOut> steps;
-    std::vector<int> knots;
-    bool queue = false, pool = false, event = false, other = false;
-    int32_t queue_rank = -1, pool_node = -1;
+    std::rotate(cycle->begin(), cycle->begin() + static_cast<std::ptrdiff_t>(start), cycle->end());
+  }
+
+  // Notes which kind of wait the edge v -> w (reason `why`) is.
+  void NoteWait(int v, int w, Why why, CycleParts* p) const {
+    OpId owner = nodes_[v].op;
+    switch (why) {
+      case Why::kQueueOrder:
+      case Why::kQueueHostBlock:
+      case Why::kQueueDispatching:
+        p->queue = true;
+        if (p->queue_rank < 0 && owner >= 0) p->queue_rank = static_cast<int32_t>(job_.ops[owner].rank);
+        break;
+      case Why::kPoolNeed:
+      case Why::kPoolHeld:
+        p->pool = true;
+        if (p->pool_node < 0) p->pool_node = owner < 0 ? v : w;
+        break;
+      case Why::kEvent:
+        p->event = true;
+        break;
+      case Why::kThreadHostBlock:
+      case Why::kThreadBlockedOn:
+      case Why::kStreamDrain:
+        p->other = true;
+        break;
+      default:
+        break;
+    }
+  }
+
+  CycleParts PartsOf(const std::vector<int>& cycle) const {
+    CycleParts p;
+    const size_t len = cycle.size();
+    auto owner = [&](int v) { return nodes_[v].op; };
     for (size_t i = 0; i < len; ++i) {
       int v = cycle[i], w = cycle[(i + 1) % len];
       Why why = WhyOf(v, w);
-      switch (why) {
-        case Why::kQueueOrder:
-        case Why::kQueueHostBlock:
-        case Why::kQueueDispatching:
-          queue = true;
-          if (queue_rank < 0 && owner(v) >= 0) queue_rank = static_cast<int32_t>(job_.ops[owner(v)].rank);
-          break;
-        case Why::kPoolNeed:
-        case Why::kPoolHeld:
-          pool = true;
-          if (pool_node < 0) pool_node = nodes_[v].op < 0 ? v : w;
-          break;
-        case Why::kEvent:
-          event = true;
-          break;
-        case Why::kThreadHostBlock:
-        case Why::kThreadBlockedOn:
-        case Why::kStreamDrain:
-          other = true;
-          break;
-        default:
-          break;
-      }
+      NoteWait(v, w, why, &p);
       if (owner(v) < 0) {
         const Special& s = specials_[nodes_[v].special];
-        if (s.type == Special::Type::kPool || s.type == Special::Type::kOr) knots.push_back(v);
+        if (s.type == Special::Type::kPool || s.type == Special::Type::kOr) p.knots.push_back(v);
         continue;
       }
       if (owner(w) == owner(v)) continue;
       if (owner(w) >= 0) {
-        steps.push_back({owner(v), why, -1});
+        p.steps.push_back({owner(v), why, -1});
         continue;
       }
       // Through a special node to the next op.
       Why via_why = why == Why::kCollectiveNeed ? Why::kCollectiveMember : why;
       if (why == Why::kEvent || why == Why::kAnySource) via_why = why;
-      steps.push_back({owner(v), via_why, w});
+      p.steps.push_back({owner(v), via_why, w});
     }
-    Finding f;
-    f.severity = Severity::kError;
-    f.hang = true;
-    std::vector<OpId> ops;
-    std::set<std::string> pgs;
-    bool only_p2p = true, any_coll = false;
-    for (const auto& s : steps) {
-      ops.push_back(s.op);
+    for (const auto& s : p.steps) {
+      p.ops.push_back(s.op);
       const DevOp& o = job_.ops[s.op];
-      if (o.kind == OpKind::kCollective) any_coll = true;
-      if (o.kind == OpKind::kCollective || o.kind == OpKind::kSend || o.kind == OpKind::kRecv) pgs.insert(o.pg);
-      if (o.kind != OpKind::kSend && o.kind != OpKind::kRecv) only_p2p = false;
+      if (o.kind == OpKind::kCollective) p.any_coll = true;
+      if (o.kind == OpKind::kCollective || o.kind == OpKind::kSend || o.kind == OpKind::kRecv) p.pgs.insert(o.pg);
+      if (o.kind != OpKind::kSend && o.kind != OpKind::kRecv) p.only_p2p = false;
     }
+    return p;
+  }
+
+  // The kind of deadlock, by what the cycle goes through: a task queue
+  // first, then a pool (but one unit shared by collectives of two pgs is an
+  // order inversion), pgs issued in different orders, events, P2P ops.
+  Kind CycleKind(const CycleParts& p) const {
     int pool_capacity = 0;
-    if (pool_node >= 0) {
-      const Special& ps = specials_[nodes_[pool_node].special];
-      pool_capacity = static_cast<int>(ps.ops.size()) - k_[pool_node] + 1;
+    if (p.pool_node >= 0) {
+      const Special& ps = specials_[nodes_[p.pool_node].special];
+      pool_capacity = static_cast<int>(ps.ops.size()) - k_[p.pool_node] + 1;
     }
-    if (queue)
-      f.kind = Kind::kTaskQueueDeadlock;
-    else if (pool && !(pool_capacity == 1 && pgs.size() >= 2 && any_coll))
-      f.kind = Kind::kResourceDeadlock;
-    else if (pgs.size() >= 2 && any_coll)
-      f.kind = Kind::kOrderInversion;
-    else if (event)
-      f.kind = Kind::kStreamCycle;
-    else if (only_p2p && !other)
-      f.kind = Kind::kP2pCycle;
-    else
-      f.kind = Kind::kWaitCycle;
-    // Ranks in wait order, and the one to look at first.
-    for (OpId op : ops) {
+    bool across_pgs = p.pgs.size() >= 2 && p.any_coll;
+    if (p.queue) return Kind::kTaskQueueDeadlock;
+    if (p.pool && !(pool_capacity == 1 && across_pgs)) return Kind::kResourceDeadlock;
+    if (across_pgs) return Kind::kOrderInversion;
+    if (p.event) return Kind::kStreamCycle;
+    if (p.only_p2p && !p.other) return Kind::kP2pCycle;
+    return Kind::kWaitCycle;
+  }
+
+  // Ranks in wait order, the one to look at first (the queue's or the
+  // pool's rank), the ranks of the ops blocked behind, and pg, seq and op.
+  void FillRanks(const CycleParts& p, const std::vector<OpId>& behind, Finding* f) const {
+    for (OpId op : p.ops) {
       model::Rank r = job_.ops[op].rank;
-      if (f.cycle.empty() || f.cycle.back() != r) f.cycle.push_back(r);
+      if (f->cycle.empty() || f->cycle.back() != r) f->cycle.push_back(r);
     }
-    if (f.cycle.size() > 1 && f.cycle.front() == f.cycle.back()) f.cycle.pop_back();
-    std::vector<model::Rank> ranks(f.cycle);
+    if (f->cycle.size() > 1 && f->cycle.front() == f->cycle.back()) f->cycle.pop_back();
+    std::vector<model::Rank> ranks(f->cycle);
     std::sort(ranks.begin(), ranks.end());
     ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-    model::Rank first = f.kind == Kind::kTaskQueueDeadlock  ? queue_rank
-                        : f.kind == Kind::kResourceDeadlock ? specials_[nodes_[pool_node].special].rank
-                                                            : -1;
+    model::Rank first = f->kind == Kind::kTaskQueueDeadlock  ? p.queue_rank
+                        : f->kind == Kind::kResourceDeadlock ? specials_[nodes_[p.pool_node].special].rank
+                                                             : -1;
     std::set<model::Rank> named;
     if (first >= 0) {
-      f.culprit_ranks.push_back(first);
+      f->culprit_ranks.push_back(first);
       named.insert(first);
     }
-    for (model::Rank r : f.cycle)
-      if (named.insert(r).second) f.culprit_ranks.push_back(r);
-    f.roles.push_back({"in the cycle", ranks});
-    std::vector<model::Rank> behind_ranks;
+    for (model::Rank r : f->cycle)
+      if (named.insert(r).second) f->culprit_ranks.push_back(r);
+    f->roles.push_back({"in the cycle", ranks});
     for (OpId op : behind)
-      if (!std::binary_search(ranks.begin(), ranks.end(), job_.ops[op].rank)) behind_ranks.push_back(job_.ops[op].rank);
-    std::sort(behind_ranks.begin(), behind_ranks.end());
-    behind_ranks.erase(std::unique(behind_ranks.begin(), behind_ranks.end()), behind_ranks.end());
-    f.blocked_behind = behind_ranks;
-    if (pgs.size() == 1) f.pg_name = *pgs.begin();
+      if (!std::binary_search(ranks.begin(), ranks.end(), job_.ops[op].rank))
+        f->blocked_behind.push_back(job_.ops[op].rank);
+    std::sort(f->blocked_behind.begin(), f->blocked_behind.end());
+    f->blocked_behind.erase(std::unique(f->blocked_behind.begin(), f->blocked_behind.end()), f->blocked_behind.end());
+    if (p.pgs.size() == 1) f->pg_name = *p.pgs.begin();
     std::set<int64_t> seqs;
     std::vector<std::string> names;
-    for (OpId op : ops) {
+    for (OpId op : p.ops) {
       const DevOp& o = job_.ops[op];
       if (o.kind == OpKind::kCollective) seqs.insert(o.seq);
       if (std::find(names.begin(), names.end(), o.name) == names.end()) names.push_back(o.name);
     }
-    if (pgs.size() == 1 && seqs.size() == 1) f.seq = *seqs.begin();
-    f.op = Join(names, 8);
-    // Summary.
+    if (p.pgs.size() == 1 && seqs.size() == 1) f->seq = *seqs.begin();
+    f->op = Join(names, 8);
+  }
+
+  std::string CycleSummary(const CycleParts& p, Kind kind, const std::vector<model::Rank>& ranks) const {
     std::string chain;
-    for (size_t i = 0; i < ops.size() && i < 4; ++i) chain += (i ? " -> " : "") + DR(ops[i]);
-    chain += ops.size() > 4 ? " -> ... (" + std::to_string(ops.size()) + " steps)" : " -> back";
-    switch (f.kind) {
+    for (size_t i = 0; i < p.ops.size() && i < 4; ++i) chain += (i ? " -> " : "") + DR(p.ops[i]);
+    chain += p.ops.size() > 4 ? " -> ... (" + std::to_string(p.ops.size()) + " steps)" : " -> back";
+    switch (kind) {
       case Kind::kTaskQueueDeadlock:
-        f.summary = "the per-device task queue of rank " + std::to_string(queue_rank) + " (task_queue " +
-                    model::QueueModeName(job_.queue_mode) +
-                    ") puts ops of different threads into an order that deadlocks: " + chain;
         if (job_.queue_mode == QueueMode::kPerStream)
-          f.summary =
-              "the per-stream task queues (task_queue per_stream) dispatch in an order that deadlocks: " + chain;
-        break;
+          return "the per-stream task queues (task_queue per_stream) dispatch in an order that deadlocks: " + chain;
+        return "the per-device task queue of rank " + std::to_string(p.queue_rank) + " (task_queue " +
+               model::QueueModeName(job_.queue_mode) +
+               ") puts ops of different threads into an order that deadlocks: " + chain;
       case Kind::kResourceDeadlock:
-        f.summary =
-            specials_[nodes_[pool_node].special].label + " is held by ops that wait for an op needing a unit: " + chain;
-        break;
+        return specials_[nodes_[p.pool_node].special].label +
+               " is held by ops that wait for an op needing a unit: " + chain;
       case Kind::kOrderInversion: {
-        std::vector<std::string> pg_list(pgs.begin(), pgs.end());
-        f.summary = "pgs " + Join(pg_list, 6) + " are issued in different orders on " + RankWords(ranks) +
-                    ", a cycle across pgs: " + chain;
-        break;
+        std::vector<std::string> pg_list(p.pgs.begin(), p.pgs.end());
+        return "pgs " + Join(pg_list, 6) + " are issued in different orders on " + RankWords(ranks) +
+               ", a cycle across pgs: " + chain;
       }
       case Kind::kStreamCycle:
-        f.summary = "streams wait for each other's events in a cycle: " + chain;
-        break;
+        return "streams wait for each other's events in a cycle: " + chain;
       case Kind::kP2pCycle:
-        f.summary = "P2P ops wait for each other in a cycle: " + chain;
-        break;
+        return "P2P ops wait for each other in a cycle: " + chain;
       default:
-        f.summary = "ops wait for each other in a cycle: " + chain;
-        break;
+        return "ops wait for each other in a cycle: " + chain;
     }
+  }
+
+  // One line per OR or k-of-n node on the cycle: why none of its ways out
+  // can happen.
+  std::string KnotDetail(int k) const {
+    const Special& s = specials_[nodes_[k].special];
+    std::vector<std::string> alts;
+    size_t live = 0;
+    for (const auto& [x, why] : adj_[k]) {
+      if (!dead_[x]) ++live;
+      if (nodes_[x].op >= 0) alts.push_back(DR(nodes_[x].op));
+    }
+    if (s.type == Special::Type::kPool && alts.size() == 1)
+      return s.label + " frees a unit only when " + alts[0] + " finishes, and it is deadlocked";
+    if (s.type == Special::Type::kPool)
+      return s.label + " needs " + std::to_string(k_[k]) + " of its " + std::to_string(alts.size()) +
+             " holders to finish and " + (live == 0 ? "none" : "only " + std::to_string(live)) +
+             " can: " + Join(alts, 6) + " are all deadlocked";
+    return "none of the " + std::to_string(alts.size()) + " ways to " + s.label + " can happen: " + Join(alts, 6) +
+           " are all deadlocked";
+  }
+
+  // One finding for a witness cycle (node ids, closing back on the first);
+  // `behind` are the other ops that cannot finish because of it. Also adds
+  // the cycle's rank-level steps to out_.edges.
+  Finding Explain(std::vector<int> cycle, const std::vector<OpId>& behind) {
+    RotateToLowest(&cycle);
+    CycleParts p = PartsOf(cycle);
+    Finding f;
+    f.severity = Severity::kError;
+    f.hang = true;
+    f.kind = CycleKind(p);
+    FillRanks(p, behind, &f);
+    f.summary = CycleSummary(p, f.kind, f.roles.front().ranks);
     // Details: the chain, one line per step, then the knots.
-    for (size_t i = 0; i < steps.size(); ++i) {
-      OpId next = steps[(i + 1) % steps.size()].op;
-      f.details.push_back(Say(steps[i].op, next, steps[i].why, steps[i].via));
+    for (size_t i = 0; i < p.steps.size(); ++i) {
+      OpId next = p.steps[(i + 1) % p.steps.size()].op;
+      f.details.push_back(Say(p.steps[i].op, next, p.steps[i].why, p.steps[i].via));
     }
-    for (int k : knots) {
-      const Special& s = specials_[nodes_[k].special];
-      std::vector<std::string> alts;
-      size_t live = 0;
-      for (const auto& [x, why] : adj_[k]) {
-        if (!dead_[x]) ++live;
-        if (nodes_[x].op >= 0) alts.push_back(DR(nodes_[x].op));
-      }
-      if (s.type == Special::Type::kPool && alts.size() == 1)
-        f.details.push_back(s.label + " frees a unit only when " + alts[0] + " finishes, and it is deadlocked");
-      else if (s.type == Special::Type::kPool)
-        f.details.push_back(s.label + " needs " + std::to_string(k_[k]) + " of its " + std::to_string(alts.size()) +
-                            " holders to finish and " + (live == 0 ? "none" : "only " + std::to_string(live)) +
-                            " can: " + Join(alts, 6) + " are all deadlocked");
-      else
-        f.details.push_back("none of the " + std::to_string(alts.size()) + " ways to " + s.label +
-                            " can happen: " + Join(alts, 6) + " are all deadlocked");
-    }
+    for (int k : p.knots) f.details.push_back(KnotDetail(k));
     if (!behind.empty())
       f.details.push_back(std::to_string(behind.size()) + " more op" + (behind.size() == 1 ? "" : "s") +
                           " cannot finish because of this cycle, e.g. " + DR(behind[0]) + " " + Place(behind[0]));
-    AddEvidence(ops, &f);
+    AddEvidence(p.ops, &f);
     f.fix_hint = FixHint(f.kind);
-    for (size_t i = 0; i < ops.size(); ++i) {
-      model::Rank a = job_.ops[ops[i]].rank, b = job_.ops[ops[(i + 1) % ops.size()]].rank;
-      if (a != b) out_.edges.push_back({a, b, DR(ops[i]), true});
+    for (size_t i = 0; i < p.ops.size(); ++i) {
+      model::Rank a = job_.ops[p.ops[i]].rank, b = job_.ops[p.ops[(i + 1) % p.ops.size()]].rank;
+      if (a != b) out_.edges.push_back({a, b, DR(p.ops[i]), true});
     }
     return f;
   }
@@ -1078,11 +1141,6 @@ class Analyzer {
     std::vector<int> path;
     for (int v = far; v >= 0; v = next[v]) path.push_back(v);
     // Steps: a run of nodes of one op is one step; special nodes sit between.
-    struct StepOut {
-      OpId op;
-      Why why;
-      int via;
-    };
     std::vector<StepOut> steps;
     auto owner = [&](int v) { return nodes_[v].op; };
     for (size_t i = 0; i + 1 < path.size(); ++i) {
@@ -1114,10 +1172,10 @@ class Analyzer {
     return lines;
   }
 
-  // Findings for ops that wait for something nobody will ever issue.
-  void MissingFindings() {
-    std::map<int, std::vector<OpId>> waiters;  // missing node -> ops waiting for it
-    std::set<OpId> on_missing;
+  // Missing node -> the ops that wait for it directly (an op's node, or a
+  // collective hub's ops).
+  std::map<int, std::vector<OpId>> WaitersOfMissing() const {
+    std::map<int, std::vector<OpId>> waiters;
     for (size_t v = 0; v < nodes_.size(); ++v) {
       for (const auto& [w, why] : adj_[v]) {
         if (nodes_[w].special < 0 || specials_[nodes_[w].special].type != Special::Type::kMissing) continue;
@@ -1128,8 +1186,95 @@ class Analyzer {
         }
       }
     }
+    return waiters;
+  }
+
+  // A failed task or an event its producer never records (HCCL plogs): the
+  // whole chain, from the op farthest upstream down to the cause.
+  void ChainFinding(int node, const std::vector<OpId>& live, Finding* f) {
+    const Special& s = specials_[nodes_[node].special];
+    std::vector<OpId> chain;
+    std::vector<std::string> steps = ChainTo(node, &chain);
+    f->kind = s.missing == Special::Missing::kFailed ? Kind::kCrashedRank
+              : s.rank >= 0                          ? Kind::kMissingRank
+                                                     : Kind::kUndecided;
+    std::vector<model::Rank> in_chain;
+    for (OpId op : chain) in_chain.push_back(job_.ops[op].rank);
+    std::string path;
+    for (model::Rank r : in_chain)
+      if (path.empty() || path.substr(path.rfind(' ') + 1) != std::to_string(r))
+        path += (path.empty() ? "rank " : " -> rank ") + std::to_string(r);
+    if (s.rank >= 0 && (in_chain.empty() || in_chain.back() != s.rank))
+      path += (path.empty() ? "rank " : " -> rank ") + std::to_string(s.rank);
+    f->summary =
+        (chain.empty() ? DR(live[0]) : DR(chain.front())) + " waits, through " + path + ", for a cause: " + s.label;
+    if (s.rank >= 0) f->culprit_ranks = {s.rank};
+    std::vector<model::Rank> chain_ranks(in_chain);
+    if (s.rank >= 0) chain_ranks.push_back(s.rank);
+    std::sort(chain_ranks.begin(), chain_ranks.end());
+    chain_ranks.erase(std::unique(chain_ranks.begin(), chain_ranks.end()), chain_ranks.end());
+    f->roles.push_back({"chain", chain_ranks});
+    if (s.rank >= 0) f->roles.push_back({s.missing == Special::Missing::kFailed ? "failed" : "never sent", {s.rank}});
+    for (auto& step : steps) f->details.push_back(std::move(step));
+    f->fix_hint = s.missing == Special::Missing::kFailed
+                      ? "look at the failed task on " + RankWord(s.rank) +
+                            " first (its device log: error code, the operator); the ranks waiting in the chain "
+                            "are only its victims"
+                      : "find what " + (s.rank >= 0 ? RankWord(s.rank) : std::string("that rank")) +
+                            " is doing instead (still computing, in another collective, dead): get its log";
+    AddEvidence(chain.empty() ? live : chain, f);
+  }
+
+  // An op, an event or a rank that is nowhere in the job, and the ops
+  // `live` (not deadlocked) that wait for it.
+  void MissingFinding(int node, const std::vector<OpId>& live, Finding* f) const {
+    const Special& s = specials_[nodes_[node].special];
+    std::vector<model::Rank> ranks;
+    for (OpId op : live) ranks.push_back(job_.ops[op].rank);
+    std::sort(ranks.begin(), ranks.end());
+    ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+    const DevOp& o = job_.ops[live[0]];
+    switch (s.missing) {
+      case Special::Missing::kEvent:
+        f->kind = Kind::kUndecided;
+        f->summary = DR(live[0]) + " waits for " + s.label +
+                     (live.size() > 1 ? " (and " + std::to_string(live.size() - 1) + " more ops wait for it)" : "") +
+                     ": nothing in this snapshot will ever record it";
+        f->culprit_ranks = ranks;
+        f->roles.push_back({"waiting", ranks});
+        f->fix_hint = "record event " + o.event +
+                      " before (or on another stream than) the wait, or check that its "
+                      "producer was issued";
+        break;
+      case Special::Missing::kNoData:
+        f->kind = Kind::kUndecided;
+        f->summary = RankWords(ranks) + " wait for " + RankWord(s.rank) + ", which has no data in this snapshot";
+        f->culprit_ranks = {s.rank};
+        f->roles.push_back({"waiting", ranks});
+        f->roles.push_back({"no data", {s.rank}});
+        break;
+      default:
+        f->kind = Kind::kMissingRank;
+        f->summary = s.label + "; " + RankWords(ranks) + " " + (ranks.size() == 1 ? "waits" : "wait") + " for it in " +
+                     D(live[0]);
+        if (s.rank >= 0) f->culprit_ranks = {s.rank};
+        f->roles.push_back({"arrived", ranks});
+        if (s.rank >= 0) f->roles.push_back({"missing", {s.rank}});
+        f->fix_hint = s.rank >= 0 ? "make " + RankWord(s.rank) + " issue the op its peers wait for, in the same order"
+                                  : "find which rank should send to " + RankWords(ranks) + " on " + s.pg;
+        break;
+    }
+    f->details.push_back(s.label + ".");
+    if (s.rank >= 0 && s.missing != Special::Missing::kNoData) f->details.push_back(Instead(s.rank));
+    AddEvidence(live, f);
+  }
+
+  // Findings for ops that wait for something nobody will ever issue (at
+  // most 32, then one line for the rest).
+  void MissingFindings() {
+    std::set<OpId> on_missing;
     size_t emitted = 0, more = 0;
-    for (auto& [node, ops] : waiters) {
+    for (auto& [node, ops] : WaitersOfMissing()) {
       std::sort(ops.begin(), ops.end());
       ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
       std::vector<OpId> live;
@@ -1146,84 +1291,13 @@ class Analyzer {
       Finding f;
       f.severity = Severity::kError;
       f.hang = true;
-      std::vector<model::Rank> ranks;
-      for (OpId op : live) ranks.push_back(job_.ops[op].rank);
-      std::sort(ranks.begin(), ranks.end());
-      ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-      const DevOp& o = job_.ops[live[0]];
-      f.op = o.name;
+      f.op = job_.ops[live[0]].name;
       f.pg_name = s.pg;
       if (s.missing == Special::Missing::kCollective) f.seq = s.seq;
-      switch (s.missing) {
-        case Special::Missing::kFailed:
-        case Special::Missing::kProducer: {
-          // The whole chain, from the op farthest upstream down to the cause.
-          std::vector<OpId> chain;
-          std::vector<std::string> steps = ChainTo(static_cast<int>(node), &chain);
-          f.kind = s.missing == Special::Missing::kFailed ? Kind::kCrashedRank
-                   : s.rank >= 0                          ? Kind::kMissingRank
-                                                          : Kind::kUndecided;
-          std::vector<model::Rank> in_chain;
-          for (OpId op : chain) in_chain.push_back(job_.ops[op].rank);
-          std::string path;
-          for (model::Rank r : in_chain)
-            if (path.empty() || path.substr(path.rfind(' ') + 1) != std::to_string(r))
-              path += (path.empty() ? "rank " : " -> rank ") + std::to_string(r);
-          if (s.rank >= 0 && (in_chain.empty() || in_chain.back() != s.rank))
-            path += (path.empty() ? "rank " : " -> rank ") + std::to_string(s.rank);
-          f.summary = (chain.empty() ? DR(live[0]) : DR(chain.front())) + " waits, through " + path +
-                      ", for a cause: " + s.label;
-          if (s.rank >= 0) f.culprit_ranks = {s.rank};
-          std::vector<model::Rank> chain_ranks(in_chain);
-          if (s.rank >= 0) chain_ranks.push_back(s.rank);
-          std::sort(chain_ranks.begin(), chain_ranks.end());
-          chain_ranks.erase(std::unique(chain_ranks.begin(), chain_ranks.end()), chain_ranks.end());
-          f.roles.push_back({"chain", chain_ranks});
-          if (s.rank >= 0)
-            f.roles.push_back({s.missing == Special::Missing::kFailed ? "failed" : "never sent", {s.rank}});
-          for (auto& step : steps) f.details.push_back(std::move(step));
-          f.fix_hint = s.missing == Special::Missing::kFailed
-                           ? "look at the failed task on " + RankWord(s.rank) +
-                                 " first (its device log: error code, the operator); the ranks waiting in the chain "
-                                 "are only its victims"
-                           : "find what " + (s.rank >= 0 ? RankWord(s.rank) : std::string("that rank")) +
-                                 " is doing instead (still computing, in another collective, dead): get its log";
-          AddEvidence(chain.empty() ? live : chain, &f);
-          out_.findings.push_back(std::move(f));
-          continue;
-        }
-        case Special::Missing::kEvent:
-          f.kind = Kind::kUndecided;
-          f.summary = DR(live[0]) + " waits for " + s.label +
-                      (live.size() > 1 ? " (and " + std::to_string(live.size() - 1) + " more ops wait for it)" : "") +
-                      ": nothing in this snapshot will ever record it";
-          f.culprit_ranks = ranks;
-          f.roles.push_back({"waiting", ranks});
-          f.fix_hint = "record event " + o.event +
-                       " before (or on another stream than) the wait, or check that its "
-                       "producer was issued";
-          break;
-        case Special::Missing::kNoData:
-          f.kind = Kind::kUndecided;
-          f.summary = RankWords(ranks) + " wait for " + RankWord(s.rank) + ", which has no data in this snapshot";
-          f.culprit_ranks = {s.rank};
-          f.roles.push_back({"waiting", ranks});
-          f.roles.push_back({"no data", {s.rank}});
-          break;
-        default:
-          f.kind = Kind::kMissingRank;
-          f.summary = s.label + "; " + RankWords(ranks) + " " + (ranks.size() == 1 ? "waits" : "wait") + " for it in " +
-                      D(live[0]);
-          if (s.rank >= 0) f.culprit_ranks = {s.rank};
-          f.roles.push_back({"arrived", ranks});
-          if (s.rank >= 0) f.roles.push_back({"missing", {s.rank}});
-          f.fix_hint = s.rank >= 0 ? "make " + RankWord(s.rank) + " issue the op its peers wait for, in the same order"
-                                   : "find which rank should send to " + RankWords(ranks) + " on " + s.pg;
-          break;
-      }
-      f.details.push_back(s.label + ".");
-      if (s.rank >= 0 && s.missing != Special::Missing::kNoData) f.details.push_back(Instead(s.rank));
-      AddEvidence(live, &f);
+      if (s.missing == Special::Missing::kFailed || s.missing == Special::Missing::kProducer)
+        ChainFinding(node, live, &f);
+      else
+        MissingFinding(node, live, &f);
       out_.findings.push_back(std::move(f));
     }
     if (more > 0) {
@@ -1348,7 +1422,7 @@ std::string DescribeDevOp(const DevOp& op) {
   return op.name.empty() ? "compute" : op.name;
 }
 
-DeviceAnalysis AnalyzeDevice(const model::DeviceJob& job) { return Analyzer(job).Run(); }
+DeviceAnalysis AnalyzeDevice(const model::DeviceJob& job) { return DeviceGraph(job).Run(); }
 
 std::vector<std::string> ExplainDevice(const model::DeviceJob& job) {
   std::vector<std::string> lines;

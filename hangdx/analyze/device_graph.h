@@ -1,6 +1,10 @@
 // hangdx/analyze/device_graph.h
-// The device-level wait-for graph of a model::DeviceJob (semantics in
-// hangdx/model/device.h) and the deadlocks it proves.
+// The device-level engine: the wait-for graph of a model::DeviceJob
+// (semantics in hangdx/model/device.h) and the deadlocks it proves. (The
+// rank-level engine is analyze/rank_analysis.h; `hangdx analyze` runs this
+// one through the check table's device_level row, checks/device_level.h,
+// and the two engines' findings meet in one place only,
+// passes/device_meets_rank.h. `hangdx simulate` calls it directly.)
 //
 // Nodes: per unfinished op, the stages it has not reached yet -- queued (a
 // thread has issued it into a task queue), issued (it has reached its
