@@ -1,0 +1,62 @@
+#include "hangdx/analyze/checks/crashed_rank.h"
+
+#include <gtest/gtest.h>
+
+#include "hangdx/analyze/checks/check_testing.h"
+#include "hangdx/model/testing/job_builder.h"
+
+namespace hangdx::analyze {
+namespace {
+
+using model::testing::JobBuilder;
+using testing::RunCheck;
+using Ranks = std::vector<model::Rank>;
+
+// Ranks 0-2 wait in seq 5 of pg 0; rank 3's log says it died of a CUDA error.
+model::Job RankThreeCrashed() {
+  JobBuilder b("nccl");
+  for (int r = 0; r < 4; ++r) b.Steps(r, "0", 1, 4);
+  for (int r = 0; r < 3; ++r) b.Coll(r, "0", 5, "all_reduce", false, {4, 4}, "Float", true);
+  b.Event(3, model::LogEvent::Kind::kCrash, "CUDA error: an illegal memory access was encountered");
+  return b.Members("0", {0, 1, 2, 3}).Build();
+}
+
+TEST(CrashedRankCheck, TheAwaitedRanksCrashIsTheCause) {
+  model::Job job = RankThreeCrashed();
+  std::vector<Finding> fs = RunCheck(&CrashedRankCheck, job);
+  ASSERT_EQ(fs.size(), 1u);
+  const Finding& f = fs[0];
+  EXPECT_EQ(f.kind, Kind::kCrashedRank);
+  EXPECT_EQ(f.culprit_ranks, Ranks{3});
+  EXPECT_EQ(f.pg_name, "0");
+  EXPECT_EQ(f.seq, 5);
+  EXPECT_EQ(f.summary,
+            "ranks 0-2 wait in all_reduce (pg 0 (default_pg) seq 5) for rank 3, which crashed: CUDA error: an "
+            "illegal memory access was encountered");
+  ASSERT_EQ(f.roles.size(), 2u);
+  EXPECT_EQ(f.roles[0].ranks, Ranks{3});
+  EXPECT_EQ(f.roles[1].ranks, (Ranks{0, 1, 2}));
+  ASSERT_EQ(f.evidence.size(), 1u);
+  EXPECT_EQ(f.evidence[0].file, "rank3.log");
+  EXPECT_EQ(f.evidence[0].note, "line 3: CUDA error: an illegal memory access was encountered");
+}
+
+TEST(CrashedRankCheck, TheFindingWithoutAWaitSaysTheOthersWillWait) {
+  model::Job job = RankThreeCrashed();
+  RankAnalysis a = BuildRankAnalysis(job, {});
+  Finding f = CrashedRankFinding(a, {3}, nullptr);
+  EXPECT_EQ(f.summary,
+            "rank 3 crashed (CUDA error: an illegal memory access was encountered); the other ranks of its process "
+            "groups wait for it in their next collective");
+  EXPECT_EQ(f.seq, -1);
+}
+
+TEST(CrashedRankCheck, NoCrashNoFinding) {
+  JobBuilder b;
+  for (int r = 0; r < 2; ++r) b.Steps(r, "0", 1, 2);
+  b.Coll(0, "0", 3, "all_reduce");
+  EXPECT_TRUE(RunCheck(&CrashedRankCheck, b.Build()).empty());
+}
+
+}  // namespace
+}  // namespace hangdx::analyze

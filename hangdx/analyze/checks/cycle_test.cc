@@ -1,0 +1,74 @@
+#include "hangdx/analyze/checks/cycle.h"
+
+#include <gtest/gtest.h>
+
+#include "hangdx/analyze/checks/check_testing.h"
+#include "hangdx/model/testing/job_builder.h"
+
+namespace hangdx::analyze {
+namespace {
+
+using model::testing::JobBuilder;
+using testing::RunCheck;
+using Ranks = std::vector<model::Rank>;
+
+TEST(CycleCheck, SendSendBetweenTwoRanksIsAP2pCycle) {
+  JobBuilder b("nccl");
+  b.P2P(0, "0", "send 0->1").P2P(0, "0", "recv 0<-1");
+  b.P2P(1, "0", "send 1->0").P2P(1, "0", "recv 1<-0");
+  model::Job job = b.Members("0", {0, 1}).Build();
+  std::vector<Finding> fs = RunCheck(&CycleCheck, job);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kP2pCycle);
+  EXPECT_EQ(fs[0].cycle, (Ranks{0, 1}));
+  EXPECT_EQ(fs[0].culprit_ranks, (Ranks{0, 1}));
+  EXPECT_EQ(fs[0].severity, Severity::kError);
+  // One blocked-in record per P2P op on the witness cycle (both sends).
+  ASSERT_EQ(fs[0].evidence.size(), 2u);
+  EXPECT_EQ(fs[0].evidence[0].note, "blocked in pg 0 (default_pg) nccl:send 0->1");
+}
+
+TEST(CycleCheck, WaitsInThreeRanksOfMixedOpsAreAWaitCycleInWaitOrder) {
+  // 2 waits for 0, 0 for 1, 1 for 2: the cycle reads from the smallest rank.
+  JobBuilder b;
+  b.Wait(0, "all_reduce", {1}).Wait(1, "event_wait", {2}).Wait(2, "recv", {0});
+  std::vector<Finding> fs = RunCheck(&CycleCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kWaitCycle);
+  EXPECT_EQ(fs[0].cycle, (Ranks{0, 1, 2}));
+  EXPECT_EQ(fs[0].summary,
+            "circular wait: 0 -> 1 -> 2 -> 0 (rank 0 in all_reduce waits for rank 1; rank 1 in event_wait waits for "
+            "rank 2; rank 2 in recv waits for rank 0)");
+  EXPECT_EQ(fs[0].op, "all_reduce / event_wait / recv");
+}
+
+TEST(CycleCheck, SnapshotsAllInSendOrRecvAreAP2pCycle) {
+  JobBuilder b;
+  b.Wait(0, "send", {1}).Wait(1, "recv", {0});
+  std::vector<Finding> fs = RunCheck(&CycleCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kP2pCycle);
+}
+
+TEST(CycleCheck, CollectivesOfTwoPgsInOppositeOrderAreAnOrderInversion) {
+  // gloo, members inferred: rank 0 is in pg 1 seq 3, rank 1 in pg 2 seq 3;
+  // each waits for the other. The finding is about no single pg.
+  JobBuilder b;
+  for (int r = 0; r < 2; ++r) b.Steps(r, "1", 1, 2).Steps(r, "2", 1, 2);
+  b.Coll(0, "1", 3, "all_reduce").Coll(1, "2", 3, "all_reduce");
+  std::vector<Finding> fs = RunCheck(&CycleCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kOrderInversion);
+  EXPECT_EQ(fs[0].pg_name, "");
+  EXPECT_EQ(fs[0].seq, -1);
+  EXPECT_EQ(fs[0].cycle, (Ranks{0, 1}));
+}
+
+TEST(CycleCheck, NoCycleNoFinding) {
+  JobBuilder b;
+  b.Wait(0, "all_reduce", {1}).Wait(1, "checkpoint", {});
+  EXPECT_TRUE(RunCheck(&CycleCheck, b.Build()).empty());
+}
+
+}  // namespace
+}  // namespace hangdx::analyze

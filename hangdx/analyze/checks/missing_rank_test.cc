@@ -1,0 +1,125 @@
+#include "hangdx/analyze/checks/missing_rank.h"
+
+#include <gtest/gtest.h>
+
+#include "hangdx/analyze/checks/check_testing.h"
+#include "hangdx/model/testing/job_builder.h"
+
+namespace hangdx::analyze {
+namespace {
+
+using model::testing::JobBuilder;
+using testing::RunCheck;
+using Ranks = std::vector<model::Rank>;
+
+// gloo ranks 0-3 finished seqs 1-4; ranks 0-2 are in seq 5 (`done`: gloo
+// ended it, a timeout; else still in flight); rank 3 is idle after seq 4.
+model::Job RankThreeAbsent(bool done) {
+  JobBuilder b;
+  for (int r = 0; r < 4; ++r) b.Steps(r, "0", 1, 4);
+  for (int r = 0; r < 3; ++r) b.Coll(r, "0", 5, "all_reduce", done);
+  return b.Build();
+}
+
+TEST(MissingRankCheck, AnIdleMemberIsTheMissingRank) {
+  std::vector<Finding> fs = RunCheck(&MissingRankCheck, RankThreeAbsent(true));
+  ASSERT_EQ(fs.size(), 1u);
+  const Finding& f = fs[0];
+  EXPECT_EQ(f.kind, Kind::kMissingRank);
+  EXPECT_EQ(f.severity, Severity::kError);
+  EXPECT_EQ(f.culprit_ranks, Ranks{3});
+  EXPECT_EQ(f.pg_name, "0");
+  EXPECT_EQ(f.seq, 5);
+  EXPECT_EQ(f.summary,
+            "ranks 0-2 wait in all_reduce (pg 0 (default_pg) seq 5) for rank 3, which never arrived and is not "
+            "blocked in any recorded collective");
+  ASSERT_EQ(f.roles.size(), 2u);
+  EXPECT_EQ(f.roles[0].ranks, (Ranks{0, 1, 2}));
+  EXPECT_EQ(f.roles[1].role, "never arrived");
+  // Rank 3's last record (its 4th op, id 3), then the 3 arrived ones.
+  ASSERT_EQ(f.evidence.size(), 4u);
+  EXPECT_EQ(f.evidence[0].rank, 3);
+  EXPECT_EQ(f.evidence[0].record_id, 3);
+  EXPECT_EQ(f.evidence[0].note, "last recorded op");
+  ASSERT_EQ(f.details.size(), 2u);
+  EXPECT_EQ(f.details[0],
+            "rank 3: last op pg 0 (default_pg) seq 4 all_reduce (ended: finished or failed); not blocked in any "
+            "recorded collective since");
+  EXPECT_EQ(f.details[1], "gloo has ended the op (timed out or failed) on the ranks that called it");
+}
+
+TEST(MissingRankCheck, NoTimeoutYetIsAStraggler) {
+  std::vector<Finding> fs = RunCheck(&MissingRankCheck, RankThreeAbsent(false));
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kStraggler);
+  EXPECT_EQ(fs[0].severity, Severity::kWarning);
+  EXPECT_FALSE(fs[0].hang);
+  EXPECT_EQ(fs[0].culprit_ranks, Ranks{3});
+  AnalyzeOptions assume;
+  assume.assume_timed_out = true;
+  EXPECT_EQ(RunCheck(&MissingRankCheck, RankThreeAbsent(false), assume)[0].kind, Kind::kMissingRank);
+}
+
+TEST(MissingRankCheck, AFewMembersWithoutADumpMostLikelyDied) {
+  // World 4, rank 2 left no dump: 1 of 4 is at most half.
+  JobBuilder b;
+  for (int r : {0, 1, 3}) b.Steps(r, "0", 1, 5);
+  std::vector<Finding> fs = RunCheck(&MissingRankCheck, b.World(4).Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kCrashedRank);
+  EXPECT_EQ(fs[0].culprit_ranks, Ranks{2});
+  EXPECT_EQ(fs[0].seq, 5);
+  EXPECT_EQ(fs[0].summary,
+            "ranks 0-1,3 wait in all_reduce (pg 0 (default_pg) seq 5) for rank 2, which left no dump: it most likely "
+            "died (crash, OOM kill, exit)");
+}
+
+TEST(MissingRankCheck, MostMembersWithoutADumpCannotBeDecided) {
+  // World 8, only rank 0 has a dump: 7 of 8 missing.
+  JobBuilder b;
+  b.Steps(0, "0", 1, 5);
+  std::vector<Finding> fs = RunCheck(&MissingRankCheck, b.World(8).Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kUndecided);
+  EXPECT_EQ(fs[0].severity, Severity::kWarning);
+  EXPECT_EQ(fs[0].culprit_ranks, (Ranks{1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(fs[0].summary,
+            "rank 0 waits in all_reduce (pg 0 (default_pg) seq 5), but there is no dump from ranks 1-7 (7 of 8 "
+            "members): cannot tell who is at fault");
+}
+
+// Ranks 1-3's logs show them waiting in seq 7 (NCCL); rank 0 left no log.
+model::Job LogsOnly(bool combined) {
+  JobBuilder b("nccl");
+  for (int r = 1; r < 4; ++r) b.Coll(r, "0", 7, "all_reduce", false, {8}, "Float", true).FromLog(r);
+  model::Job job = b.World(4).Build();
+  if (combined)
+    for (auto& d : job.dumps) d.file = "job.log";
+  return job;
+}
+
+TEST(MissingRankCheck, InPerRankLogsASilentRankHasNoLineRatherThanNeverArrived) {
+  std::vector<Finding> fs = RunCheck(&MissingRankCheck, LogsOnly(false));
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kMissingRank);
+  EXPECT_EQ(fs[0].culprit_ranks, Ranks{0});
+  EXPECT_EQ(fs[0].summary,
+            "ranks 1-3 wait in all_reduce (pg 0 (default_pg) seq 7) for rank 0, of which there is no line in the "
+            "logs given");
+  EXPECT_EQ(fs[0].roles[1].role, "no line in the logs given");
+  // One log with every rank's lines: there the silence is rank 0's own.
+  std::vector<Finding> cs = RunCheck(&MissingRankCheck, LogsOnly(true));
+  ASSERT_EQ(cs.size(), 1u);
+  EXPECT_EQ(cs[0].summary,
+            "ranks 1-3 wait in all_reduce (pg 0 (default_pg) seq 7) for rank 0, which never arrived (its log shows "
+            "no wait in it)");
+}
+
+TEST(MissingRankCheck, ACrashedOrUnreadableRankIsAnotherChecksCase) {
+  model::Job job = RankThreeAbsent(true);
+  job.dumps[3].events.push_back({model::LogEvent::Kind::kCrash, "CUDA error", "rank3.log", 3, "", -1, ""});
+  EXPECT_TRUE(RunCheck(&MissingRankCheck, job).empty());
+}
+
+}  // namespace
+}  // namespace hangdx::analyze

@@ -1,0 +1,56 @@
+#include "hangdx/analyze/checks/stack_sites.h"
+
+#include <gtest/gtest.h>
+
+#include "hangdx/analyze/checks/check_testing.h"
+#include "hangdx/model/testing/job_builder.h"
+
+namespace hangdx::analyze {
+namespace {
+
+using model::testing::JobBuilder;
+using testing::RunCheck;
+using Ranks = std::vector<model::Rank>;
+
+TEST(StackSitesCheck, TwoCallSitesNameTheSmallerSide) {
+  // sglang#27489: rank 0 in all_reduce under writing_check, ranks 1-3 in the
+  // next iteration's broadcast.
+  JobBuilder b;
+  b.Stack(0, {"all_reduce", "writing_check", "check_hicache_events", "event_loop_overlap"});
+  for (int r = 1; r < 4; ++r) b.Stack(r, {"broadcast", "broadcast_pyobj", "recv_requests", "event_loop_overlap"});
+  std::vector<Finding> fs = RunCheck(&StackSitesCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  const Finding& f = fs[0];
+  EXPECT_EQ(f.kind, Kind::kCollectiveMismatch);
+  EXPECT_EQ(f.culprit_ranks, Ranks{0});
+  EXPECT_EQ(f.op, "broadcast");
+  EXPECT_EQ(f.summary,
+            "the ranks' stacks are in different collectives: ranks 1-3 in broadcast in broadcast_pyobj; rank 0 in "
+            "all_reduce in writing_check");
+  ASSERT_EQ(f.evidence.size(), 4u);
+  EXPECT_EQ(f.evidence[0].note, "stack (line 1): all_reduce <- writing_check <- check_hicache_events");
+}
+
+TEST(StackSitesCheck, ARankInNoCollectiveIsTheMissingRank) {
+  JobBuilder b;
+  for (int r = 0; r < 3; ++r) b.Stack(r, {"wait", "all_reduce", "train_step"});
+  b.Stack(3, {"save", "save_checkpoint", "train_step"});
+  std::vector<Finding> fs = RunCheck(&StackSitesCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kMissingRank);
+  EXPECT_EQ(fs[0].culprit_ranks, Ranks{3});
+  EXPECT_EQ(fs[0].summary, "ranks 0-2 are blocked in all_reduce in train_step while rank 3 is in no collective");
+}
+
+TEST(StackSitesCheck, OneCallSiteOrRanksWithOpsSayNothing) {
+  JobBuilder same;
+  for (int r = 0; r < 3; ++r) same.Stack(r, {"all_reduce", "train_step"});
+  EXPECT_TRUE(RunCheck(&StackSitesCheck, same.Build()).empty());
+  // Rank 1 has recorded ops: its entries speak for it, leaving one stack.
+  JobBuilder ops;
+  ops.Stack(0, {"all_reduce", "a"}).Steps(1, "0", 1, 1).Stack(1, {"broadcast", "b"});
+  EXPECT_TRUE(RunCheck(&StackSitesCheck, ops.Build()).empty());
+}
+
+}  // namespace
+}  // namespace hangdx::analyze

@@ -1,0 +1,77 @@
+#include "hangdx/analyze/checks/stall.h"
+
+#include <gtest/gtest.h>
+
+#include "hangdx/analyze/checks/check_testing.h"
+#include "hangdx/model/testing/job_builder.h"
+
+namespace hangdx::analyze {
+namespace {
+
+using model::testing::JobBuilder;
+using testing::RunCheck;
+using Ranks = std::vector<model::Rank>;
+
+// NCCL, 4 members, all in seq 7 of pg 0; `retired`: the ops timed out.
+model::Job AllInSeven(bool retired) {
+  JobBuilder b("nccl");
+  for (int r = 0; r < 4; ++r) b.Steps(r, "0", 1, 6).Coll(r, "0", 7, "all_reduce", false, {4, 4}, "Float", retired);
+  return b.Members("0", {0, 1, 2, 3}).Build();
+}
+
+TEST(StallCheck, EveryMemberInItAndTimedOutIsAnUndecidedError) {
+  std::vector<Finding> fs = RunCheck(&StallCheck, AllInSeven(true));
+  ASSERT_EQ(fs.size(), 1u);
+  const Finding& f = fs[0];
+  EXPECT_EQ(f.kind, Kind::kUndecided);
+  EXPECT_EQ(f.severity, Severity::kError);
+  EXPECT_TRUE(f.hang);
+  EXPECT_EQ(f.seq, 7);
+  EXPECT_TRUE(f.culprit_ranks.empty());
+  EXPECT_EQ(f.summary,
+            "all 4 recorded members of pg 0 (default_pg) are in all_reduce seq 7 and agree on it, but it has not "
+            "finished");
+  ASSERT_EQ(f.details.size(), 1u);
+  EXPECT_EQ(f.details[0],
+            "no rank is missing or disagrees: look at the transport (NCCL_DEBUG=INFO logs, network, a stuck device)");
+  EXPECT_EQ(f.evidence.size(), 4u);
+}
+
+TEST(StallCheck, TheRankThatHasNotStartedItIsTheOneToLookAt) {
+  model::Job job = AllInSeven(true);
+  for (auto& d : job.dumps)
+    if (d.rank != 2) d.ops.back().state = model::OpState::kStarted;
+  std::vector<Finding> fs = RunCheck(&StallCheck, job);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].culprit_ranks, Ranks{2});
+  EXPECT_EQ(fs[0].roles[1].role, "least advanced");
+  EXPECT_EQ(fs[0].details[0], "rank 2 has not started it while others have");
+}
+
+TEST(StallCheck, WithoutATimeoutItIsAWarning) {
+  // gloo, members not recorded: a member it cannot see may be missing.
+  JobBuilder b;
+  for (int r = 0; r < 2; ++r) b.Coll(r, "0", 1, "all_reduce", false);
+  std::vector<Finding> fs = RunCheck(&StallCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].severity, Severity::kWarning);
+  EXPECT_FALSE(fs[0].hang);
+  ASSERT_EQ(fs[0].details.size(), 2u);
+  EXPECT_EQ(fs[0].details[0], "gloo records no pg members: a member that never recorded this pg may be missing");
+  EXPECT_EQ(fs[0].details[1], "no evidence that the wait timed out: it may still be running");
+}
+
+TEST(StallCheck, NcclLogLinesAloneDoNotShowAStall) {
+  // COLL lines are printed at enqueue: no timeout, no finding.
+  model::Job job = AllInSeven(false);
+  for (auto& d : job.dumps)
+    for (auto& op : d.ops) op.pg_desc = d.interner->Str("NCCL communicator of 4 ranks");
+  EXPECT_TRUE(RunCheck(&StallCheck, job).empty());
+  job.dumps[1].events.push_back({model::LogEvent::Kind::kTimeout, "Watchdog timeout", "rank1.log", 9, "", -1, ""});
+  std::vector<Finding> fs = RunCheck(&StallCheck, job);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].severity, Severity::kWarning);
+}
+
+}  // namespace
+}  // namespace hangdx::analyze

@@ -1,0 +1,57 @@
+#include "hangdx/analyze/passes/unexplained_timeout.h"
+
+#include <gtest/gtest.h>
+
+#include "hangdx/analyze/checks/check_testing.h"
+#include "hangdx/model/testing/job_builder.h"
+
+namespace hangdx::analyze {
+namespace {
+
+using model::testing::JobBuilder;
+using Ranks = std::vector<model::Rank>;
+
+// Ranks 0 and 1 logged a watchdog timeout; world 3, rank 2 left no log.
+model::Job TwoTimeouts() {
+  JobBuilder b;
+  for (int r = 0; r < 2; ++r)
+    b.Event(r, model::LogEvent::Kind::kTimeout, "Watchdog caught collective operation timeout").FromLog(r);
+  return b.World(3).Build();
+}
+
+TEST(UnexplainedTimeoutPass, TimeoutsNothingExplainsAreAnUndecidedError) {
+  model::Job job = TwoTimeouts();
+  RankAnalysis a = BuildRankAnalysis(job, {});
+  FindingSink sink;
+  UnexplainedTimeoutPass(a, &sink, nullptr);
+  ASSERT_EQ(sink.entries().size(), 1u);
+  const Finding& f = sink.entries()[0].finding;
+  EXPECT_EQ(f.kind, Kind::kUndecided);
+  EXPECT_EQ(f.severity, Severity::kError);
+  EXPECT_EQ(f.culprit_ranks, Ranks{2});
+  EXPECT_EQ(f.roles[0].ranks, (Ranks{0, 1}));
+  EXPECT_EQ(f.roles[1].role, "no log");
+  EXPECT_EQ(f.summary,
+            "ranks 0-1 report a timed-out collective, but the data given does not show whom they wait for: no log "
+            "from rank 2");
+  ASSERT_EQ(f.evidence.size(), 2u);
+  EXPECT_EQ(f.evidence[1].note, "line 3: Watchdog caught collective operation timeout");
+}
+
+TEST(UnexplainedTimeoutPass, AWaitStateErrorExplainsThemADeviceOneDoesNot) {
+  model::Job job = TwoTimeouts();
+  RankAnalysis a = BuildRankAnalysis(job, {});
+  FindingSink sink;
+  sink.Begin("device_level", Scope::kDevice);
+  sink.Add(testing::MakeFinding(Kind::kStreamCycle, {0}));
+  UnexplainedTimeoutPass(a, &sink, nullptr);
+  EXPECT_EQ(sink.entries().size(), 2u);
+  FindingSink rank;
+  rank.Begin("missing_rank", Scope::kWaitState);
+  rank.Add(testing::MakeFinding(Kind::kMissingRank, {2}));
+  UnexplainedTimeoutPass(a, &rank, nullptr);
+  EXPECT_EQ(rank.entries().size(), 1u);
+}
+
+}  // namespace
+}  // namespace hangdx::analyze

@@ -1,0 +1,63 @@
+#include "hangdx/analyze/passes/verdict.h"
+
+#include <gtest/gtest.h>
+
+#include "hangdx/analyze/checks/check_testing.h"
+#include "hangdx/model/testing/job_builder.h"
+
+namespace hangdx::analyze {
+namespace {
+
+using model::testing::JobBuilder;
+using testing::MakeFinding;
+
+std::string VerdictOf(const model::Job& job, std::vector<Finding> findings, bool* hang = nullptr) {
+  RankAnalysis a = BuildRankAnalysis(job, {});
+  Diagnosis out;
+  out.findings = std::move(findings);
+  VerdictPass(a, nullptr, &out);
+  if (hang) *hang = out.hang;
+  return out.verdict;
+}
+
+TEST(VerdictPass, TheFirstFindingSaysWhatAndWhomToLookAt) {
+  model::Job job = JobBuilder().Steps(0, "0", 1, 1).Build();
+  Finding f = MakeFinding(Kind::kCollectiveMismatch, {2});
+  f.summary = "ranks disagree";
+  bool hang = false;
+  EXPECT_EQ(VerdictOf(job, {f}, &hang), "HANG (mismatch): ranks disagree. Look first at rank 2.");
+  EXPECT_TRUE(hang);
+  f.hang = false;  // PyTorch raised it
+  EXPECT_EQ(VerdictOf(job, {f}), "ERROR (mismatch, raised; no hang): ranks disagree. Look first at rank 2.");
+  Finding w = MakeFinding(Kind::kStraggler, {}, Severity::kWarning);
+  w.summary = "slow";
+  EXPECT_EQ(VerdictOf(job, {w}, &hang), "WARNING: slow.");
+  EXPECT_FALSE(hang);
+  Finding local = MakeFinding(Kind::kMissingRank, {5});
+  local.summary = "waits";
+  local.ranks_are_pg_local = true;
+  local.pg_name = "g";
+  job.unreadable[1] = "trace_1: truncated";
+  EXPECT_EQ(VerdictOf(job, {local}),
+            "HANG: waits. Look first at rank 5 of pg g. (The dumps of rank 1 could not be read.)");
+}
+
+TEST(VerdictPass, NoFindingSaysWhatWasSeen) {
+  EXPECT_EQ(VerdictOf(model::Job(), {}),
+            "No usable input: no dump, log, stack dump or snapshot that names a rank could be read.");
+  JobBuilder b;  // gloo
+  for (int r = 0; r < 2; ++r) b.Steps(r, "0", 1, 3);
+  // pg 0 is ranks 0-1 of a world of 3: nothing pending, rank 2 silent.
+  EXPECT_EQ(VerdictOf(b.Members("0", {0, 1}).World(3).Build(), {}),
+            "No hang found: every process group's recorded collectives match on all 2 ranks seen. (gloo records no "
+            "P2P op in the Flight Recorder: a send/recv deadlock does not show here; read the ranks' stderr.) No dump "
+            "from rank 2.");
+  JobBuilder n("nccl");
+  for (int r = 0; r < 2; ++r) n.Steps(r, "0", 1, 3).Coll(r, "0", 4, "all_reduce", false);
+  EXPECT_EQ(VerdictOf(n.Build(), {}),
+            "No hang found: every process group's recorded collectives match on all 2 ranks seen. Some are still in "
+            "progress.");
+}
+
+}  // namespace
+}  // namespace hangdx::analyze

@@ -1,0 +1,71 @@
+#include "hangdx/analyze/world.h"
+
+#include <gtest/gtest.h>
+
+#include "hangdx/model/testing/job_builder.h"
+
+namespace hangdx::analyze {
+namespace {
+
+using model::testing::JobBuilder;
+using Ranks = std::vector<model::Rank>;
+
+TEST(ResolveWorld, GivenSizeNamesTheRanksWithoutADump) {
+  // --world-size 4, dumps of ranks 0, 1 and 3: rank 2 left none.
+  model::Job job = JobBuilder().Steps(0, "0", 1, 1).Steps(1, "0", 1, 1).Steps(3, "0", 1, 1).World(4).Build();
+  model::DiagnosticSink diags;
+  World w = ResolveWorld(job, &diags);
+  EXPECT_EQ(w.size, 4);
+  EXPECT_EQ(w.reported_size, 4);
+  EXPECT_FALSE(w.inferred);
+  EXPECT_EQ(w.without_dump, Ranks{2});
+  EXPECT_TRUE(diags.empty());
+}
+
+TEST(ResolveWorld, DefaultPgConfigGivesTheSize) {
+  // Two dumps, but pg 0's config lists ranks 0-5: ranks 2-5 left none.
+  model::Job job = JobBuilder().Steps(0, "0", 1, 1).Steps(1, "0", 1, 1).Members("0", {0, 1, 2, 3, 4, 5}).Build();
+  model::DiagnosticSink diags;
+  World w = ResolveWorld(job, &diags);
+  EXPECT_EQ(w.size, 6);
+  EXPECT_FALSE(w.inferred);
+  EXPECT_EQ(w.without_dump, (Ranks{2, 3, 4, 5}));
+}
+
+TEST(ResolveWorld, HighestRankSeenIsAnInferredSize) {
+  // Rank 0 waits for rank 2; nothing says more: 3 ranks, inferred.
+  model::Job job = JobBuilder().Wait(0, "all_reduce", {2}).Wait(1, "all_reduce", {2}).Build();
+  model::DiagnosticSink diags;
+  World w = ResolveWorld(job, &diags);
+  EXPECT_EQ(w.size, 3);
+  EXPECT_TRUE(w.inferred);
+  EXPECT_EQ(w.without_dump, Ranks{2});
+}
+
+TEST(ResolveWorld, UnbelievableRankNumbersAreNotAWorld) {
+  // One rank with data waits for rank 1000: 1000 > 4 * 1 + 64, so the size
+  // is left unknown (reported as the 1 dump) with a warning.
+  model::Job job = JobBuilder().Wait(0, "all_reduce", {1000}).Build();
+  model::DiagnosticSink diags;
+  World w = ResolveWorld(job, &diags);
+  EXPECT_EQ(w.size, -1);
+  EXPECT_EQ(w.reported_size, 1);
+  EXPECT_TRUE(w.without_dump.empty());
+  std::vector<model::Diagnostic> d = diags.Take();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].message,
+            "rank numbers go up to 1000 but only 1 ranks have data; not guessing the world size (pass --world-size)");
+}
+
+TEST(Crashed, OnlyACrashEventMakesARankDead) {
+  model::Job job = JobBuilder()
+                       .Event(0, model::LogEvent::Kind::kCrash, "CUDA error")
+                       .Event(1, model::LogEvent::Kind::kTimeout, "Watchdog caught collective operation timeout")
+                       .Build();
+  EXPECT_TRUE(Crashed(job, 0));
+  EXPECT_FALSE(Crashed(job, 1));
+  EXPECT_FALSE(Crashed(job, 7));  // no dump at all
+}
+
+}  // namespace
+}  // namespace hangdx::analyze
