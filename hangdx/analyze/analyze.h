@@ -16,6 +16,13 @@
 //     that are waited on but are not blocked are root-cause candidates.
 //  4. Findings, most important first, each with culprit ranks and evidence.
 //
+// Steps 1-3 build the read-only context (analyze/rank_analysis.h); the
+// checks (analyze/checks/check.h, one file each, one table) turn it into
+// findings; the passes (analyze/passes/pass.h) do what must read findings:
+// cascades, the device-level engine's findings meeting the rank-level ones
+// (passes/device_meets_rank.h), ordering, the verdict. docs/analysis.md §6
+// maps every decision to its file.
+//
 // Deterministic: the result depends only on the Job, never on thread count
 // or hash order. Thread-safe (no shared state).
 #pragma once
