@@ -13,6 +13,11 @@ DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recomme
   cmake ninja-build g++ clang libclang-rt-14-dev pkg-config libre2-dev \
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev \
   python3-dev graphviz >/dev/null
+# hangdx watch (docs/live.md): cpp-httplib for its HTTP service, hiredis for
+# --redis, and redis-server, which the tests start on a free loopback port
+# and stop (they never use a system-wide Redis).
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+  libcpp-httplib-dev libhiredis-dev redis-server >/dev/null
 
 PY=${PYTHON:-python3}
 "$PY" -m pip install -q --upgrade "scikit-build-core>=0.8" "pybind11>=2.10" pytest tabulate

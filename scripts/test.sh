@@ -27,3 +27,5 @@ rm -rf "$bench_dir"
 
 python3 -m pip install -q .
 HANGDX_BIN="$PWD/build/bin/hangdx" python3 -m pytest -q tests/python
+# hangdx watch on real 4-rank gloo jobs (about 3 minutes; skipped without torch).
+HANGDX_BIN="$PWD/build/bin/hangdx" python3 -m pytest -q tests/live/test_torch_live.py

@@ -12,6 +12,7 @@
 
 #include "hangdx/pipeline/pipeline.h"
 #include "hangdx/sim/simulate.h"
+#include "tools/hangdx/watch_main.h"
 
 namespace {
 
@@ -97,6 +98,7 @@ int RunSimulate(const std::string& path, const std::string& format, const hangdx
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "watch") return hangdx::tools::WatchMain(argc - 1, argv + 1);
   CLI::App app{"hangdx: names the hang in a distributed deep-learning job from what its ranks left behind"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("hangdx 0.1.0"));

@@ -1,0 +1,172 @@
+// Hostile clients against the hardened cpp-httplib service: huge bodies,
+// garbage, slowloris trickles, more connections than threads. None may
+// crash or hang it, and each refusal is counted.
+#include "hangdx/live/http_server.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "hangdx/live/fanout.h"
+
+namespace hangdx::live {
+namespace {
+
+using namespace std::chrono_literals;
+
+class Counts {
+ public:
+  void Add(const std::string& reason) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++n_[reason];
+  }
+  int Get(const std::string& reason) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return n_[reason];
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, int> n_;
+};
+
+int Connect(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  ::inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Sends `request`, reads until the server closes or `wait` passes.
+std::string Exchange(int port, const std::string& request, std::chrono::milliseconds wait = 3000ms) {
+  int fd = Connect(port);
+  if (fd < 0) return "";
+  (void)!::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string got;
+  auto deadline = std::chrono::steady_clock::now() + wait;
+  char buf[4096];
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 50) != 1) continue;
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+    if (got.find("\r\n\r\n") != std::string::npos && got.find("Content-Length: 0") != std::string::npos) break;
+  }
+  ::close(fd);
+  return got;
+}
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void StartServer(ServerOptions o) {
+    auto s = HttpServer::Start(
+        o,
+        [](const HttpRequest& r) -> HttpResponse {
+          if (r.path == "/throw") throw std::runtime_error("boom");
+          if (r.path == "/sleep") std::this_thread::sleep_for(1500ms);
+          return {200, "text/plain", "echo " + std::to_string(r.body.size())};
+        },
+        [this](const std::string& reason) { counts.Add(reason); });
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    server = std::move(*s);
+  }
+  // A normal request through the fan-out client: the service still serves.
+  int Ping() {
+    HttpFanout fan;
+    fan.AddEndpoint({"127.0.0.1", server->port(), ""});
+    return fan.Run({HttpCall(0, "POST", "/x", "abc")}, 3000ms)[0].status;
+  }
+  Counts counts;
+  std::unique_ptr<HttpServer> server;
+};
+
+TEST_F(HttpServerTest, HugeBodiesAreRefusedBeforeTheyAreRead) {
+  StartServer({.max_body_bytes = 1024});
+  std::string r =
+      Exchange(server->port(), "POST /v1/report HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000000\r\n\r\n");
+  EXPECT_NE(r.find("413"), std::string::npos) << r;
+  // Chunked: no length to look at; refused once past the limit.
+  std::string chunked = "POST /v1/report HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (int i = 0; i < 8; ++i) chunked += "400\r\n" + std::string(1024, 'a') + "\r\n";
+  r = Exchange(server->port(), chunked);
+  EXPECT_NE(r.find("413"), std::string::npos) << r;
+  EXPECT_EQ(counts.Get("too_large"), 2);
+  EXPECT_EQ(Ping(), 200);
+}
+
+TEST_F(HttpServerTest, GarbageAndThrowsAreAnswered) {
+  StartServer({});
+  std::string r = Exchange(server->port(), std::string("\x16\x03\x01\x02\x00garbage\r\n\r\n", 16));  // a TLS hello, say
+  EXPECT_NE(r.find("400"), std::string::npos) << r;
+  r = Exchange(server->port(), "GET /" + std::string(20000, 'a') + " HTTP/1.1\r\n\r\n");
+  EXPECT_TRUE(r.empty() || r.find("HTTP/1.1 4") != std::string::npos) << r.substr(0, 80);
+  r = Exchange(server->port(), "GET /throw HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_NE(r.find("500"), std::string::npos) << r;
+  EXPECT_EQ(counts.Get("error"), 1);
+  EXPECT_GE(counts.Get("malformed"), 1);
+  EXPECT_EQ(Ping(), 200);
+}
+
+TEST_F(HttpServerTest, SlowlorisIsCutOffAndOthersAreServed) {
+  StartServer({.request_timeout = 1000ms, .threads = 2, .max_queued = 64});
+  // Six clients that send one header byte every 200 ms, forever.
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> slow;
+  std::atomic<int> cut{0};
+  for (int i = 0; i < 6; ++i) {
+    slow.emplace_back([&] {
+      int fd = Connect(server->port());
+      std::string head = "POST /v1/report HTTP/1.1\r\nHost: x\r\nX-Long: " + std::string(1000, 'a');
+      for (size_t k = 0; k < head.size() && !stop; ++k) {
+        if (::send(fd, &head[k], 1, MSG_NOSIGNAL) != 1) {
+          ++cut;
+          break;
+        }
+        std::this_thread::sleep_for(200ms);
+      }
+      ::close(fd);
+    });
+  }
+  std::this_thread::sleep_for(300ms);
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(Ping(), 200);  // queued behind at most two trickles of 1 s each
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(s, 3.5);
+  for (int i = 0; i < 100 && cut < 6; ++i) std::this_thread::sleep_for(100ms);
+  stop = true;
+  for (auto& t : slow) t.join();
+  EXPECT_EQ(cut.load(), 6);  // every trickle was dropped
+  EXPECT_GE(counts.Get("timeout"), 6);
+}
+
+TEST_F(HttpServerTest, OverloadGets503AtOnce) {
+  StartServer({.threads = 1, .max_queued = 1});
+  std::vector<std::thread> busy;
+  for (int i = 0; i < 2; ++i) {  // one request in the thread, then one queued
+    busy.emplace_back([&] { Exchange(server->port(), "GET /sleep HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"); });
+    std::this_thread::sleep_for(300ms);
+  }
+  std::string r = Exchange(server->port(), "GET /x HTTP/1.1\r\nHost: x\r\n\r\n", 1000ms);
+  EXPECT_NE(r.find("503"), std::string::npos) << r;
+  for (auto& t : busy) t.join();
+  EXPECT_EQ(counts.Get("overloaded"), 1);
+  EXPECT_EQ(Ping(), 200);
+}
+
+}  // namespace
+}  // namespace hangdx::live

@@ -1,0 +1,76 @@
+// hangdx/live/prober.h
+// Prober: asks every worker of a job for its progress, and the ranks of a
+// stall for their details, through one HttpFanout (fanout.h).
+//
+//   Prober p({});
+//   p.SetWorker(3, *ParseUrl("http://node03:41873"));
+//   for (const ProbeReply& r : p.Probe(5s)) ... r.body is Flight Recorder JSON ...
+//   Details d = p.Fetch({0, 1, 2, 3}, 5s);   // full Flight Recorder + stacks
+//
+// Which handler: torch's worker server lists its handlers at GET
+// /handler/. When it has dump_nccl_trace_json (a CUDA build), the probe is
+// dump_nccl_trace_json?includecollectives=false (pg_status and pg_config,
+// no entries) and the details dump_nccl_trace_json?includecollectives=true;
+// otherwise (gloo, a CPU build) both are fr_trace_json, which has no such
+// switch, so a gloo probe carries the whole (bounded) ring. The first
+// probe of a worker asks for the list too, and uses fr_trace_json.
+// Not thread-safe.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "hangdx/live/fanout.h"
+#include "hangdx/live/url.h"
+#include "hangdx/model/job.h"
+
+namespace hangdx::live {
+
+using model::Rank;
+
+struct ProbeReply {
+  Rank rank = -1;
+  bool ok = false;    // a 200 answer
+  int status = 0;     // HTTP status, 0 for none
+  std::string body;   // the Flight Recorder JSON
+  std::string error;  // why not ok
+  double seconds = 0;
+};
+
+struct Details {
+  std::map<Rank, std::string> fr, stacks;
+  std::map<Rank, std::string> unanswered;  // rank -> why it gave no Flight Recorder
+};
+
+class Prober {
+ public:
+  explicit Prober(FanoutOptions options = {}) : fan_(options) {}
+
+  // Adds rank `rank`'s worker, or moves it to a new address.
+  void SetWorker(Rank rank, const Endpoint& endpoint);
+  bool Has(Rank rank) const { return workers_.count(rank) > 0; }
+  std::vector<Rank> Ranks() const;
+  std::string Url(Rank rank) const;
+
+  // One probe of every worker, in rank order.
+  std::vector<ProbeReply> Probe(std::chrono::milliseconds timeout);
+  // Full Flight Recorder and dump_traceback of `ranks` (those with a worker).
+  Details Fetch(const std::vector<Rank>& ranks, std::chrono::milliseconds timeout);
+
+ private:
+  enum class Kind { kUnknown, kGeneric, kNccl };
+  struct Worker {
+    size_t endpoint = 0;
+    Endpoint address;
+    Kind kind = Kind::kUnknown;
+  };
+  std::string ProbePath(const Worker& w) const;
+  std::string DetailPath(const Worker& w) const;
+
+  HttpFanout fan_;
+  std::map<Rank, Worker> workers_;
+};
+
+}  // namespace hangdx::live

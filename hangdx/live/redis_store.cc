@@ -1,0 +1,221 @@
+#include "hangdx/live/redis_store.h"
+
+#include <hiredis/hiredis.h>
+
+#include <algorithm>
+#include <charconv>
+#include <mutex>
+
+#include "hangdx/live/url.h"
+
+namespace hangdx::live {
+namespace {
+
+// Finding: HSETNX into the hash and, only when new, RPUSH to the order list.
+constexpr const char* kAddFindingScript =
+    "if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 1 then "
+    "redis.call('RPUSH', KEYS[2], ARGV[2]) return 1 end return 0";
+
+struct ReplyDeleter {
+  void operator()(redisReply* r) const { freeReplyObject(r); }
+};
+using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
+
+class RedisStore : public StateStore {
+ public:
+  RedisStore(Endpoint e, int db, StoreOptions o) : server_(std::move(e)), db_(db), opt_(std::move(o)) {
+    prefix_ = "hangdx:" + opt_.job + ":";
+  }
+  ~RedisStore() override {
+    if (ctx_) redisFree(ctx_);
+  }
+
+  Status Open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    HANGDX_RETURN_IF_ERROR(Reconnect());
+    HANGDX_ASSIGN_OR_RETURN(Reply r, Command({"PING"}));
+    if (r->type != REDIS_REPLY_STATUS || std::string(r->str, r->len) != "PONG")
+      return IoError("redis " + Where() + ": PING did not answer PONG");
+    return Status::Ok();
+  }
+
+  std::string Describe() const override { return "redis " + Where() + " (job " + opt_.job + ")"; }
+
+  Status PutRanks(const std::vector<RankRecord>& records) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t first = 0; first < records.size(); first += 1000) {
+      std::vector<std::string> args{"HSET", prefix_ + "ranks"};
+      for (size_t i = first; i < std::min(records.size(), first + 1000); ++i) {
+        args.push_back(std::to_string(records[i].rank));
+        args.push_back(records[i].Encode());
+      }
+      HANGDX_ASSIGN_OR_RETURN(Reply r, Command(args));
+    }
+    return Status::Ok();
+  }
+
+  StatusOr<std::vector<RankRecord>> LoadRanks() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    HANGDX_ASSIGN_OR_RETURN(Reply r, Command({"HGETALL", prefix_ + "ranks"}));
+    std::vector<RankRecord> out;
+    for (size_t i = 0; i + 1 < r->elements; i += 2) {
+      int64_t rank = -1;
+      std::string k(r->element[i]->str, r->element[i]->len);
+      auto res = std::from_chars(k.data(), k.data() + k.size(), rank);
+      RankRecord rec;
+      if (res.ec == std::errc() &&
+          RankRecord::Decode(rank, std::string(r->element[i + 1]->str, r->element[i + 1]->len), &rec))
+        out.push_back(std::move(rec));
+    }
+    std::sort(out.begin(), out.end(), [](const RankRecord& a, const RankRecord& b) { return a.rank < b.rank; });
+    return out;
+  }
+
+  Status AppendHistory(const std::string& line) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return PushTrimmed(prefix_ + "history", line, opt_.history_max);
+  }
+
+  StatusOr<std::vector<std::string>> LoadHistory() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return Strings({"LRANGE", prefix_ + "history", "0", "-1"});
+  }
+
+  Status AppendReport(Rank rank, const std::string& report) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    HANGDX_RETURN_IF_ERROR(PushTrimmed(prefix_ + "reports:" + std::to_string(rank), report, opt_.reports_per_rank));
+    HANGDX_ASSIGN_OR_RETURN(Reply r, Command({"SADD", prefix_ + "report_ranks", std::to_string(rank)}));
+    return Status::Ok();
+  }
+
+  StatusOr<std::vector<std::pair<Rank, std::string>>> LoadReports() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    HANGDX_ASSIGN_OR_RETURN(std::vector<std::string> ranks, Strings({"SMEMBERS", prefix_ + "report_ranks"}));
+    std::vector<Rank> sorted;
+    for (const auto& s : ranks) {
+      Rank r = -1;
+      if (std::from_chars(s.data(), s.data() + s.size(), r).ec == std::errc()) sorted.push_back(r);
+    }
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<std::pair<Rank, std::string>> out;
+    for (Rank r : sorted) {
+      HANGDX_ASSIGN_OR_RETURN(std::vector<std::string> reports,
+                              Strings({"LRANGE", prefix_ + "reports:" + std::to_string(r), "0", "-1"}));
+      for (auto& s : reports) out.emplace_back(r, std::move(s));
+    }
+    return out;
+  }
+
+  StatusOr<bool> AddFinding(const std::string& fingerprint, const std::string& record) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    HANGDX_ASSIGN_OR_RETURN(Reply r, Command({"EVAL", kAddFindingScript, "2", prefix_ + "findings",
+                                              prefix_ + "findings_order", fingerprint, record}));
+    return r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+  }
+
+  StatusOr<std::vector<std::string>> LoadFindings() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return Strings({"LRANGE", prefix_ + "findings_order", "0", "-1"});
+  }
+
+  StatusOr<bool> MarkStall(const std::string& key) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    HANGDX_ASSIGN_OR_RETURN(Reply r, Command({"SADD", prefix_ + "stalls", key}));
+    return r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+  }
+
+  StatusOr<std::vector<std::string>> LoadStalls() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return Strings({"SMEMBERS", prefix_ + "stalls"});
+  }
+
+ private:
+  std::string Where() const { return server_.host + ":" + std::to_string(server_.port) + "/" + std::to_string(db_); }
+
+  Status Reconnect() {
+    if (ctx_) redisFree(ctx_);
+    timeval tv{5, 0};
+    ctx_ = redisConnectWithTimeout(server_.host.c_str(), server_.port, tv);
+    if (!ctx_ || ctx_->err) {
+      std::string why = ctx_ ? ctx_->errstr : "out of memory";
+      if (ctx_) redisFree(ctx_);
+      ctx_ = nullptr;
+      return IoError("redis " + Where() + ": " + why);
+    }
+    redisSetTimeout(ctx_, tv);
+    if (db_ != 0) {
+      auto* r = static_cast<redisReply*>(redisCommand(ctx_, "SELECT %d", db_));
+      bool ok = r && r->type == REDIS_REPLY_STATUS;
+      if (r) freeReplyObject(r);
+      if (!ok) return IoError("redis " + Where() + ": cannot SELECT database " + std::to_string(db_));
+    }
+    return Status::Ok();
+  }
+
+  // One command; on a broken connection, reconnects once and retries.
+  StatusOr<Reply> Command(const std::vector<std::string>& args) {
+    std::vector<const char*> argv;
+    std::vector<size_t> lens;
+    for (const auto& a : args) {
+      argv.push_back(a.data());
+      lens.push_back(a.size());
+    }
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      if (!ctx_) HANGDX_RETURN_IF_ERROR(Reconnect());
+      Reply r(
+          static_cast<redisReply*>(redisCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(), lens.data())));
+      if (!r) {
+        redisFree(ctx_);
+        ctx_ = nullptr;
+        continue;
+      }
+      if (r->type == REDIS_REPLY_ERROR) return IoError("redis " + args[0] + ": " + std::string(r->str, r->len));
+      return r;
+    }
+    return IoError("redis " + Where() + ": connection lost (" + args[0] + ")");
+  }
+
+  StatusOr<std::vector<std::string>> Strings(const std::vector<std::string>& args) {
+    HANGDX_ASSIGN_OR_RETURN(Reply r, Command(args));
+    std::vector<std::string> out;
+    for (size_t i = 0; i < r->elements; ++i) out.emplace_back(r->element[i]->str, r->element[i]->len);
+    return out;
+  }
+
+  Status PushTrimmed(const std::string& key, const std::string& value, size_t keep) {
+    HANGDX_ASSIGN_OR_RETURN(Reply a, Command({"RPUSH", key, value}));
+    if (a->type == REDIS_REPLY_INTEGER && static_cast<size_t>(a->integer) > keep) {
+      std::string start = std::to_string(-static_cast<int64_t>(keep));
+      HANGDX_ASSIGN_OR_RETURN(Reply b, Command({"LTRIM", key, start, "-1"}));
+    }
+    return Status::Ok();
+  }
+
+  Endpoint server_;
+  int db_ = 0;
+  StoreOptions opt_;
+  std::string prefix_;
+  std::mutex mu_;
+  redisContext* ctx_ = nullptr;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<StateStore>> NewRedisStore(const std::string& url, const StoreOptions& options) {
+  constexpr std::string_view kScheme = "redis://";
+  if (url.rfind(kScheme, 0) != 0) return InvalidArgument("--redis wants redis://HOST:PORT[/DB], got " + url);
+  std::string rest = url.substr(kScheme.size());
+  int db = 0;
+  if (size_t slash = rest.find('/'); slash != std::string::npos) {
+    std::string d = rest.substr(slash + 1);
+    if (!d.empty() && std::from_chars(d.data(), d.data() + d.size(), db).ec != std::errc())
+      return InvalidArgument("--redis: bad database number in " + url);
+    rest.resize(slash);
+  }
+  HANGDX_ASSIGN_OR_RETURN(Endpoint e, ParseHostPort(rest));
+  auto store = std::make_unique<RedisStore>(std::move(e), db, options);
+  HANGDX_RETURN_IF_ERROR(store->Open());
+  return std::unique_ptr<StateStore>(std::move(store));
+}
+
+}  // namespace hangdx::live

@@ -1,0 +1,631 @@
+#include "hangdx/live/watcher.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "hangdx/live/bundle.h"
+#include "hangdx/live/hooks.h"
+#include "hangdx/live/redis_store.h"
+#include "hangdx/live/tcp_store.h"
+#include "hangdx/pipeline/pipeline.h"
+#include "hangdx/report/report.h"
+
+namespace hangdx::live {
+namespace {
+
+using json = nlohmann::ordered_json;
+using std::chrono::milliseconds;
+
+double Secs(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// "2025-12-01T08:32:53Z" (RFC 3339, UTC), or the compact "20251201T083253Z".
+std::string UtcStamp(bool compact) {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, compact ? "%Y%m%dT%H%M%SZ" : "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string Ranks(const std::vector<Rank>& ranks, size_t max = 16) {
+  std::string s;
+  for (size_t i = 0; i < ranks.size() && i < max; ++i) {
+    if (i) s += ',';
+    s += std::to_string(ranks[i]);
+  }
+  if (ranks.size() > max) s += ",... (" + std::to_string(ranks.size()) + ")";
+  return s;
+}
+
+// The finding's identity: the same hang found again has the same one.
+std::string Fingerprint(const analyze::Finding& f) {
+  std::string s =
+      std::string(analyze::KindName(f.kind)) + " pg " + f.pg_name + " seq " + std::to_string(f.seq) + " culprits";
+  for (Rank r : f.culprit_ranks) {
+    s += ' ';
+    s += std::to_string(r);
+  }
+  return s;
+}
+
+// Constant-time comparison, so the token cannot be guessed byte by byte.
+bool SameToken(const std::string& given, const std::string& want) {
+  if (want.empty() || given.size() != want.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < want.size(); ++i) diff |= static_cast<unsigned char>(given[i] ^ want[i]);
+  return diff == 0;
+}
+
+HttpResponse JsonResponse(int status, const json& j) { return {status, "application/json", j.dump(1) + "\n"}; }
+
+// pg_config names a pg by name, pg_status by id: gloo keys its default pg
+// "" (id "0"); NCCL's pg names are their ids unless the user named them.
+std::string PgIdOfName(const std::string& name) { return name.empty() ? "0" : name; }
+
+}  // namespace
+
+Watcher::Watcher(WatchOptions options)
+    : opt_(std::move(options)), detector_({opt_.stall_after}), started_(Clock::now()) {}
+
+Watcher::~Watcher() {
+  if (server_) server_->Stop();
+  std::lock_guard<std::mutex> lock(hooks_mu_);
+  for (auto& t : hooks_)
+    if (t.joinable()) t.join();
+}
+
+Watcher::LogLine::~LogLine() {
+  std::lock_guard<std::mutex> lock(*mu_);
+  *out_ << buf_.str() << std::flush;
+}
+
+Watcher::LogLine Watcher::log() const { return LogLine(opt_.log ? opt_.log : &std::cerr, &log_mu_); }
+
+int64_t Watcher::WallMs(Clock::time_point t) const {
+  auto wall = std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return wall - std::chrono::duration_cast<milliseconds>(Clock::now() - t).count();
+}
+
+Clock::time_point Watcher::FromWallMs(int64_t ms) const {
+  auto wall = std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return Clock::now() - milliseconds(wall - ms);
+}
+
+Status Watcher::Start() {
+  using Role = WatchOptions::Role;
+  if (opt_.format != "text" && opt_.format != "json") return InvalidArgument("--format must be text or json");
+  if (opt_.interval.count() <= 0 || opt_.stall_after.count() <= 0 || opt_.fetch_timeout.count() <= 0)
+    return InvalidArgument("--interval, --stall-after and --fetch-timeout must be positive");
+  if (opt_.role != Role::kStandalone && opt_.redis.empty())
+    return InvalidArgument("--role agent and --role coordinator share their state through --redis URL");
+  if (opt_.role != Role::kCoordinator && opt_.store.empty() && opt_.workers.empty() && opt_.listen.empty())
+    return InvalidArgument("no workers: give --store HOST:PORT --world-size N, --workers FILE|URL..., or --listen");
+  if (!opt_.store.empty() && opt_.world_size < 1) return InvalidArgument("--store needs --world-size N");
+  StoreOptions so;
+  so.job = opt_.job;
+  if (opt_.redis.empty()) {
+    store_ = NewMemoryStore(so);
+  } else {
+    HANGDX_ASSIGN_OR_RETURN(store_, NewRedisStore(opt_.redis, so));
+  }
+  HANGDX_RETURN_IF_ERROR(Resume());
+  for (const auto& [rank, url] : opt_.workers) {
+    auto e = ParseUrl(url);
+    if (!e.ok()) return InvalidArgument("--workers: rank " + std::to_string(rank) + ": " + e.status().message());
+    prober_.SetWorker(rank, *e);
+    url_of_[rank] = url;
+  }
+  if (!opt_.listen.empty()) {
+    HANGDX_ASSIGN_OR_RETURN(Endpoint at, ParseHostPort(opt_.listen, /*allow_any_port=*/true));
+    ServerOptions so2;
+    so2.host = at.host;
+    so2.port = at.port;
+    so2.max_body_bytes = opt_.max_report_bytes;
+    HANGDX_ASSIGN_OR_RETURN(server_, HttpServer::Start(
+                                         so2, [this](const HttpRequest& r) { return Handle(r); },
+                                         [this](const std::string& reason) {
+                                           metrics_.Add("hangdx_reports_rejected_total", {{"reason", reason}});
+                                         }));
+    log() << "hangdx watch: listening on " << at.host << ":" << server_->port()
+          << (opt_.token.empty() ? " (no token: anyone who can connect may push)" : "") << "\n";
+  }
+  Discover(true);
+  log() << "hangdx watch: " << prober_.Ranks().size() << " workers"
+        << (opt_.store.empty() ? "" : " of " + std::to_string(opt_.world_size) + " in the store " + opt_.store)
+        << ", probe every " << Secs(opt_.interval) << " s, stall after " << Secs(opt_.stall_after)
+        << " s without progress, state in " << store_->Describe() << "\n";
+  return Status::Ok();
+}
+
+Status Watcher::Resume() {
+  HANGDX_ASSIGN_OR_RETURN(std::vector<RankRecord> ranks, store_->LoadRanks());
+  HANGDX_ASSIGN_OR_RETURN(std::vector<std::string> stalls, store_->LoadStalls());
+  HANGDX_ASSIGN_OR_RETURN(std::vector<std::string> findings, store_->LoadFindings());
+  HANGDX_ASSIGN_OR_RETURN(auto reports, store_->LoadReports());
+  HANGDX_ASSIGN_OR_RETURN(std::vector<std::string> history, store_->LoadHistory());
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const RankRecord& r : ranks) {
+    std::vector<PgProgress> pgs;
+    if (r.seen_ms > 0 && ParseCompact(r.progress, &pgs))
+      detector_.Restore(r.rank, pgs, FromWallMs(r.changed_ms), FromWallMs(r.seen_ms));
+    if (!r.url.empty()) url_of_[r.rank] = r.url;
+  }
+  for (const auto& k : stalls) detector_.MarkReported(k);
+  for (const auto& f : findings) {
+    json j = json::parse(f, nullptr, false);
+    if (j.is_object() && j.contains("fingerprint")) found_.insert(j["fingerprint"].get<std::string>());
+  }
+  for (const auto& [rank, raw] : reports) {
+    auto parsed = ParseReport(raw, 1 << 20);
+    if (parsed.ok())
+      for (const auto& r : *parsed) board_.Apply(r);
+  }
+  history_.assign(history.begin(), history.end());
+  if (!ranks.empty() || !findings.empty() || !reports.empty())
+    log() << "hangdx watch: resumed from " << store_->Describe() << ": " << ranks.size() << " ranks, "
+          << findings.size() << " findings, " << reports.size() << " pushed reports, " << stalls.size()
+          << " stalls already analysed\n";
+  return Status::Ok();
+}
+
+void Watcher::Discover(bool first) {
+  if (opt_.store.empty() || opt_.role == WatchOptions::Role::kCoordinator) return;
+  auto now = Clock::now();
+  if (!first && now - last_discovery_ < std::chrono::seconds(1)) return;
+  Rank last = opt_.last_rank >= 0 ? std::min(opt_.last_rank, opt_.world_size - 1) : opt_.world_size - 1;
+  size_t missing = 0;
+  for (Rank r = opt_.first_rank; r <= last; ++r) missing += !prober_.Has(r);
+  if (missing == 0) return;
+  last_discovery_ = now;
+  auto at = ParseHostPort(opt_.store);
+  if (!at.ok()) return;
+  auto found = ReadWorkerAddresses(*at, last + 1, opt_.store_prefix, opt_.fetch_timeout);
+  if (!found.ok()) {
+    if (first) log() << "hangdx watch: " << found.status().message() << " (will retry)\n";
+    return;
+  }
+  size_t added = 0;
+  for (const auto& [rank, url] : *found) {
+    if (rank < opt_.first_rank || prober_.Has(rank)) continue;
+    auto e = ParseUrl(url);
+    if (!e.ok()) {
+      log() << "hangdx watch: the store gives rank " << rank << " the address '" << url << "': " << e.status().message()
+            << "\n";
+      continue;
+    }
+    prober_.SetWorker(rank, *e);
+    std::lock_guard<std::mutex> lock(mu_);
+    url_of_[rank] = url;
+    ++added;
+  }
+  if (added && !first) log() << "hangdx watch: " << added << " more workers registered in the store\n";
+}
+
+void Watcher::ProbeRound() {
+  if (prober_.Ranks().empty()) return;
+  auto t0 = Clock::now();
+  std::vector<ProbeReply> replies = prober_.Probe(opt_.fetch_timeout);
+  auto now = Clock::now();
+  double round_s = Secs(now - t0);
+  size_t ok = 0, failed = 0;
+  std::vector<RankRecord> records;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (ProbeReply& r : replies) {
+      StatusOr<Progress> p = r.ok ? ParseProgress(r.body, rounds_ % 16 == 0 || detector_.Last(r.rank).empty())
+                                  : StatusOr<Progress>(IoError(r.error));
+      if (!p.ok()) {
+        ++failed;
+        detector_.Unanswered(r.rank, now);
+        continue;
+      }
+      ++ok;
+      for (const auto& [name, members] : p->members)
+        if (!members.empty()) detector_.AddMembers(PgIdOfName(name), members);
+      detector_.Observe(r.rank, now, p->pgs);
+      records.push_back({r.rank, prober_.Url(r.rank), FormatCompact(p->pgs), WallMs(now),
+                         WallMs(detector_.LastChange(r.rank)), opt_.agent});
+    }
+    ++rounds_;
+    last_ok_ = ok;
+    last_failed_ = failed;
+    last_round_s_ = round_s;
+  }
+  metrics_.Add("hangdx_probes_total", {}, static_cast<double>(replies.size()));
+  metrics_.Add("hangdx_probe_failures_total", {}, static_cast<double>(failed));
+  metrics_.Observe("hangdx_poll_duration_seconds", round_s);
+  if (auto st = store_->PutRanks(records); !st.ok()) log() << "hangdx watch: state store: " << st.message() << "\n";
+  RecordHistory(round_s, ok, failed);
+}
+
+void Watcher::ReadAgents() {
+  auto records = store_->LoadRanks();
+  if (!records.ok()) {
+    log() << "hangdx watch: state store: " << records.status().message() << "\n";
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const RankRecord& r : *records) {
+    std::vector<PgProgress> pgs;
+    if (!r.url.empty() && prober_.Url(r.rank) != r.url) {
+      url_of_[r.rank] = r.url;
+      if (auto e = ParseUrl(r.url); e.ok()) prober_.SetWorker(r.rank, *e);
+    }
+    if (r.seen_ms > 0 && ParseCompact(r.progress, &pgs))
+      detector_.Restore(r.rank, pgs, FromWallMs(r.changed_ms), FromWallMs(r.seen_ms));
+  }
+  last_ok_ = records->size();
+}
+
+void Watcher::RecordHistory(double round_s, size_t ok, size_t failed) {
+  auto now = Clock::now();
+  json line = {{"t_ms", WallMs(now)}, {"round_s", round_s}, {"answered", ok}, {"unanswered", failed}};
+  json pgs = json::array();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const PgState& s : detector_.Pgs(now)) {
+    pgs.push_back({{"pg", s.pg},
+                   {"members", s.members.size()},
+                   {"min_completed", s.min_completed},
+                   {"max_enqueued", s.max_enqueued},
+                   {"behind", s.behind.size() <= 64 ? json(s.behind) : json(s.behind.size())},
+                   {"stalled", s.stalled},
+                   {"since_progress_s", Secs(now - s.last_change)}});
+  }
+  line["pgs"] = std::move(pgs);
+  std::vector<Rank> silent = detector_.Silent(now);
+  line["silent"] = silent.size() <= 64 ? json(silent) : json(silent.size());
+  std::string text = line.dump();
+  history_.push_back(text);
+  while (history_.size() > 2000) history_.pop_front();
+  if (auto st = store_->AppendHistory(text); !st.ok()) log() << "hangdx watch: state store: " << st.message() << "\n";
+}
+
+void Watcher::UpdateGauges() {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto now = Clock::now();
+  std::set<Rank> known;
+  for (const auto& [r, u] : url_of_) known.insert(r);
+  for (Rank r : board_.Ranks()) known.insert(r);
+  metrics_.Set("hangdx_ranks", static_cast<double>(std::max(known.size(), detector_.ranks_seen())));
+  metrics_.Set("hangdx_ranks_silent", static_cast<double>(detector_.Silent(now).size()));
+  auto pgs = detector_.Pgs(now);
+  metrics_.Set("hangdx_pgs", static_cast<double>(pgs.size()));
+  metrics_.Set("hangdx_pgs_stalled",
+               static_cast<double>(std::count_if(pgs.begin(), pgs.end(), [](const PgState& s) { return s.stalled; })));
+}
+
+int Watcher::Run() {
+  using Role = WatchOptions::Role;
+  started_ = Clock::now();
+  auto next = started_;
+  bool seen_any = false;
+  while (!stop_) {
+    Discover(false);
+    if (opt_.role == Role::kCoordinator)
+      ReadAgents();
+    else
+      ProbeRound();
+    auto now = Clock::now();
+    if (opt_.role != Role::kAgent) {
+      std::vector<Stall> stalls;
+      bool gone;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        stalls = detector_.Check(now);
+        gone = detector_.JobGone(now);
+        seen_any = seen_any || detector_.ranks_seen() > 0;
+      }
+      for (const Stall& s : stalls) {
+        Investigate(s);
+        if (exit_now_) return 1;
+      }
+      if (gone && seen_any) {
+        log() << "hangdx watch: every rank has stopped answering for " << Secs(opt_.stall_after)
+              << " s: the job has ended\n";
+        break;
+      }
+    }
+    UpdateGauges();
+    if (opt_.duration.count() > 0 && Clock::now() - started_ >= opt_.duration) break;
+    next += opt_.interval;
+    if (next < Clock::now()) next = Clock::now();  // a round longer than the interval: no catching up
+    while (!stop_ && Clock::now() < next)
+      std::this_thread::sleep_for(std::min<Clock::duration>(next - Clock::now(), milliseconds(50)));
+  }
+  return 0;
+}
+
+// The ranks of a stall that push instead of serving: their accumulated
+// Flight Recorder, and stacks asked for in the answer to their next push.
+Details Watcher::CollectPushed(const Stall& stall) {
+  Details d;
+  std::vector<Rank> asked;
+  std::vector<Rank> silent;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    silent = detector_.Silent(Clock::now());
+  }
+  std::set<Rank> pushed;
+  for (Rank r : board_.Ranks()) pushed.insert(r);
+  for (Rank r : stall.ranks) {
+    if (prober_.Has(r) || !pushed.count(r)) continue;
+    if (std::find(silent.begin(), silent.end(), r) != silent.end()) {
+      d.unanswered[r] = "no report for " + std::to_string(static_cast<int>(Secs(opt_.stall_after))) + " s";
+      continue;
+    }
+    asked.push_back(r);
+  }
+  board_.WantStacks(asked);
+  auto deadline = Clock::now() + opt_.fetch_timeout;
+  while (Clock::now() < deadline && !stop_) {
+    bool waiting = std::any_of(asked.begin(), asked.end(), [this](Rank r) { return board_.Wants(r); });
+    if (!waiting) break;
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  for (Rank r : asked) {
+    std::string fr = board_.FrJson(r);
+    if (!fr.empty()) d.fr[r] = std::move(fr);
+    std::string stacks = board_.Stacks(r);
+    if (!stacks.empty()) d.stacks[r] = std::move(stacks);
+  }
+  return d;
+}
+
+void Watcher::Investigate(const Stall& stall) {
+  auto marked = store_->MarkStall(stall.key);
+  if (marked.ok() && !*marked) return;  // a previous watch analysed this episode
+  metrics_.Add("hangdx_stalls_total");
+  auto now = Clock::now();
+  std::string pgs;
+  for (const auto& pg : stall.pgs) pgs += (pgs.empty() ? "" : ", ") + pg;
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.1f s", Secs(now - stall.since));
+  log() << "hangdx watch: stall: "
+        << (stall.reason == Stall::Reason::kSilentRank ? "rank " + Ranks(stall.silent) + " has not answered for "
+                                                       : "pg " + pgs + " has not progressed for ")
+        << seconds << (stall.behind.empty() ? "" : "; least progressed: rank " + Ranks(stall.behind))
+        << "; fetching details from " << stall.ranks.size() << " ranks\n";
+  Details d = prober_.Fetch(stall.ranks, opt_.fetch_timeout);
+  Details pushed = CollectPushed(stall);
+  d.fr.merge(pushed.fr);
+  d.stacks.merge(pushed.stacks);
+  d.unanswered.merge(pushed.unanswered);
+  for (Rank r : stall.ranks)
+    if (!d.fr.count(r) && !d.unanswered.count(r)) d.unanswered[r] = "no worker address and no pushed report";
+  Evidence e;
+  e.fr = std::move(d.fr);
+  e.stacks = std::move(d.stacks);
+  e.unanswered = d.unanswered;
+  e.wait_snapshot = board_.WaitSnapshot();
+  json unanswered = json::object();
+  for (const auto& [r, why] : d.unanswered) unanswered[std::to_string(r)] = why;
+  json trigger = {{"reason", stall.reason == Stall::Reason::kSilentRank ? "silent_rank" : "no_progress"},
+                  {"key", stall.key},
+                  {"pgs", stall.pgs},
+                  {"ranks", stall.ranks.size()},
+                  {"behind", stall.behind},
+                  {"silent", stall.silent},
+                  {"seconds_without_progress", Secs(now - stall.since)},
+                  {"stall_after_s", Secs(opt_.stall_after)},
+                  {"world_size", opt_.world_size},
+                  {"detected_at", UtcStamp(false)},
+                  {"unanswered", unanswered}};
+  e.stall_json = trigger.dump(1);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    size_t keep = std::min<size_t>(history_.size(), 500);
+    e.history.assign(history_.end() - static_cast<std::ptrdiff_t>(keep), history_.end());
+  }
+  auto bundle = WriteBundle(opt_.out_dir, "stall-" + UtcStamp(true), e);
+  if (!bundle.ok()) {
+    log() << "hangdx watch: cannot write the evidence bundle: " << bundle.status().message() << "\n";
+    return;
+  }
+  // The analysis of `hangdx analyze` on the bundle. The stall itself is the
+  // evidence that the waits have timed out (no member moved for
+  // stall_after), so the FR entries still in flight count as hung.
+  pipeline::PipelineOptions p;
+  p.analyze.assume_timed_out = true;
+  int64_t world = opt_.world_size > 0 ? opt_.world_size : pushed_world_size_.load();
+  if (world > 0) p.load.world_size = world;
+  std::string replay =
+      "hangdx analyze " + *bundle + " --assume-timed-out" + (world > 0 ? " --world-size " + std::to_string(world) : "");
+  auto diagnosis = pipeline::Diagnose({*bundle}, p);
+  if (!diagnosis.ok()) {
+    log() << "hangdx watch: analysis failed: " << diagnosis.status().message() << "\n";
+    return;
+  }
+  for (const char* format : {"text", "json"}) {
+    auto text = pipeline::Render(*diagnosis, format);
+    if (text.ok())
+      (void)WriteTextFile(*bundle + "/.watch/report." + (std::string(format) == "text" ? "txt" : "json"), *text);
+  }
+  Report(stall, *diagnosis, *bundle, replay);
+}
+
+bool Watcher::Report(const Stall& stall, const analyze::Diagnosis& d, const std::string& bundle,
+                     const std::string& replay) {
+  std::vector<const analyze::Finding*> hangs;
+  for (const auto& f : d.findings)
+    if (f.hang && f.severity == analyze::Severity::kError) hangs.push_back(&f);
+  if (hangs.empty()) {
+    log() << "hangdx watch: the analysis finds no hang: " << d.verdict << " (bundle " << bundle << ")\n";
+    return false;
+  }
+  auto now = Clock::now();
+  double detection_s = Secs(now - stall.since);
+  json doc = report::ToJson(d);
+  std::vector<json> fresh;
+  for (const analyze::Finding* f : hangs) {
+    std::string fp = Fingerprint(*f);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!found_.insert(fp).second) continue;
+    }
+    json record = {
+        {"fingerprint", fp},
+        {"found_at", UtcStamp(false)},
+        {"detection_seconds", detection_s},
+        {"job", opt_.job},
+        {"bundle", bundle},
+        {"replay", replay},
+        {"stall", {{"pgs", stall.pgs}, {"silent", stall.silent}, {"behind", stall.behind}, {"key", stall.key}}},
+        {"finding", report::FindingToJson(*f)},
+        {"report", doc}};
+    auto added = store_->AddFinding(fp, record.dump());
+    if (added.ok() && !*added) continue;  // a previous watch reported it
+    metrics_.Add("hangdx_findings_total", {{"kind", analyze::KindName(f->kind)}});
+    fresh.push_back(std::move(record));
+  }
+  if (fresh.empty()) {
+    log() << "hangdx watch: the same finding as reported before; not repeated\n";
+    return false;
+  }
+  metrics_.Set("hangdx_stall_detection_seconds", detection_s);
+  auto rendered = pipeline::Render(d, opt_.format);
+  std::ostream& out = opt_.out ? *opt_.out : std::cout;
+  if (rendered.ok()) out << *rendered << std::flush;
+  const json& first = fresh.front()["finding"];
+  log() << "hangdx watch: FINDING " << first["kind"].get<std::string>() << " (culprit rank "
+        << Ranks(first["culprit_ranks"].get<std::vector<Rank>>()) << ") " << detection_s
+        << " s after the last progress; evidence: " << bundle << "; replay: " << replay << "\n";
+  RunHooks(fresh.front().dump());
+  if (opt_.exit_on_finding) exit_now_ = true;
+  return true;
+}
+
+void Watcher::RunHooks(const std::string& record_json) {
+  if (opt_.hook_command.empty() && opt_.webhook.empty()) return;
+  std::lock_guard<std::mutex> lock(hooks_mu_);
+  hooks_.emplace_back([this, record_json] {
+    json record = json::parse(record_json);
+    if (!opt_.hook_command.empty()) {
+      auto rc = RunHookCommand(opt_.hook_command, record, milliseconds(60000));
+      if (!rc.ok())
+        log() << "hangdx watch: hook: " << rc.status().message() << "\n";
+      else if (*rc != 0)
+        log() << "hangdx watch: hook exited with " << *rc << "\n";
+    }
+    if (!opt_.webhook.empty()) {
+      auto st = PostWebhook(opt_.webhook, record, opt_.job, milliseconds(10000));
+      if (!st.ok()) log() << "hangdx watch: " << st.message() << "\n";
+    }
+  });
+}
+
+HttpResponse Watcher::Handle(const HttpRequest& req) {
+  HttpResponse res = Route(req);
+  std::string reason = HttpServer::RejectReason(res.status);
+  if (!reason.empty()) metrics_.Add("hangdx_reports_rejected_total", {{"reason", reason}});
+  return res;
+}
+
+HttpResponse Watcher::Route(const HttpRequest& req) {
+  if (!opt_.token.empty() && !SameToken(req.Header("Authorization"), "Bearer " + opt_.token))
+    return JsonResponse(401, {{"error", "missing or wrong token (Authorization: Bearer TOKEN)"}});
+  if (req.method == "POST" && (req.path == "/v1/report" || req.path == "/report")) return HandleReport(req);
+  if (req.method == "GET" && req.path == "/findings") return Findings();
+  if (req.method == "GET" && req.path == "/status") return Status_();
+  if (req.method == "GET" && req.path == "/metrics")
+    return {200, "text/plain; version=0.0.4; charset=utf-8", metrics_.Render()};
+  if (req.method == "GET" && req.path == "/healthz") return {200, "text/plain", "ok\n"};
+  return JsonResponse(404, {{"error", "no such endpoint: " + req.method + " " + req.path},
+                            {"endpoints", {"POST /v1/report", "GET /findings", "GET /status", "GET /metrics"}}});
+}
+
+HttpResponse Watcher::HandleReport(const HttpRequest& req) {
+  if (req.body.size() > opt_.max_report_bytes)
+    return JsonResponse(413, {{"error", "report over " + std::to_string(opt_.max_report_bytes) + " bytes"}});
+  auto reports = ParseReport(req.body, 100000);
+  if (!reports.ok()) return JsonResponse(400, {{"error", reports.status().message()}});
+  bool want = false, duplicate = false;
+  for (const PushReport& r : *reports) {
+    // Stored before it is acknowledged: a report answered 200 survives a
+    // watch killed right after (--redis).
+    std::string raw = reports->size() == 1 ? req.body : json{{std::to_string(r.rank), *r.wait}}.dump();
+    if (auto st = store_->AppendReport(r.rank, raw); !st.ok())
+      return JsonResponse(503, {{"error", "cannot store the report: " + st.message()}});
+    if (!board_.Apply(r)) {
+      duplicate = true;
+      continue;
+    }
+    auto now = Clock::now();
+    std::vector<PgProgress> pgs = board_.ProgressOf(r.rank);
+    RankRecord record;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& [name, members] : board_.MembersOf(r.rank))
+        if (!members.empty()) detector_.AddMembers(PgIdOfName(name), members);
+      detector_.Observe(r.rank, now, pgs);
+      record = {r.rank, "", FormatCompact(pgs), WallMs(now), WallMs(detector_.LastChange(r.rank)), opt_.agent};
+    }
+    (void)store_->PutRanks({record});
+    metrics_.Add("hangdx_reports_total");
+    want = want || board_.Wants(r.rank);
+    if (r.world_size > 0 && r.world_size <= (int64_t{1} << 24)) {
+      int64_t seen = pushed_world_size_.load();
+      while (r.world_size > seen && !pushed_world_size_.compare_exchange_weak(seen, r.world_size)) {
+      }
+    }
+  }
+  json answer = {{"ok", true}};
+  if (duplicate) answer["duplicate"] = true;
+  if (want) answer["want"] = json::array({"stacks"});
+  return JsonResponse(200, answer);
+}
+
+HttpResponse Watcher::Findings() const {
+  auto records = store_->LoadFindings();
+  if (!records.ok()) return JsonResponse(503, {{"error", records.status().message()}});
+  json list = json::array();
+  for (const auto& r : *records) {
+    json j = json::parse(r, nullptr, false);
+    if (!j.is_discarded()) list.push_back(std::move(j));
+  }
+  return JsonResponse(200, {{"findings", std::move(list)}});
+}
+
+HttpResponse Watcher::Status_() const {
+  auto now = Clock::now();
+  std::lock_guard<std::mutex> lock(mu_);
+  const char* role = opt_.role == WatchOptions::Role::kAgent         ? "agent"
+                     : opt_.role == WatchOptions::Role::kCoordinator ? "coordinator"
+                                                                     : "standalone";
+  std::vector<Rank> silent = detector_.Silent(now);
+  json pgs = json::array();
+  for (const PgState& s : detector_.Pgs(now)) {
+    pgs.push_back({{"pg", s.pg},
+                   {"members", s.members.size()},
+                   {"min_completed", s.min_completed},
+                   {"max_completed", s.max_completed},
+                   {"max_enqueued", s.max_enqueued},
+                   {"behind", s.behind.size() <= 1000 ? json(s.behind) : json(s.behind.size())},
+                   {"unfinished", s.unfinished},
+                   {"stalled", s.stalled},
+                   {"seconds_since_progress", Secs(now - s.last_change)}});
+  }
+  std::set<Rank> known;
+  for (const auto& [r, u] : url_of_) known.insert(r);
+  for (Rank r : board_.Ranks()) known.insert(r);
+  json j = {{"role", role},
+            {"job", opt_.job},
+            {"uptime_s", Secs(now - started_)},
+            {"world_size", opt_.world_size},
+            {"ranks", std::max(known.size(), detector_.ranks_seen())},
+            {"ranks_seen", detector_.ranks_seen()},
+            {"ranks_silent", silent.size() <= 1000 ? json(silent) : json(silent.size())},
+            {"last_round", {{"seconds", last_round_s_}, {"answered", last_ok_}, {"unanswered", last_failed_}}},
+            {"pgs", std::move(pgs)},
+            {"findings", found_.size()},
+            {"state", store_->Describe()}};
+  return JsonResponse(200, j);
+}
+
+}  // namespace hangdx::live

@@ -1,0 +1,288 @@
+// The watch loop against fake torch workers on loopback (testing/
+// fake_workers.h), driven into each kind of hang, and its service as a
+// plain function. Intervals are short (100 ms probes, 600 ms stall) so
+// that each case takes about a second.
+#include "hangdx/live/watcher.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "hangdx/live/testing/fake_workers.h"
+#include "hangdx/pipeline/pipeline.h"
+
+namespace hangdx::live {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+class WatcherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = fs::temp_directory_path() / ("hangdx_watch_test_" + std::to_string(::getpid()) + "_" +
+                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+
+  // The watch of `fleet`'s workers (none: a watch of pushed reports only).
+  WatchOptions Options(const testing::FakeWorkers* fleet) {
+    WatchOptions o;
+    auto urls = fleet ? fleet->Urls() : std::vector<std::string>{};
+    for (size_t r = 0; r < urls.size(); ++r) o.workers[static_cast<Rank>(r)] = urls[r];
+    o.interval = 100ms;
+    o.stall_after = 600ms;
+    o.fetch_timeout = 400ms;
+    o.duration = 4000ms;
+    o.out_dir = dir.string();
+    o.format = "json";
+    o.exit_on_finding = true;
+    o.out = &out;
+    o.log = &log;
+    return o;
+  }
+
+  // Runs the watch; `fault` is called once the job has run a while. Returns
+  // the exit code and the seconds from the fault to the end of the watch.
+  std::pair<int, double> Watch(WatchOptions o, const std::function<void()>& fault) {
+    Watcher w(o);
+    Status st = w.Start();
+    EXPECT_TRUE(st.ok()) << st.message();
+    auto fut = std::async(std::launch::async, [&] { return w.Run(); });
+    std::this_thread::sleep_for(400ms);
+    auto t0 = std::chrono::steady_clock::now();
+    if (fault) fault();
+    int rc = fut.get();
+    return {rc, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
+  }
+
+  json Document() { return json::parse(out.str()); }
+
+  fs::path dir;
+  std::ostringstream out, log;
+};
+
+TEST_F(WatcherTest, RankThatStopsArrivingIsNamedWithinStallAfter) {
+  testing::FakeWorkers fleet({.ranks = 8, .step_seconds = 0.02});
+  ASSERT_TRUE(fleet.Start().ok());
+  auto [rc, seconds] = Watch(Options(&fleet), [&] { fleet.Hang(5); });
+  ASSERT_EQ(rc, 1) << log.str();
+  json d = Document();
+  EXPECT_TRUE(d["hang"].get<bool>());
+  EXPECT_EQ(d["findings"][0]["kind"], "missing_rank");
+  EXPECT_EQ(d["findings"][0]["culprit_ranks"], json::array({5}));
+  // stall_after + two intervals + slack for a loaded machine.
+  EXPECT_LT(seconds, 0.6 + 0.2 + 1.5) << log.str();
+  // The bundle gives the same finding to `hangdx analyze`.
+  std::string bundle;
+  for (const auto& e : fs::directory_iterator(dir)) bundle = e.path().string();
+  ASSERT_FALSE(bundle.empty());
+  EXPECT_TRUE(fs::exists(fs::path(bundle) / "fr" / "rank_5.json"));
+  EXPECT_TRUE(fs::exists(fs::path(bundle) / "stacks" / "rank_5.txt"));
+  EXPECT_TRUE(fs::exists(fs::path(bundle) / ".watch" / "probes.jsonl"));
+  pipeline::PipelineOptions p;
+  p.analyze.assume_timed_out = true;
+  auto again = pipeline::Diagnose({bundle}, p);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(analyze::KindName(again->findings[0].kind), std::string("missing_rank"));
+  EXPECT_EQ(again->findings[0].culprit_ranks, std::vector<Rank>{5});
+}
+
+TEST_F(WatcherTest, KilledRankIsEvidenceNotAnError) {
+  testing::FakeWorkers fleet({.ranks = 4, .step_seconds = 0.02});
+  ASSERT_TRUE(fleet.Start().ok());
+  auto [rc, seconds] = Watch(Options(&fleet), [&] { fleet.Kill(2); });
+  ASSERT_EQ(rc, 1) << log.str();
+  json d = Document();
+  EXPECT_EQ(d["findings"][0]["kind"], "crashed_rank");
+  EXPECT_EQ(d["findings"][0]["culprit_ranks"], json::array({2}));
+  EXPECT_EQ(d["ranks_without_dump"], json::array({2}));
+  EXPECT_LT(seconds, 2.5) << log.str();
+}
+
+TEST_F(WatcherTest, WedgedRankTimesOutAndIsNamed) {
+  testing::FakeWorkers fleet({.ranks = 4, .step_seconds = 0.02});
+  ASSERT_TRUE(fleet.Start().ok());
+  auto [rc, seconds] = Watch(Options(&fleet), [&] { fleet.Wedge(1); });
+  ASSERT_EQ(rc, 1) << log.str();
+  json d = Document();
+  EXPECT_EQ(d["findings"][0]["culprit_ranks"], json::array({1}));
+  std::string bundle;
+  for (const auto& e : fs::directory_iterator(dir)) bundle = e.path().string();
+  std::ifstream f(fs::path(bundle) / ".watch" / "stall.json");
+  json stall = json::parse(f);
+  EXPECT_NE(stall["unanswered"]["1"].get<std::string>().find("no answer within 0.4 s"), std::string::npos);
+}
+
+TEST_F(WatcherTest, MismatchIsNamed) {
+  testing::FakeWorkers fleet({.ranks = 4, .step_seconds = 0.02});
+  ASSERT_TRUE(fleet.Start().ok());
+  auto [rc, seconds] = Watch(Options(&fleet), [&] { fleet.Mismatch(3); });
+  ASSERT_EQ(rc, 1) << log.str();
+  json d = Document();
+  EXPECT_EQ(d["findings"][0]["kind"], "collective_mismatch");
+  EXPECT_EQ(d["findings"][0]["culprit_ranks"], json::array({3}));
+}
+
+TEST_F(WatcherTest, SlowButProgressingAndHealthyGiveNoFinding) {
+  testing::FakeWorkers fleet({.ranks = 4, .step_seconds = 0.02});
+  ASSERT_TRUE(fleet.Start().ok());
+  WatchOptions o = Options(&fleet);
+  o.duration = 2000ms;
+  // Rank 1 takes 0.4 s a step: the job crawls, every member waits, but a
+  // seq completes more often than every stall_after.
+  auto [rc, seconds] = Watch(o, [&] { fleet.Slow(1, 0.4); });
+  EXPECT_EQ(rc, 0) << out.str() << log.str();
+  EXPECT_EQ(out.str(), "");
+  EXPECT_EQ(log.str().find("stall:"), std::string::npos) << log.str();
+}
+
+TEST_F(WatcherTest, PushedReportsAreCheckedCountedAndAnalysed) {
+  // The service is exercised as a plain function (Handle); it listens too.
+  WatchOptions o = Options(nullptr);
+  o.token = "s3cret";
+  o.fetch_timeout = 300ms;
+  o.duration = 3000ms;
+  o.max_report_bytes = 1 << 16;
+  o.listen = "127.0.0.1:0";
+  Watcher w(o);
+  ASSERT_TRUE(w.Start().ok()) << log.str();
+  auto post = [&](const std::string& body, const std::string& token = "s3cret") {
+    HttpRequest r;
+    r.method = "POST";
+    r.path = "/v1/report";
+    r.headers = {{"Authorization", "Bearer " + token}};
+    r.body = body;
+    return w.Handle(r);
+  };
+  EXPECT_EQ(post("{}", "wrong").status, 401);
+  EXPECT_EQ(post("{not json").status, 400);
+  EXPECT_EQ(post(R"({"hangdx_report": 1, "rank": -4})").status, 400);
+  EXPECT_EQ(post(R"({"hangdx_report": 1, "rank": 1, "fr": {"entries": [{"no_record_id": 1}]}})").status, 400);
+  EXPECT_EQ(post(std::string(70000, ' ')).status, 413);
+  // Ranks 0 and 1 finish seq 1; rank 0 enters seq 2 and rank 1 never does.
+  auto entry = [](int rank, int seq, bool retired) {
+    return json{{"record_id", seq - 1},
+                {"pg_id", 0},
+                {"process_group", {"0", "default_pg"}},
+                {"collective_seq_id", seq},
+                {"p2p_seq_id", 0},
+                {"op_id", seq},
+                {"profiling_name", "gloo:all_reduce"},
+                {"time_created_ns", 1700000000000000000 + seq},
+                {"input_sizes", {{4}}},
+                {"input_dtypes", {"Float"}},
+                {"output_sizes", {{4}}},
+                {"output_dtypes", {"Float"}},
+                {"state", "scheduled"},
+                {"retired", retired},
+                {"timeout_ms", 600000},
+                {"is_p2p", false},
+                {"thread_id", "1"},
+                {"thread_name", "main"}};
+  };
+  auto report = [&](int rank, int seq, int enq, int comp, std::vector<json> entries) {
+    json fr = {{"version", "2.10"},
+               {"pg_config", {{"", {{"name", ""}, {"desc", ""}, {"ranks", "[0, 1]"}}}}},
+               {"pg_status",
+                {{"0",
+                  {{"last_enqueued_collective", std::to_string(enq)},
+                   {"last_started_collective", "-1"},
+                   {"last_completed_collective", std::to_string(comp)}}}}},
+               {"entries", entries}};
+    return json{{"hangdx_report", 1}, {"rank", rank}, {"pid", 100 + rank}, {"seq", seq}, {"fr", fr}}.dump();
+  };
+  EXPECT_EQ(post(report(0, 1, 1, 1, {entry(0, 1, true)})).status, 200);
+  EXPECT_EQ(post(report(1, 1, 1, 1, {entry(1, 1, true)})).status, 200);
+  auto again = post(report(1, 1, 1, 1, {entry(1, 1, true)}));
+  EXPECT_EQ(again.status, 200);
+  EXPECT_NE(again.body.find("\"duplicate\": true"), std::string::npos) << again.body;
+  EXPECT_EQ(post(report(0, 2, 2, 1, {entry(0, 2, false)})).status, 200);
+  // Both keep pushing heartbeats (pg_status only), nothing moves.
+  std::atomic<bool> stop{false};
+  std::atomic<int> asked{0};
+  std::thread pusher([&] {
+    for (int seq = 3; !stop; ++seq) {
+      auto a = post(report(0, seq, 2, 1, {}));
+      auto b = post(report(1, seq, 1, 1, {}));
+      for (auto* resp : {&a, &b}) {
+        if (resp->body.find("stacks") == std::string::npos) continue;
+        ++asked;
+        int rank = resp == &a ? 0 : 1;
+        json j = {
+            {"hangdx_report", 1},
+            {"rank", rank},
+            {"pid", 100 + rank},
+            {"seq", 100000 + seq * 2 + rank},
+            {"stacks", "Thread 0x0000000000000001 (most recent call first):\n  File \"train.py\", line 9 in step\n"}};
+        post(j.dump());
+      }
+      std::this_thread::sleep_for(50ms);
+    }
+  });
+  int rc = w.Run();
+  stop = true;
+  pusher.join();
+  ASSERT_EQ(rc, 1) << log.str();
+  json d = Document();
+  EXPECT_EQ(d["findings"][0]["kind"], "missing_rank");
+  EXPECT_EQ(d["findings"][0]["culprit_ranks"], json::array({1}));
+  EXPECT_EQ(asked.load(), 2);
+  // Observability: metrics without rank labels, status, findings.
+  HttpRequest get;
+  get.method = "GET";
+  get.headers = {{"Authorization", "Bearer s3cret"}};
+  get.path = "/metrics";
+  std::string metrics = w.Handle(get).body;
+  EXPECT_NE(metrics.find("hangdx_reports_rejected_total{reason=\"unauthorized\"} 1"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("hangdx_findings_total{kind=\"missing_rank\"} 1"), std::string::npos);
+  EXPECT_NE(metrics.find("hangdx_poll_duration_seconds_bucket{le=\"+Inf\"}"), std::string::npos);
+  EXPECT_EQ(metrics.find("rank=\""), std::string::npos);
+  get.path = "/status";
+  json status = json::parse(w.Handle(get).body);
+  EXPECT_EQ(status["ranks"], 2);
+  EXPECT_EQ(status["pgs"][0]["stalled"], true);
+  get.path = "/findings";
+  json findings = json::parse(w.Handle(get).body);
+  ASSERT_EQ(findings["findings"].size(), 1u);
+  EXPECT_EQ(findings["findings"][0]["finding"]["kind"], "missing_rank");
+  get.path = "/nope";
+  EXPECT_EQ(w.Handle(get).status, 404);
+}
+
+TEST_F(WatcherTest, HookCommandGetsTheRecord) {
+  testing::FakeWorkers fleet({.ranks = 4, .step_seconds = 0.02});
+  ASSERT_TRUE(fleet.Start().ok());
+  WatchOptions o = Options(&fleet);
+  fs::create_directories(dir);
+  std::string marker = (dir / "hook.txt").string();
+  o.hook_command = "echo \"$HANGDX_KIND $HANGDX_CULPRITS\" > " + marker + "; cat >> " + marker;
+  o.exit_on_finding = false;
+  o.duration = 2500ms;
+  {
+    auto [rc, seconds] = Watch(o, [&] { fleet.Hang(0); });
+    EXPECT_EQ(rc, 0);
+  }  // the watcher's destructor waits for its hooks
+  std::ifstream f(marker);
+  std::string first;
+  std::getline(f, first);
+  EXPECT_EQ(first, "missing_rank 0");
+  std::string record((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  json j = json::parse(record);
+  EXPECT_EQ(j["finding"]["kind"], "missing_rank");
+  EXPECT_FALSE(j["bundle"].get<std::string>().empty());
+  // Reported once: the stall went on, the finding was not repeated.
+  std::string logged = log.str();
+  size_t findings = 0;
+  for (size_t at = 0; (at = logged.find("FINDING", at)) != std::string::npos; ++at) ++findings;
+  EXPECT_EQ(findings, 1u) << log.str();
+}
+
+}  // namespace
+}  // namespace hangdx::live
