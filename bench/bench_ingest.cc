@@ -4,9 +4,14 @@
 //                           conversion, streamed into a DumpBuilder)
 //   BM_FlightRecorderJson   ParseFlightRecorderJson on the JSON flavour
 // Argument: entries in the dump (2,000 = the default ring size).
+//   BM_TextLog              ReadArtifact on an NCCL_DEBUG=INFO log (every
+//                           text format that recognizes it, as the loader
+//                           runs them); argument: MB of log
+//   BM_TextFormat/<name>    one text format's parser alone on the same log
 #include <benchmark/benchmark.h>
 
 #include "bench_job.h"
+#include "hangdx/ingest/formats.h"
 #include "hangdx/ingest/formats/flight_recorder/flight_recorder.h"
 #include "hangdx/ingest/formats/flight_recorder/pickle.h"
 
@@ -70,6 +75,42 @@ void BM_FlightRecorderPickle(benchmark::State& state) { BM_FlightRecorder<false>
 void BM_FlightRecorderJson(benchmark::State& state) { BM_FlightRecorder<true>(state); }
 BENCHMARK(BM_FlightRecorderPickle)->Arg(2000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlightRecorderJson)->Arg(2000)->Unit(benchmark::kMillisecond);
+
+// A text log through the loader's path (ReadArtifact) or one text format.
+void TextLog(benchmark::State& state, const ingest::Format* only) {
+  std::string path = GeneratedNcclLog(static_cast<int>(state.range(0)));
+  std::string data = path.empty() ? "" : Slurp(path);
+  if (data.empty()) {
+    state.SkipWithError("could not generate the NCCL log (python3 scripts/synth/gen_nccl_log.py)");
+    return;
+  }
+  for (auto _ : state) {
+    model::DiagnosticSink diags;
+    ingest::DumpBuilder out("nccl_rank3.log", &diags);
+    ingest::Artifact in{data, out.file(), 3};
+    if (only)
+      only->parse(in, &out);
+    else
+      ingest::ReadArtifact(in, &out);
+    ingest::DumpBuilder::Result got = out.Finish();
+    benchmark::DoNotOptimize(got.dumps.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(data.size()));
+}
+void BM_TextLog(benchmark::State& state) { TextLog(state, nullptr); }
+BENCHMARK(BM_TextLog)->Arg(20)->Unit(benchmark::kMillisecond);
+
+// One benchmark per text format of the table, so a new one is measured too.
+const bool kTextFormatsRegistered = [] {
+  for (const ingest::Format& f : ingest::Formats()) {
+    if (f.kind != ingest::Format::Kind::kText) continue;
+    benchmark::RegisterBenchmark(("BM_TextFormat/" + std::string(f.name)).c_str(),
+                                 [&f](benchmark::State& s) { TextLog(s, &f); })
+        ->Arg(20)
+        ->Unit(benchmark::kMillisecond);
+  }
+  return true;
+}();
 
 }  // namespace
 }  // namespace hangdx::bench

@@ -28,4 +28,17 @@ std::string GeneratedDump(int entries, bool json) {
   return std::filesystem::exists(file) ? file : "";
 }
 
+std::string GeneratedNcclLog(int mb) {
+  const char* env = std::getenv("HANGDX_BENCH_DIR");
+  std::string root = env && *env ? env : "/tmp/hangdx-bench";
+  std::string file = root + "/nccl_info_" + std::to_string(mb) + "mb_rank3.log";
+  if (!std::filesystem::exists(file)) {
+    std::filesystem::create_directories(root);
+    std::string cmd = "python3 '" HANGDX_SOURCE_DIR "/scripts/synth/gen_nccl_log.py' --mb " + std::to_string(mb) +
+                      " -o '" + file + "'";
+    if (std::system(cmd.c_str()) != 0) return "";
+  }
+  return std::filesystem::exists(file) ? file : "";
+}
+
 }  // namespace hangdx::bench

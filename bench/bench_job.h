@@ -13,6 +13,11 @@ namespace hangdx::bench {
 // /tmp/hangdx-bench). Returns "" when generation failed.
 std::string GeneratedDump(int entries, bool json);
 
+// Path of a generated NCCL_DEBUG=INFO log of one rank, about `mb` MB
+// (scripts/synth/gen_nccl_log.py), generated on first use under
+// $HANGDX_BENCH_DIR. Returns "" when generation failed.
+std::string GeneratedNcclLog(int mb);
+
 // Reads a whole file ("" when it cannot).
 std::string Slurp(const std::string& path);
 

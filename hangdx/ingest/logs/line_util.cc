@@ -1,8 +1,11 @@
 #include "hangdx/ingest/logs/line_util.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <set>
 
 namespace hangdx::ingest::logs {
 namespace {
@@ -49,21 +52,8 @@ size_t MpiPrefix(std::string_view s, int64_t* rank) {
   return end + 2;
 }
 
-// Ray: "(RayTrainWorker pid=615, ip=10.72.7.6) ".
-size_t RayPrefix(std::string_view s) {
-  if (s.empty() || s[0] != '(') return 0;
-  size_t close = s.substr(0, 160).find(") ");
-  if (close == std::string_view::npos) return 0;
-  std::string_view inside = s.substr(1, close - 1);
-  size_t sp = inside.find(" pid=");
-  if (sp == std::string_view::npos || sp == 0) return 0;
-  for (size_t i = 0; i < sp; ++i)
-    if (!(isalnum(static_cast<unsigned char>(inside[i])) || inside[i] == '_' || inside[i] == '.')) return 0;
-  return close + 2;
-}
-
 // "[rank3]:", "[default0]:", "[1803] ".
-size_t BracketPrefix(std::string_view s, int64_t* rank, int64_t* local_rank) {
+size_t BracketPrefix(std::string_view s, int64_t* rank, int64_t* local_rank, int64_t* bare) {
   if (s.size() < 3 || s[0] != '[') return 0;
   size_t close = s.substr(0, 48).find(']');
   if (close == std::string_view::npos || close < 2) return 0;
@@ -84,8 +74,10 @@ size_t BracketPrefix(std::string_view s, int64_t* rank, int64_t* local_rank) {
       *local_rank = n;
     return close + 2;
   }
-  // "[1803] ": a launcher tag (pid or rank, ambiguous): peeled, not used.
+  // "[1803] ": a launcher tag (pid, line number or rank, ambiguous): peeled;
+  // the file's layout says whether it is a rank.
   if (close + 1 < s.size() && s[close + 1] == ' ') {
+    *bare = n;
     // Not an NCCL "[0] NCCL INFO" tail or a py-spy-like line: those never
     // start a line with a bare "[N] " followed by nothing we parse here.
     return close + 2;
@@ -103,13 +95,218 @@ size_t SlurmPrefix(std::string_view s, int64_t* rank) {
   return n + 2;
 }
 
+bool IsUpper(char c) { return c >= 'A' && c <= 'Z'; }
+bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || IsUpper(c); }
+bool IsAlnum(char c) { return IsAlpha(c) || IsDigit(c); }
+
+// "TP1" -> ('T', 1) style group tags: two or three upper-case letters and a
+// number. Sets the tp/dp/pp index it names; false when `tag` is none.
+bool GroupTag(std::string_view tag, LinePrefix* p) {
+  size_t n = 0;
+  while (n < tag.size() && IsUpper(tag[n])) ++n;
+  if (n < 2 || n > 3 || n == tag.size() || Digits(tag, n) != tag.size() - n || tag.size() - n > 6) return false;
+  int64_t v = 0;
+  if (!ParseDec(tag.substr(n), &v)) return false;
+  std::string_view kind = tag.substr(0, n);
+  if (kind == "TP")
+    p->tp = static_cast<int32_t>(v);
+  else if (kind == "DP")
+    p->dp = static_cast<int32_t>(v);
+  else if (kind == "PP")
+    p->pp = static_cast<int32_t>(v);
+  // EP, CP, ...: recognized (the tag is peeled), no index kept.
+  return true;
+}
+
+// Ray and vLLM process tags: "(RayTrainWorker pid=615, ip=10.72.7.6) ",
+// "(VllmWorker rank=1 pid=9) ", "(VllmWorker TP1 pid=9) ",
+// "(Worker_PP1_TP0 pid=9) ", "(EngineCore_DP0 pid=9) ", "(EngineCore_0
+// pid=9) ", "(pid=8464) ", "(raylet) ". A name, then tokens; a tag without
+// pid= is peeled only for Ray's own daemons.
+size_t ParenPrefix(std::string_view s, LinePrefix* p) {
+  if (s.size() < 4 || s[0] != '(') return 0;
+  size_t close = s.substr(0, 200).find(')');
+  if (close == std::string_view::npos || close < 2 || (close + 1 < s.size() && s[close + 1] != ' ')) return 0;
+  std::string_view inside = s.substr(1, close - 1);
+  LinePrefix got;
+  bool pid = false, first = true;
+  std::string_view name;
+  while (!inside.empty()) {
+    size_t sp = inside.find(' ');
+    std::string_view tok = inside.substr(0, sp);
+    inside = sp == std::string_view::npos ? std::string_view() : inside.substr(sp + 1);
+    if (!tok.empty() && tok.back() == ',') tok.remove_suffix(1);
+    if (tok.empty()) continue;
+    int64_t v = 0;
+    if (tok.substr(0, 4) == "pid=" && ParseDec(tok.substr(4), &v)) {
+      pid = true;
+    } else if (tok.substr(0, 3) == "ip=") {
+      // an address, no rank
+    } else if (tok.substr(0, 5) == "rank=" && ParseDec(tok.substr(5), &v)) {
+      got.rank = v;
+    } else if (GroupTag(tok, &got)) {
+    } else if (first && (IsAlpha(tok[0]) || tok[0] == '_')) {
+      for (char c : tok)
+        if (!(IsAlnum(c) || c == '_' || c == '.' || c == '-')) return 0;
+      name = tok;
+    } else {
+      return 0;
+    }
+    first = false;
+  }
+  if (!pid && name != "raylet" && name != "gcs_server" && name != "dashboard" && name != "autoscaler") return 0;
+  // Groups in the name: Worker_PP1_TP0, EngineCore_DP0; EngineCore_0 is DP 0.
+  for (size_t i = 0; i < name.size();) {
+    size_t u = name.find('_', i);
+    std::string_view seg = name.substr(i, u == std::string_view::npos ? std::string_view::npos : u - i);
+    int64_t v = 0;
+    if (!GroupTag(seg, &got) && i > 0 && name.substr(0, i - 1) == "EngineCore" && ParseDec(seg, &v))
+      got.dp = static_cast<int32_t>(v);
+    if (u == std::string_view::npos) break;
+    i = u + 1;
+  }
+  if (got.rank >= 0) p->rank = got.rank;
+  if (got.tp >= 0) p->tp = got.tp;
+  if (got.dp >= 0) p->dp = got.dp;
+  if (got.pp >= 0) p->pp = got.pp;
+  return std::min(close + 2, s.size());
+}
+
+// "2025-01-01 12:00:00" or "2019-06-04T16:49:20Z" (fraction after '.', ','
+// or ':'; a zone): its length at s[0], or 0.
+size_t DateTime(std::string_view s) {
+  if (s.size() < 19 || Digits(s, 0) != 4 || s[4] != '-' || Digits(s, 5) != 2 || s[7] != '-' || Digits(s, 8) != 2 ||
+      (s[10] != ' ' && s[10] != 'T') || Digits(s, 11) != 2 || s[13] != ':' || Digits(s, 14) != 2 || s[16] != ':' ||
+      Digits(s, 17) != 2)
+    return 0;
+  size_t i = 19;
+  if (i + 1 < s.size() && (s[i] == '.' || s[i] == ',' || s[i] == ':') && IsDigit(s[i + 1])) i += 1 + Digits(s, i + 1);
+  if (i < s.size() && s[i] == 'Z') ++i;
+  return i;
+}
+
+// "[2025-01-01 12:00:00] ", "[2025-01-01 12:00:00,123] ", SGLang's
+// "[2025-01-01 12:00:00 DP0 TP3] ", torch_npu's "[2025-06-25 10:45:23:123] ".
+size_t BracketTimePrefix(std::string_view s, LinePrefix* p) {
+  if (s.size() < 22 || s[0] != '[') return 0;
+  size_t i = DateTime(s.substr(1));
+  if (i == 0) return 0;
+  i += 1;
+  LinePrefix got;
+  while (i + 1 < s.size() && s[i] == ' ' && IsUpper(s[i + 1])) {
+    size_t e = i + 1;
+    while (e < s.size() && IsAlnum(s[e])) ++e;
+    if (!GroupTag(s.substr(i + 1, e - i - 1), &got)) return 0;
+    i = e;
+  }
+  if (i >= s.size() || s[i] != ']') return 0;
+  if (got.tp >= 0) p->tp = got.tp;
+  if (got.dp >= 0) p->dp = got.dp;
+  if (got.pp >= 0) p->pp = got.pp;
+  return i + 1 < s.size() && s[i + 1] == ' ' ? i + 2 : i + 1;
+}
+
+// Web log viewers: "18:11:06.680 ".
+size_t ClockPrefix(std::string_view s) {
+  if (s.size() < 14 || Digits(s, 0) != 2 || s[2] != ':' || Digits(s, 3) != 2 || s[5] != ':' || Digits(s, 6) != 2 ||
+      s[8] != '.' || Digits(s, 9) != 3 || s[12] != ' ')
+    return 0;
+  return 13;
+}
+
+// docker compose: "vllm1-1  | ", "1469.worker.1  | " (the service's replica
+// number is no rank).
+size_t ComposePrefix(std::string_view s) {
+  // The name first (most lines stop at once: "node01:", "[rank0]"), then
+  // its replica number, spaces and the bar.
+  size_t e = 0;
+  while (e < s.size() && e < 96 && (IsAlnum(s[e]) || s[e] == '_' || s[e] == '.' || s[e] == '-')) ++e;
+  size_t d = e;
+  while (d > 0 && IsDigit(s[d - 1])) --d;
+  if (d == e || d < 2 || (s[d - 1] != '-' && s[d - 1] != '_' && s[d - 1] != '.') || !IsAlnum(s[0])) return 0;
+  size_t bar = e;
+  while (bar < s.size() && s[bar] == ' ') ++bar;
+  if (bar == e || bar >= s.size() || s[bar] != '|') return 0;
+  size_t n = bar + 1;
+  return n < s.size() && s[n] == ' ' ? n + 1 : n;
+}
+
+// A job runner's stream tag: "dinov2-giant-nodes.node04 [stderr] ".
+size_t StreamTagPrefix(std::string_view s) {
+  size_t sp = s.substr(0, 128).find(' ');
+  if (sp == std::string_view::npos || sp == 0) return 0;
+  std::string_view rest = s.substr(sp);
+  for (std::string_view tag : {" [stderr] ", " [stdout] "}) {
+    if (rest.substr(0, tag.size()) == tag) return sp + tag.size();
+    if (rest == tag.substr(0, tag.size() - 1)) return s.size();  // an empty line of the stream
+  }
+  return 0;
+}
+
+// "[RANK 1] " (SimpleTuner's logger) and torch_npu's "[rank:2]:".
+size_t NamedRankPrefix(std::string_view s, int64_t* rank) {
+  for (std::string_view open : {std::string_view("[RANK "), std::string_view("[rank:")}) {
+    if (s.substr(0, open.size()) != open) continue;
+    size_t n = Digits(s, open.size());
+    size_t close = open.size() + n;
+    if (n == 0 || n > 7 || close >= s.size() || s[close] != ']') return 0;
+    bool colon = open == "[rank:";
+    if (close + 1 >= s.size() || s[close + 1] != (colon ? ':' : ' ')) return 0;
+    int64_t r;
+    if (!ParseDec(s.substr(open.size(), n), &r)) return 0;
+    *rank = r;
+    return close + 2;
+  }
+  return 0;
+}
+
+// pdsh: "node2: " for a host of the layout.
+size_t HostPrefix(std::string_view s, const TextLayout& layout) {
+  for (const std::string& h : layout.hosts)
+    if (s.size() > h.size() + 1 && s.compare(0, h.size(), h) == 0 && s[h.size()] == ':' && s[h.size() + 1] == ' ')
+      return h.size() + 2;
+  return 0;
+}
+
+// Ray's deduplication suffix: " [repeated 12x across cluster]" and, on the
+// first such line, " (Ray deduplicates logs by default. ...)". Returns the
+// text without it and sets *times.
+std::string_view StripRaySuffix(std::string_view s, int64_t* times) {
+  if (s.empty() || (s.back() != ']' && s.back() != ')')) return s;
+  size_t at = s.rfind(" [repeated ");
+  if (at == std::string_view::npos) return s;
+  std::string_view rest = s.substr(at + 11);
+  size_t n = Digits(rest, 0);
+  if (n == 0 || rest.substr(n, 16) != "x across cluster") return s;
+  std::string_view tail = rest.substr(n + 16);
+  if (tail.empty() || tail[0] != ']') return s;
+  tail.remove_prefix(1);
+  if (!tail.empty() && tail.substr(0, 6) != " (Ray ") return s;
+  int64_t v = 0;
+  if (ParseDec(rest.substr(0, n), &v)) *times = v;
+  return s.substr(0, at);
+}
+
+// Host-name-like tokens of pdsh ("node2", "10.10.23.10", "worker-0"):
+// not all digits (slurm), and with a digit, '-' or '.' (not "RuntimeError").
+bool HostLike(std::string_view t) {
+  if (t.empty() || t.size() > 63 || !IsAlnum(t[0])) return false;
+  bool mark = false, all_digits = true;
+  for (char c : t) {
+    if (!(IsAlnum(c) || c == '-' || c == '.' || c == '_')) return false;
+    mark = mark || IsDigit(c) || c == '-' || c == '.';
+    all_digits = all_digits && IsDigit(c);
+  }
+  return mark && !all_digits;
+}
+
 }  // namespace
 
 std::string_view CleanLine(std::string_view line, std::string* buf) {
   while (!line.empty() && IsSpace(line.back())) line.remove_suffix(1);
-  size_t cr = line.rfind('\r');
-  if (cr != std::string_view::npos) line.remove_prefix(cr + 1);
-  if (line.find('\x1b') == std::string_view::npos) return line;
+  // memchr first: most lines hold neither byte.
+  if (std::memchr(line.data(), '\r', line.size()) != nullptr) line.remove_prefix(line.rfind('\r') + 1);
+  if (std::memchr(line.data(), '\x1b', line.size()) == nullptr) return line;
   buf->clear();
   for (size_t i = 0; i < line.size(); ++i) {
     char c = line[i];
@@ -131,43 +328,265 @@ std::string_view CleanLine(std::string_view line, std::string* buf) {
   return out;
 }
 
-std::string_view PeelPrefixes(std::string_view text, int64_t* rank, int64_t* local_rank,
-                              std::string_view* before_tag) {
-  if (before_tag) *before_tag = {};
+std::string_view PeelPrefixes(std::string_view text, const TextLayout& layout, LinePrefix* p) {
+  p->before_tag = {};
+  text = StripRaySuffix(text, &p->repeated);
   for (int round = 0; round < 8 && !text.empty(); ++round) {
     size_t n = KubectlPrefix(text);
-    if (!n) n = MpiPrefix(text, rank);
-    if (!n) n = RayPrefix(text);
+    if (!n) n = MpiPrefix(text, &p->rank);
+    if (!n) n = ParenPrefix(text, p);
+    if (!n) n = BracketTimePrefix(text, p);
+    if (!n) n = NamedRankPrefix(text, &p->rank);
+    if (!n) n = ClockPrefix(text);
+    if (!n) n = ComposePrefix(text);
+    if (!n) n = StreamTagPrefix(text);
+    if (!n && text.size() >= 2 && text[0] == '>' && text[1] == ' ') n = 2;  // markdown quote
+    if (!n) n = HostPrefix(text, layout);
     bool ambiguous = false;
     if (!n) {
-      n = BracketPrefix(text, rank, local_rank);
+      int64_t bare = -1;
+      n = BracketPrefix(text, &p->rank, &p->local_rank, &bare);
       ambiguous = n > 0 && text[n - 1] == ' ';  // "[3] ", not "[rank3]:"
+      // MPICH -prepend-rank puts its "[3] " outermost; a later bare number
+      // (torch_npu's "[pid] ") is none.
+      if (ambiguous && layout.bracket_ranks && round == 0) p->rank = bare;
     }
-    if (!n) ambiguous = (n = SlurmPrefix(text, rank)) > 0;
-    if (ambiguous && before_tag) *before_tag = text;
+    if (!n) ambiguous = (n = SlurmPrefix(text, &p->rank)) > 0;
+    if (ambiguous) p->before_tag = text;
     if (!n) break;
     text.remove_prefix(n);
   }
   return text;
 }
 
-bool LineReader::Next(Line* line) {
+std::string_view PeelPrefixes(std::string_view text, int64_t* rank, int64_t* local_rank, std::string_view* before_tag) {
+  static const TextLayout kNoLayout;
+  LinePrefix p;
+  p.rank = *rank;
+  p.local_rank = *local_rank;
+  std::string_view out = PeelPrefixes(text, kNoLayout, &p);
+  *rank = p.rank;
+  *local_rank = p.local_rank;
+  if (before_tag) *before_tag = p.before_tag;
+  return out;
+}
+
+std::string StartShape(std::string_view line) {
+  std::string s(line.substr(0, 6));
+  for (char& c : s)
+    if (IsDigit(c)) c = '0';
+  return s;
+}
+
+namespace {
+
+constexpr size_t kLayoutHeadBytes = 1 << 20;
+constexpr size_t kLayoutHeadLines = 20000;
+constexpr size_t kMaxWrappedFileBytes = 16 << 20;
+constexpr size_t kMinWrapWidth = 60;
+
+// The head's physical lines (their '\r' dropped).
+std::vector<std::string_view> HeadLines(std::string_view data) {
+  std::vector<std::string_view> lines;
+  std::string_view head = data.substr(0, kLayoutHeadBytes);
+  for (size_t pos = 0; pos < head.size() && lines.size() < kLayoutHeadLines;) {
+    size_t nl = head.find('\n', pos);
+    if (nl == std::string_view::npos) nl = head.size();
+    std::string_view l = head.substr(pos, nl - pos);
+    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+    lines.push_back(l);
+    pos = nl + 1;
+  }
+  return lines;
+}
+
+bool InBand(size_t len, size_t width) { return len >= width && len <= width + 2; }
+
+// The wrap width of `lines` and the shapes lines start with, or 0.
+size_t DetectWrap(const std::vector<std::string_view>& lines, std::vector<std::string>* starts_out) {
+  std::map<size_t, size_t> count;
+  for (auto l : lines)
+    if (l.size() >= kMinWrapWidth) ++count[l.size()];
+  size_t best = 0, best_evidence = 0;
+  std::vector<std::string> best_starts;
+  for (const auto& [width, n] : count) {
+    if (n < 2) continue;
+    // Lines after an unwrapped line are line starts; what follows a line of
+    // the width and starts like none of them is a continuation.
+    std::set<std::string> starts;
+    for (size_t i = 0; i < lines.size(); ++i)
+      if ((i == 0 || lines[i - 1].size() < width) && !Trim(lines[i]).empty()) starts.insert(StartShape(lines[i]));
+    size_t band = 0, evidence = 0;
+    for (size_t i = 0; i + 1 < lines.size(); ++i) {
+      if (!InBand(lines[i].size(), width)) continue;
+      ++band;
+      std::string_view next = lines[i + 1];
+      if (!next.empty() && !IsSpace(next[0]) && !starts.count(StartShape(next))) ++evidence;
+    }
+    if (evidence >= 3 && evidence * 10 >= band * 6 && evidence >= best_evidence) {
+      best = width, best_evidence = evidence;
+      best_starts.assign(starts.begin(), starts.end());
+    }
+  }
+  if (best) *starts_out = std::move(best_starts);
+  return best;
+}
+
+// Bare "[N] " at the start of half the lines or more: a line counter when
+// the numbers count up, MPICH ranks when they repeat.
+void DetectBracketNumbers(const std::vector<std::string_view>& lines, TextLayout* layout) {
+  std::vector<int64_t> values;
+  size_t nonempty = 0;
+  for (auto l : lines) {
+    if (Trim(l).empty()) continue;
+    ++nonempty;
+    size_t n = l.size() > 2 && l[0] == '[' ? Digits(l, 1) : 0;
+    int64_t v;
+    if (n > 0 && n <= 9 && n + 2 < l.size() && l[n + 1] == ']' && l[n + 2] == ' ' && ParseDec(l.substr(1, n), &v))
+      values.push_back(v);
+  }
+  if (values.size() < 3 || values.size() * 2 < nonempty) return;
+  size_t up = 0;
+  for (size_t i = 1; i < values.size(); ++i) up += values[i] > values[i - 1];
+  std::set<int64_t> distinct(values.begin(), values.end());
+  if (up * 10 >= (values.size() - 1) * 8)
+    layout->numbered = true;
+  else if (distinct.size() * 2 <= values.size())
+    layout->bracket_ranks = true;
+}
+
+// pdsh "host: " tokens that together start 40% of the lines or more.
+void DetectHosts(const std::vector<std::string_view>& lines, TextLayout* layout) {
+  std::map<std::string_view, size_t> count;
+  size_t nonempty = 0, hits = 0;
+  for (auto l : lines) {
+    if (Trim(l).empty()) continue;
+    ++nonempty;
+    size_t colon = l.substr(0, 64).find(": ");
+    if (colon == std::string_view::npos || !HostLike(l.substr(0, colon))) continue;
+    ++count[l.substr(0, colon)];
+  }
+  for (const auto& [host, n] : count)
+    if (n >= 2) hits += n;
+  if (hits < 2 || hits * 10 < nonempty * 4) return;
+  for (const auto& [host, n] : count)
+    if (n >= 2 && layout->hosts.size() < 256) layout->hosts.emplace_back(host);
+}
+
+// A relay tag (a runner's "name [stderr] ", docker compose's "svc-1  | ")
+// on 40% of the lines or more: the relay tags every line it passes on.
+bool DetectRelayTagged(const std::vector<std::string_view>& lines) {
+  size_t nonempty = 0, tagged = 0;
+  for (auto l : lines) {
+    if (Trim(l).empty()) continue;
+    ++nonempty;
+    tagged += StreamTagPrefix(l) > 0 || ComposePrefix(l) > 0;
+  }
+  return tagged >= 3 && tagged * 10 >= nonempty * 4;
+}
+
+}  // namespace
+
+TextLayout DetectLayout(std::string_view data) {
+  TextLayout layout;
+  std::vector<std::string_view> lines = HeadLines(data);
+  if (data.size() <= kMaxWrappedFileBytes) {
+    layout.wrap_width = DetectWrap(lines, &layout.start_shapes);
+    layout.relay_tagged = DetectRelayTagged(lines);
+  }
+  DetectBracketNumbers(lines, &layout);
+  DetectHosts(lines, &layout);
+  return layout;
+}
+
+LineReader::LineReader(std::string_view data) : data_(data) {
+  // The text formats read one file in turn on one thread: detect its
+  // layout once. Keyed by the buffer and a hash of its head (another file
+  // may reuse the address).
+  struct Last {
+    const char* data = nullptr;
+    size_t size = 0, head_hash = 0;
+    TextLayout layout;
+  };
+  thread_local Last last;
+  size_t hash = std::hash<std::string_view>()(data.substr(0, 4096));
+  if (last.data != data.data() || last.size != data.size() || last.head_hash != hash) {
+    last.layout = DetectLayout(data);
+    last.data = data.data(), last.size = data.size(), last.head_hash = hash;
+  }
+  layout_ = last.layout;
+}
+
+bool LineReader::Physical(std::string_view* raw, size_t* start) {
   if (pos_ >= data_.size()) return false;
   size_t nl = data_.find('\n', pos_);
   size_t end = nl == std::string_view::npos ? data_.size() : nl;
-  std::string_view raw = data_.substr(pos_, end - pos_);
-  line->offset = static_cast<int64_t>(pos_);
-  line->number = ++number_;
+  *start = pos_;
+  *raw = data_.substr(pos_, end - pos_);
+  if (!raw->empty() && raw->back() == '\r') raw->remove_suffix(1);
+  pos_ = nl == std::string_view::npos ? data_.size() : nl + 1;
+  ++number_;
+  return true;
+}
+
+bool LineReader::Continues(std::string_view prev, std::string_view next) const {
+  if (next.empty() || IsSpace(next[0])) return false;
+  // A relay tags every line it passes on: an untagged line after a long one
+  // is the rest of it.
+  if (layout_.relay_tagged && prev.size() >= kMinWrapWidth && StreamTagPrefix(next) == 0 && ComposePrefix(next) == 0)
+    return true;
+  size_t width = layout_.wrap_width;
+  if (width == 0 || prev.size() < width) return false;
+  std::string shape = StartShape(next);
+  for (const auto& s : layout_.start_shapes)
+    if (s == shape) return false;
+  return true;
+}
+
+bool LineReader::Next(Line* line) {
+  std::string_view raw;
+  size_t start = 0;
+  if (!Physical(&raw, &start)) return false;
+  line->offset = static_cast<int64_t>(start);
+  line->number = number_;
+  line->joined = 1;
+  if (layout_.wrap_width > 0 || layout_.relay_tagged) {
+    // Join the continuations of a hard-wrapped line: a cut at the width
+    // joins as is (it may fall inside a word), a longer line that a runner
+    // broke at a word joins with a space.
+    std::string_view last = raw;
+    bool joining = false;
+    while (pos_ < data_.size() && line->joined < 64) {
+      size_t save_pos = pos_;
+      int64_t save_number = number_;
+      std::string_view next;
+      size_t next_start;
+      if (!Physical(&next, &next_start) || !Continues(last, next)) {
+        pos_ = save_pos, number_ = save_number;
+        break;
+      }
+      if (!joining) joined_.assign(raw.data(), raw.size()), joining = true;
+      bool cut = layout_.wrap_width > 0 && InBand(last.size(), layout_.wrap_width);
+      if (!cut && !joined_.empty() && joined_.back() != ' ') joined_ += ' ';
+      joined_.append(next.data(), next.size());
+      last = next;
+      ++line->joined;
+    }
+    if (joining) raw = joined_;
+  }
   line->truncated = raw.size() > kMaxLineBytes;
   if (line->truncated) {
     raw = raw.substr(0, kMaxLineBytes);
     ++truncated_;
   }
-  pos_ = nl == std::string_view::npos ? data_.size() : nl + 1;
-  line->rank = -1;
-  line->local_rank = -1;
+  LinePrefix p;
   std::string_view t = CleanLine(raw, &buf_);
-  line->text = PeelPrefixes(t, &line->rank, &line->local_rank, &line->before_tag);
+  line->text = PeelPrefixes(t, layout_, &p);
+  line->rank = p.rank;
+  line->local_rank = p.local_rank;
+  line->tp = p.tp, line->dp = p.dp, line->pp = p.pp;
+  line->repeated = p.repeated;
+  line->before_tag = p.before_tag;
   return true;
 }
 

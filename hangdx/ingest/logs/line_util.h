@@ -27,14 +27,66 @@ namespace hangdx::ingest::logs {
 // itself cuts at 1024 bytes; c10 mismatch messages run to a few KiB).
 inline constexpr size_t kMaxLineBytes = 64 * 1024;
 
+// What a file's lines have in common, read from its head once (DetectLayout):
+// facts no single line can tell, which decide how prefixes are read.
+struct TextLayout {
+  // Hard-wrapped at this many bytes (a report pasted from a terminal or cut
+  // by a log runner): a line of exactly this length (or one or two more: a
+  // pasted `> ` or backtick before it) continues on the next line; 0 when
+  // the file is not wrapped.
+  size_t wrap_width = 0;
+  // How lines start when they are not a continuation (first bytes with
+  // digits as '0', see StartShape): a line after a wrapped one that starts
+  // like none of these continues it.
+  std::vector<std::string> start_shapes;
+  // A job runner or docker compose tags the lines it relays ("name
+  // [stderr] ", "svc-1  | "), and most lines carry the tag: a line without it
+  // after a long one is that line's rest (the runner broke it at a word).
+  bool relay_tagged = false;
+  // Lines start with a bare "[N] " that counts up line by line: a tee'd line
+  // number (LlamaFactory pastes "[1743] "), never a rank.
+  bool numbered = false;
+  // Lines start with a bare "[N] " whose values repeat and do not count up:
+  // MPICH / Intel MPI `-prepend-rank`, so N is the global rank.
+  bool bracket_ranks = false;
+  // pdsh prefixes ("node2: ", "10.10.23.10: "): host names that start many
+  // lines. Peeled; they name a host, not a rank.
+  std::vector<std::string> hosts;
+};
+
+// Reads the layout of `data` from its head (the first MiB, 20,000 lines at
+// most; wrap detection only for files of 16 MiB or less: pasted reports are
+// small, and a big log is never hard-wrapped). Never fails.
+//   - wrap width: a length of at least 60 bytes that at least 3 lines have
+//     (or one or two more), each followed by a line that starts like no
+//     line after a shorter one does (60% of them at least);
+//   - relay_tagged: 3 lines and 40% or more carry a runner's stream tag or
+//     docker compose's service tag;
+//   - numbered / bracket_ranks: half the lines or more start with "[N] ";
+//   - hosts: "name: " tokens (not all digits, with a digit, '-' or '.')
+//     that together start 40% of the lines or more.
+TextLayout DetectLayout(std::string_view data);
+
+// The first 6 bytes of `line` with digits as '0': lines of one producer
+// start alike ("[rank0", "node00"), a wrapped line's continuation does not.
+std::string StartShape(std::string_view line);
+
 // One line of a text artifact, cleaned and with foreign prefixes peeled.
 struct Line {
   std::string_view text;    // cleaned; valid until the next LineReader::Next()
-  int64_t number = 0;       // 1-based line number in the file
+  int64_t number = 0;       // 1-based line number in the file (of its first physical line when joined)
   int64_t offset = 0;       // byte offset of the line's first byte
   int64_t rank = -1;        // global rank a peeled prefix names ([rank3]:, `3: `, mpirun [1,3]), else -1
   int64_t local_rank = -1;  // local rank a torchrun `[default0]:` prefix names, else -1
-  bool truncated = false;   // longer than kMaxLineBytes
+  // Indices inside a serving framework's parallel groups that a prefix names
+  // (vLLM `(Worker_PP1_TP0 pid=..)`, `(EngineCore_DP0 pid=..)`, SGLang
+  // `[ts DP0 TP3]`): ranks inside those groups, not global ranks; -1 none.
+  int32_t tp = -1, dp = -1, pp = -1;
+  // Ray's log deduplication: ` [repeated 12x across cluster]` (stripped) says
+  // this line stands for 12 more such lines of other processes; 0 none.
+  int64_t repeated = 0;
+  int32_t joined = 1;      // physical lines a hard-wrapped line was joined from
+  bool truncated = false;  // longer than kMaxLineBytes
   // The text as it was before the first launcher tag that a message can
   // also start with was peeled (slurm `3: `, a bare `[3] `; the last such tag
   // when several stack), else empty:
@@ -44,37 +96,72 @@ struct Line {
   std::string_view before_tag;
 };
 
+// What PeelPrefixes found in front of a line (a subset of Line).
+struct LinePrefix {
+  int64_t rank = -1, local_rank = -1;
+  int32_t tp = -1, dp = -1, pp = -1;
+  int64_t repeated = 0;
+  std::string_view before_tag;
+};
+
 // Splits `data` into lines ('\n'; a '\r' before it is dropped) and cleans
 // each: keeps the text after the last '\r' (progress bars overwrite), strips
 // ANSI escape sequences and trailing whitespace, cuts at kMaxLineBytes, and
-// peels prefixes with PeelPrefixes(). Never fails; binary bytes pass through.
+// peels prefixes with PeelPrefixes(). A hard-wrapped file (TextLayout::
+// wrap_width) gets its wrapped lines joined first. Never fails; binary
+// bytes pass through.
 class LineReader {
  public:
-  explicit LineReader(std::string_view data) : data_(data) {}
+  // The layout is detected from `data` (DetectLayout; the last detection is
+  // remembered per thread, so the text formats that read one file in turn
+  // detect it once).
+  explicit LineReader(std::string_view data);
+  LineReader(std::string_view data, TextLayout layout) : data_(data), layout_(std::move(layout)) {}
   // Fills *line with the next line; false at the end of the data.
   bool Next(Line* line);
   int64_t truncated_lines() const { return truncated_; }
+  const TextLayout& layout() const { return layout_; }
 
  private:
+  // The next physical line (its '\r' dropped), or false at the end.
+  bool Physical(std::string_view* raw, size_t* start);
+  // True when `next` continues `prev` (a hard-wrapped line).
+  bool Continues(std::string_view prev, std::string_view next) const;
+
   std::string_view data_;
+  TextLayout layout_;
   size_t pos_ = 0;
   int64_t number_ = 0;
   int64_t truncated_ = 0;
-  std::string buf_;
+  std::string buf_, joined_;
 };
 
 // Removes ANSI escapes, keeps the text after the last '\r', trims trailing
 // whitespace. Returns a view of `line` or of *buf (when bytes were removed).
 std::string_view CleanLine(std::string_view line, std::string* buf);
 
-// Peels the foreign prefixes of spec section 0 off the front of `text`,
-// repeatedly (they stack): Ray `(RayTrainWorker pid=615, ip=10.72.7.6) `,
-// Open MPI `Fri Aug 11 12:31:45 2023[1,0]<stdout>:` (rank = second number),
-// kubectl `2025-11-24T03:20:21.001125857Z `, launcher `[1803] `, torchrun
-// `[default0]:` (local rank), c10 `[rank3]:`, slurm `3: `. Sets *rank /
-// *local_rank (left alone when no prefix names one). Returns the rest; when
-// an ambiguous tag was peeled (slurm `3: `, bare `[3] `), *before_tag (if
-// given) is the text before the last such tag.
+// Peels the foreign prefixes of spec section 0 (and docs/field-survey/nccl.md
+// section 7) off the front of `text`, repeatedly (they stack):
+//   Ray `(RayTrainWorker pid=615, ip=10.72.7.6) `, `(raylet) `; vLLM
+//   `(VllmWorker rank=1 pid=9) ` (rank), `(VllmWorker TP1 pid=9) `,
+//   `(Worker_PP1_TP0 pid=9) `, `(EngineCore_DP0 pid=9) ` (tp/pp/dp);
+//   Open MPI `Fri Aug 11 12:31:45 2023[1,0]<stdout>:` (rank = second number);
+//   kubectl `2025-11-24T03:20:21.001125857Z `; bracketed timestamps
+//   `[2025-01-01 12:00:00] ` (NCCL 2.26 WARN, DeepSpeed, SGLang), with
+//   SGLang's `[2025-01-01 12:00:00 DP0 TP3] ` (dp/tp); web viewers'
+//   `18:11:06.680 `; docker compose `svc-1  | `; a runner's `name [stderr] `;
+//   markdown `> `; SimpleTuner `[RANK 1] ` (rank); torch_npu `[rank:2]:`
+//   (rank); torchrun `[default0]:` (local rank); c10 `[rank3]:`; launcher
+//   `[1803] ` and slurm `3: ` (ambiguous: see below); pdsh `host: ` for the
+//   hosts of `layout`.
+// The ambiguous tags: a bare `[N] ` is a rank when layout.bracket_ranks (and
+// it is the outermost prefix), never when layout.numbered; slurm `N: ` is a
+// rank. When one was peeled, *before_tag is the text before the last such
+// tag. A trailing Ray ` [repeated 12x across cluster]` (and Ray's note after
+// it) is stripped and counted. Fields not named by a prefix are left alone.
+std::string_view PeelPrefixes(std::string_view text, const TextLayout& layout, LinePrefix* prefix);
+// The same with no file layout (no pdsh hosts, bare `[N] ` not a rank);
+// sets *rank / *local_rank only.
 std::string_view PeelPrefixes(std::string_view text, int64_t* rank, int64_t* local_rank,
                               std::string_view* before_tag = nullptr);
 

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 namespace hangdx::ingest::logs {
 namespace {
 
@@ -28,6 +31,187 @@ TEST(LineUtil, PeelsForeignPrefixes) {
   EXPECT_EQ(r, -1);
   // Not prefixes: c10 severity brackets, PG prefixes.
   EXPECT_EQ(Peel("[E ProcessGroupNCCL.cpp:457] [Rank 3] W", &r, &lr), "[E ProcessGroupNCCL.cpp:457] [Rank 3] W");
+}
+
+// Peels with a layout; returns the rest and fills *p.
+std::string_view PeelWith(std::string_view s, const TextLayout& layout, LinePrefix* p) {
+  *p = LinePrefix{};
+  return PeelPrefixes(s, layout, p);
+}
+
+// Real lines of docs/field-survey/nccl.md section 7 and frameworks.md
+// section 4-5 (URLs there), and of testdata/public.
+TEST(LineUtil, PeelsServingFrameworkAndCollectorPrefixes) {
+  TextLayout none;
+  LinePrefix p;
+  // Ray (NVIDIA/nccl#1193, #1591), its dedup suffix and note.
+  EXPECT_EQ(
+      PeelWith("(RayTrainWorker pid=615, ip=10.72.7.6) r24:615:18953 [2] NCCL INFO AllReduce: opCount 139d", none, &p),
+      "r24:615:18953 [2] NCCL INFO AllReduce: opCount 139d");
+  EXPECT_EQ(p.rank, -1);
+  EXPECT_EQ(PeelWith("(RayWorkerWrapper pid=1019) INFO 01-01 nccl ok [repeated 12x across cluster] (Ray deduplicates "
+                     "logs by default. Set RAY_DEDUP_LOGS=0 to disable log deduplication)",
+                     none, &p),
+            "INFO 01-01 nccl ok");
+  EXPECT_EQ(p.repeated, 12);
+  EXPECT_EQ(PeelWith("(raylet) [2024-05-01 10:00:00,000 E 1 1] worker died", none, &p),
+            "[2024-05-01 10:00:00,000 E 1 1] worker died");
+  // vLLM V1 (frameworks.md section 4; testdata/public/vllm23582, vllm44185).
+  EXPECT_EQ(PeelWith("(VllmWorker rank=1 pid=4127) INFO 03-02 08:00:00 [shm_broadcast.py:466] No available", none, &p),
+            "INFO 03-02 08:00:00 [shm_broadcast.py:466] No available");
+  EXPECT_EQ(p.rank, 1);
+  EXPECT_EQ(PeelWith("(VllmWorker TP0 pid=405) INFO 08-25 12:24:19 [multiproc_executor.py:520] Parent process exited",
+                     none, &p),
+            "INFO 08-25 12:24:19 [multiproc_executor.py:520] Parent process exited");
+  EXPECT_EQ(p.tp, 0);
+  EXPECT_EQ(p.rank, -1);
+  PeelWith("(Worker_PP1_TP0 pid=9) x", none, &p);
+  EXPECT_EQ(p.pp, 1);
+  EXPECT_EQ(p.tp, 0);
+  EXPECT_EQ(
+      PeelWith("(EngineCore_DP1 pid=1455) INFO 05-28 14:44:28 [shm_broadcast.py:681] No available shared "
+               "memory broadcast block found in 60 seconds.",
+               none, &p),
+      "INFO 05-28 14:44:28 [shm_broadcast.py:681] No available shared memory broadcast block found in 60 seconds.");
+  EXPECT_EQ(p.dp, 1);
+  PeelWith("(EngineCore_0 pid=271) ERROR 08-25 12:24:19 [multiproc_executor.py:146] Worker proc", none, &p);
+  EXPECT_EQ(p.dp, 0);
+  // Not a process tag: a parenthesis in text.
+  EXPECT_EQ(PeelWith("(most recent call last) x", none, &p), "(most recent call last) x");
+  // SGLang (testdata/public/sglang20766), DeepSpeed, NCCL 2.26 WARN timestamps.
+  EXPECT_EQ(PeelWith("[2026-03-17 17:31:50 DP12 TP12] Decode batch, #running-req: 12", none, &p),
+            "Decode batch, #running-req: 12");
+  EXPECT_EQ(p.dp, 12);
+  EXPECT_EQ(p.tp, 12);
+  PeelWith("[2025-01-01 12:00:00 TP1] Scheduler hit an exception", none, &p);
+  EXPECT_EQ(p.tp, 1);
+  EXPECT_EQ(p.dp, -1);
+  EXPECT_EQ(PeelWith("[2026-03-17 17:31:53] Pyspy dump for PID 10366:", none, &p), "Pyspy dump for PID 10366:");
+  EXPECT_EQ(PeelWith("[2025-03-01 10:11:12] node01:123:456 [0] enqueue.cc:1234 NCCL WARN x", none, &p),
+            "node01:123:456 [0] enqueue.cc:1234 NCCL WARN x");
+  // Horovod's glog prefix stays: its rows read it.
+  EXPECT_EQ(PeelWith("[2019-04-13 13:55:31.858119: W horovod/common/operations.cc:588] x", none, &p),
+            "[2019-04-13 13:55:31.858119: W horovod/common/operations.cc:588] x");
+  // docker compose (vllm-project/vllm#25605; testdata/public/openseq2seq456), a runner's stream tag
+  // (testdata/public/milabench269), web viewers (modelscope/ms-swift#7992), markdown quotes.
+  EXPECT_EQ(PeelWith("vllm1-1  | INFO 09-01 engine started", none, &p), "INFO 09-01 engine started");
+  EXPECT_EQ(PeelWith("1469.worker.1  | [2019-06-04T16:49:20Z] [2019-06-04 16:49:19.737850: W horovod/common/"
+                     "operations.cc:588] One or more tensors",
+                     none, &p),
+            "[2019-06-04 16:49:19.737850: W horovod/common/operations.cc:588] One or more tensors");
+  EXPECT_EQ(PeelWith("dinov2-giant-nodes.node04 [stderr] [rank14]:[E909 09:55:29.307629539 ProcessGroupNCCL.cpp:607] "
+                     "[Rank 14] Watchdog",
+                     none, &p),
+            "[E909 09:55:29.307629539 ProcessGroupNCCL.cpp:607] [Rank 14] Watchdog");
+  EXPECT_EQ(p.rank, 14);
+  EXPECT_EQ(PeelWith("18:11:06.680 [rank3]:[E ProcessGroupNCCL.cpp:1] m", none, &p), "[E ProcessGroupNCCL.cpp:1] m");
+  EXPECT_EQ(p.rank, 3);
+  EXPECT_EQ(PeelWith("> [rank2]:[E ProcessGroupNCCL.cpp:1] m", none, &p), "[E ProcessGroupNCCL.cpp:1] m");
+  EXPECT_EQ(p.rank, 2);
+  // SimpleTuner (testdata/public/simpletuner2712), torch_npu 7.2 (vllm-project/vllm-ascend#4972).
+  EXPECT_EQ(PeelWith("[RANK 1] 2026-05-19 10:10:29,701 [ERROR] GPU circuit breaker OPEN", none, &p),
+            "2026-05-19 10:10:29,701 [ERROR] GPU circuit breaker OPEN");
+  EXPECT_EQ(p.rank, 1);
+  EXPECT_EQ(PeelWith("[rank:6]:[198748] [2025-03-26 13:49:01:670] torch_npu: [ERROR] [198800] HCCL timeout", none, &p),
+            "torch_npu: [ERROR] [198800] HCCL timeout");
+  EXPECT_EQ(p.rank, 6);  // the "[198748] " after it is the pid, not a rank
+}
+
+TEST(LineUtil, AmbiguousTagsFollowTheFileLayout) {
+  LinePrefix p;
+  // MPICH -prepend-rank (NVIDIA/nccl#1232): ranks repeat.
+  std::string mpich =
+      "[0] node0:1:1 [0] NCCL INFO a\n[1] node1:2:2 [0] NCCL INFO a\n[0] node0:1:1 [0] NCCL INFO b\n"
+      "[1] node1:2:2 [0] NCCL INFO b\n[0] node0:1:1 [0] NCCL INFO c\n[1] node1:2:2 [0] NCCL INFO c\n";
+  TextLayout ranks = DetectLayout(mpich);
+  EXPECT_TRUE(ranks.bracket_ranks);
+  EXPECT_FALSE(ranks.numbered);
+  EXPECT_EQ(PeelWith("[1] node1:2:2 [0] NCCL INFO b", ranks, &p), "node1:2:2 [0] NCCL INFO b");
+  EXPECT_EQ(p.rank, 1);
+  // tee'd line numbers (hiyouga/LlamaFactory#8261): count up, never ranks.
+  std::string numbered = "[1741] step 1\n[1742] step 2\n[1743] [rank0]:[E ProcessGroupNCCL.cpp:1] m\n[1744] x\n";
+  TextLayout lines = DetectLayout(numbered);
+  EXPECT_TRUE(lines.numbered);
+  EXPECT_EQ(PeelWith("[1743] [rank0]:[E ProcessGroupNCCL.cpp:1] m", lines, &p), "[E ProcessGroupNCCL.cpp:1] m");
+  EXPECT_EQ(p.rank, 0);
+  EXPECT_EQ(PeelWith("[1744] x", lines, &p), "x");
+  EXPECT_EQ(p.rank, -1);
+  // pdsh (NVIDIA/nccl#1029, EleutherAI/gpt-neox#969): the hosts that start the lines.
+  std::string pdsh =
+      "rdma-gpu-train-worker-0: rdma-gpu-train-worker-0:19488:21063 [4] NCCL INFO Channel 00\n"
+      "rdma-gpu-train-worker-1: rdma-gpu-train-worker-1:19490:21065 [4] NCCL INFO Channel 00\n"
+      "rdma-gpu-train-worker-0: rdma-gpu-train-worker-0:19488:21063 [4] NCCL INFO Channel 01\n"
+      "RuntimeError: not a host\n"
+      "rdma-gpu-train-worker-1: rdma-gpu-train-worker-1:19490:21065 [4] NCCL INFO Channel 01\n";
+  TextLayout hosts = DetectLayout(pdsh);
+  ASSERT_EQ(hosts.hosts.size(), 2u);
+  EXPECT_EQ(
+      PeelWith("rdma-gpu-train-worker-1: rdma-gpu-train-worker-1:19490:21065 [4] NCCL INFO Channel 01", hosts, &p),
+      "rdma-gpu-train-worker-1:19490:21065 [4] NCCL INFO Channel 01");
+  EXPECT_EQ(PeelWith("RuntimeError: not a host", hosts, &p), "RuntimeError: not a host");
+  EXPECT_TRUE(DetectLayout("RuntimeError: a\nValueError: b\nRuntimeError: c\n").hosts.empty());
+}
+
+// Reads a file of the repository (tests run from the build tree).
+std::string ReadTestFile(const std::string& rel) {
+  std::ifstream f(std::string(HANGDX_SOURCE_DIR) + "/" + rel, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> AllLines(std::string_view data) {
+  std::vector<std::string> out;
+  LineReader r(data);
+  for (Line l; r.Next(&l);) out.emplace_back(l.text);
+  return out;
+}
+
+// A terminal paste cut at 137 columns, inside words ('OpTy' / 'pe=BROADCAST').
+TEST(LineUtil, JoinsTerminalWrappedLines) {
+  std::string data = ReadTestFile("testdata/public/openr1-620-grpo-broadcast-rank0-absent/job.log");
+  ASSERT_FALSE(data.empty());
+  EXPECT_EQ(DetectLayout(data).wrap_width, 137u);
+  std::vector<std::string> lines = AllLines(data);
+  ASSERT_GE(lines.size(), 5u);
+  EXPECT_NE(lines[0].find("NumelIn=112, NumelOut=112, Timeout(ms)=1800000) ran for 1800010 milliseconds"),
+            std::string::npos);
+  EXPECT_NE(lines[1].find("WorkNCCL(SeqNum=4, OpType=BROADCAST, NumelIn=112"), std::string::npos);
+  LineReader r(data);
+  Line l;
+  ASSERT_TRUE(r.Next(&l));
+  ASSERT_TRUE(r.Next(&l));
+  EXPECT_EQ(l.rank, 2);
+  EXPECT_EQ(l.number, 3);  // physical line numbers stay
+  EXPECT_EQ(l.joined, 2);
+}
+
+// A job runner that broke lines at about 151 columns at word boundaries,
+// keeping the space, and one longer line broken before a word.
+TEST(LineUtil, JoinsRunnerWrappedLines) {
+  std::string data = ReadTestFile("testdata/public/milabench269-seq2070-reduce-vs-allreduce-across-nodes/node04.log");
+  ASSERT_FALSE(data.empty());
+  EXPECT_EQ(DetectLayout(data).wrap_width, 151u);
+  std::vector<std::string> lines = AllLines(data);
+  ASSERT_EQ(lines.size(), 5u);
+  EXPECT_NE(lines[0].find("operation timeout: WorkNCCL(SeqNum=2070, OpType=REDUCE"), std::string::npos);
+  EXPECT_NE(lines[4].find("detected by watchdog at work: 2070, last enqueued NCCL work: 2070"), std::string::npos);
+  std::string node03 = ReadTestFile("testdata/public/milabench269-seq2070-reduce-vs-allreduce-across-nodes/node03.log");
+  bool joined = false;
+  for (const auto& l : AllLines(node03))
+    joined =
+        joined || l.find("watchdog thread terminated with exception: [Rank 6] Watchdog caught") != std::string::npos;
+  EXPECT_TRUE(joined);
+}
+
+// A log whose lines merely have equal lengths (NCCL Channel lines) is not wrapped.
+TEST(LineUtil, EqualLengthsAreNotAWrap) {
+  std::string data;
+  for (int i = 0; i < 40; ++i)
+    data += "node01:4711:4790 [0] NCCL INFO Channel " + std::string(i < 10 ? "0" : "") + std::to_string(i) +
+            "/0 : 0[0] -> 1[1] via P2P/IPC/read\n";
+  EXPECT_EQ(DetectLayout(data).wrap_width, 0u);
+  EXPECT_EQ(AllLines(data).size(), 40u);
 }
 
 TEST(LineUtil, CleansAnsiAndCarriageReturns) {
