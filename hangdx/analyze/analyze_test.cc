@@ -381,7 +381,12 @@ TEST(Analyze, DetailMismatchEventsMakeItAnErrorNotAHang) {
   for (auto& dump : job.dumps) dump.events.clear();
   EXPECT_TRUE(Analyze(job).findings[0].hang);
   // Events at another seq say nothing about this one.
-  for (auto& dump : job.dumps) dump.events.push_back({model::LogEvent::Kind::kMismatch, "x", "r.log", 1, "0", 9, ""});
+  model::LogEvent other;
+  other.kind = model::LogEvent::Kind::kMismatch;
+  other.message = "x";
+  other.pg = "0";
+  other.seq = 9;
+  for (auto& dump : job.dumps) dump.events.push_back(other);
   EXPECT_TRUE(Analyze(job).findings[0].hang);
 }
 

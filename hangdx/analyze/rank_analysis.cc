@@ -19,6 +19,9 @@ RankAnalysis BuildRankAnalysis(const model::Job& job, const AnalyzeOptions& opti
 
 std::vector<model::Rank> RankAnalysis::Waiters(int n) const {
   const RankNode& node = graph.node(n);
+  if (node.type == RankNodeType::kInstance)
+    CountWork(static_cast<int64_t>(instances.list[node.instance].arrived.size()));
+  CountWork();
   switch (node.type) {
     case RankNodeType::kInstance:
       return instances.list[node.instance].arrived;

@@ -1,5 +1,6 @@
 #include "hangdx/analyze/rank_graph.h"
 
+#include <algorithm>
 #include <string>
 
 namespace hangdx::analyze {
@@ -27,6 +28,7 @@ class RankGraphBuilder {
     // Every rank with a dump gets its blocking node now, so that the graph
     // is complete before it is reduced (a sink made now has no edges).
     for (const auto& d : job_.dumps) BlockingNode(d.rank);
+    AddEdgesSorted();
     g_.dead_ = g_.graph_.Deadlocked();
     g_.components_ = g_.graph_.CyclicComponents(g_.dead_);
   }
@@ -38,10 +40,21 @@ class RankGraphBuilder {
     return n;
   }
 
+  // Records the edge; the WaitGraph gets them all at the end, each node's
+  // in ascending order (AddEdge keeps successors sorted: out-of-order adds
+  // would cost O(degree) each, quadratic for a rank waiting on thousands).
   void Edge(int from, int to, Rank via) {
-    g_.graph_.AddEdge(from, to);
     g_.edges_.push_back({from, to, via});
     g_.via_.try_emplace(EdgeKey(from, to), via);
+  }
+
+  void AddEdgesSorted() {
+    std::vector<uint64_t> keys;
+    keys.reserve(g_.edges_.size());
+    for (const auto& e : g_.edges_) keys.push_back(EdgeKey(e.from, e.to));
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    for (uint64_t k : keys) g_.graph_.AddEdge(static_cast<int>(k >> 32), static_cast<int>(k & 0xffffffffu));
   }
 
   void MakeNodes() {
@@ -213,11 +226,13 @@ RankGraph RankGraph::Build(const model::Job& job, const GroupTable& groups, cons
 }
 
 Rank RankGraph::Via(int from, int to) const {
+  CountWork();
   auto it = via_.find(EdgeKey(from, to));
   return it == via_.end() ? -1 : it->second;
 }
 
 int RankGraph::Blocking(Rank r) const {
+  CountWork();
   auto it = blocking_.find(r);
   return it == blocking_.end() ? -1 : it->second;
 }

@@ -35,6 +35,7 @@
 #include "hangdx/analyze/groups.h"
 #include "hangdx/analyze/instances.h"
 #include "hangdx/analyze/wait_graph.h"
+#include "hangdx/analyze/work.h"
 
 namespace hangdx::analyze {
 
@@ -61,17 +62,30 @@ class RankGraph {
   // reduces it. Every rank with a dump gets its blocking node.
   static RankGraph Build(const model::Job& job, const GroupTable& groups, const InstanceTable& instances);
 
+  // The accessors count as work (analyze/work.h): one step each, and one per
+  // element for those that hand out a list the caller walks.
   const WaitGraph& graph() const { return graph_; }
   int size() const { return graph_.size(); }
-  const RankNode& node(int n) const { return nodes_[n]; }
+  const RankNode& node(int n) const {
+    CountWork();
+    return nodes_[n];
+  }
+  // The successors of node n, ascending (counted by WaitGraph).
+  const std::vector<int>& successors(int n) const { return graph_.successors(n); }
   // Every edge in the order it was added (duplicates included).
-  const std::vector<RankGraphEdge>& edges() const { return edges_; }
+  const std::vector<RankGraphEdge>& edges() const {
+    CountWork(static_cast<int64_t>(edges_.size()));
+    return edges_;
+  }
   // The rank on the first edge from -> to, -1 when it goes through none or
   // there is no such edge. O(1).
   model::Rank Via(int from, int to) const;
 
   // The node of kept instance i, -1 when it has none (healthy and finished).
-  int InstanceNode(int i) const { return instance_node_[i]; }
+  int InstanceNode(int i) const {
+    CountWork();
+    return instance_node_[i];
+  }
   // The earlier unfinished problem instance of the same pg that instance i
   // is queued behind, -1 when none.
   int Behind(int i) const { return behind_[i]; }

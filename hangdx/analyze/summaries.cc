@@ -69,7 +69,7 @@ void RankEdges(const RankAnalysis& a, Diagnosis* out) {
   std::set<std::pair<int, int>> cyc_edges;
   for (const auto& comp : a.graph.components())
     for (int v : comp)
-      for (int w : a.graph.graph().successors(v))
+      for (int w : a.graph.successors(v))
         if (std::binary_search(comp.begin(), comp.end(), w)) cyc_edges.insert({v, w});
   std::set<std::tuple<Rank, Rank>> seen;
   for (const auto& e : a.graph.edges()) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <deque>
 
+#include "hangdx/analyze/work.h"
+
 namespace hangdx::analyze {
 
 int WaitGraph::AddNode(NodeKind kind, int k) {
@@ -47,9 +49,11 @@ std::vector<bool> WaitGraph::Deadlocked() const {
       reduced[v] = true;
       work.push_back(v);
     }
+  CountWork(n);
   while (!work.empty()) {
     int w = work.front();
     work.pop_front();
+    CountWork(1 + static_cast<int64_t>(pred[w].size()));
     for (int v : pred[w]) {
       if (reduced[v]) continue;
       if (--need[v] <= 0) {
@@ -82,6 +86,7 @@ std::vector<std::vector<int>> WaitGraph::CyclicComponents(const std::vector<bool
     stack.push_back(root);
     on_stack[root] = true;
     while (!call.empty()) {
+      CountWork();
       Frame& f = call.back();
       const auto& s = succ_[f.v];
       if (f.next < s.size()) {
@@ -122,17 +127,24 @@ std::vector<std::vector<int>> WaitGraph::CyclicComponents(const std::vector<bool
 
 std::vector<int> WaitGraph::WitnessCycle(const std::vector<int>& component) const {
   if (component.empty()) return {};
-  auto in = [&](int v) { return std::binary_search(component.begin(), component.end(), v); };
+  // Positions in the (sorted) component stand for its nodes, so the work is
+  // O(component log component), not O(graph) per component.
+  auto pos = [&](int v) -> int {
+    auto it = std::lower_bound(component.begin(), component.end(), v);
+    return it != component.end() && *it == v ? static_cast<int>(it - component.begin()) : -1;
+  };
   int start = component.front();
   // BFS inside the component from start's successors back to start; the
   // smallest-successor order makes the witness deterministic.
-  std::vector<int> parent(size(), -2);
+  std::vector<int> parent(component.size(), -2);  // by position: the node it was reached from
   std::deque<int> q;
   for (int w : succ_[start]) {
-    if (!in(w)) continue;
+    CountWork();
+    int pw = pos(w);
+    if (pw < 0) continue;
     if (w == start) return {start};
-    if (parent[w] == -2) {
-      parent[w] = start;
+    if (parent[pw] == -2) {
+      parent[pw] = start;
       q.push_back(w);
     }
   }
@@ -140,16 +152,18 @@ std::vector<int> WaitGraph::WitnessCycle(const std::vector<int>& component) cons
     int v = q.front();
     q.pop_front();
     for (int w : succ_[v]) {
-      if (!in(w)) continue;
+      CountWork();
+      int pw = pos(w);
+      if (pw < 0) continue;
       if (w == start) {
         std::vector<int> path{v};
-        for (int x = parent[v]; x != start; x = parent[x]) path.push_back(x);
+        for (int x = parent[pos(v)]; x != start; x = parent[pos(x)]) path.push_back(x);
         path.push_back(start);
         std::reverse(path.begin(), path.end());
         return path;
       }
-      if (parent[w] == -2) {
-        parent[w] = v;
+      if (parent[pw] == -2) {
+        parent[pw] = v;
         q.push_back(w);
       }
     }

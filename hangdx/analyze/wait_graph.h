@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "hangdx/analyze/work.h"
+
 namespace hangdx::analyze {
 
 class WaitGraph {
@@ -29,7 +31,11 @@ class WaitGraph {
 
   int size() const { return static_cast<int>(kind_.size()); }
   NodeKind kind(int n) const { return kind_[n]; }
-  const std::vector<int>& successors(int n) const { return succ_[n]; }
+  // Counts 1 + its size as work (analyze/work.h): the caller walks it.
+  const std::vector<int>& successors(int n) const {
+    CountWork(1 + static_cast<int64_t>(succ_[n].size()));
+    return succ_[n];
+  }
 
   // Graph reduction: true for every node that can never finish.
   std::vector<bool> Deadlocked() const;

@@ -36,7 +36,7 @@ std::vector<PgOps> CollectivesByPg(const RankDump& d) {
       return p.name.data() == op.pg_name.data() || p.name == op.pg_name;  // interned: usually the same address
     });
     if (it == out.end()) {
-      out.push_back({op.pg_name, op.pg_desc, op.backend, {}});
+      out.push_back({op.pg_name, op.pg_desc, op.backend, -1, {}});
       it = out.end() - 1;
     }
     it->by_seq.emplace_back(op.collective_seq, i);

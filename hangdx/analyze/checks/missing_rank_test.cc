@@ -117,7 +117,10 @@ TEST(MissingRankCheck, InPerRankLogsASilentRankHasNoLineRatherThanNeverArrived) 
 
 TEST(MissingRankCheck, ACrashedOrUnreadableRankIsAnotherChecksCase) {
   model::Job job = RankThreeAbsent(true);
-  job.dumps[3].events.push_back({model::LogEvent::Kind::kCrash, "CUDA error", "rank3.log", 3, "", -1, ""});
+  model::LogEvent crash;
+  crash.kind = model::LogEvent::Kind::kCrash;
+  crash.message = "CUDA error";
+  job.dumps[3].events.push_back(crash);
   EXPECT_TRUE(RunCheck(&MissingRankCheck, job).empty());
 }
 

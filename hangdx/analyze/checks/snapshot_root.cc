@@ -50,7 +50,7 @@ void SnapshotRootCheck(const RankAnalysis& a, FindingSink* sink) {
     if (a.graph.dead(node)) continue;
     // Only ranks that wait directly on a rank that waits on nothing.
     std::vector<Rank> idle, gone;
-    for (int s : a.graph.graph().successors(node)) {
+    for (int s : a.graph.successors(node)) {
       if (a.graph.node(s).type == RankNodeType::kIdle) idle.push_back(a.graph.node(s).rank);
       if (a.graph.node(s).type == RankNodeType::kNoDump) gone.push_back(a.graph.node(s).rank);
     }

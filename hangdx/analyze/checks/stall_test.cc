@@ -67,7 +67,10 @@ TEST(StallCheck, NcclLogLinesAloneDoNotShowAStall) {
   for (auto& d : job.dumps)
     for (auto& op : d.ops) op.pg_desc = d.interner->Str("NCCL communicator of 4 ranks");
   EXPECT_TRUE(RunCheck(&StallCheck, job).empty());
-  job.dumps[1].events.push_back({model::LogEvent::Kind::kTimeout, "Watchdog timeout", "rank1.log", 9, "", -1, ""});
+  model::LogEvent timeout;
+  timeout.kind = model::LogEvent::Kind::kTimeout;
+  timeout.message = "Watchdog timeout";
+  job.dumps[1].events.push_back(timeout);
   std::vector<Finding> fs = RunCheck(&StallCheck, job);
   ASSERT_EQ(fs.size(), 1u);
   EXPECT_EQ(fs[0].severity, Severity::kWarning);
