@@ -283,11 +283,22 @@ TEST(Analyze, WaitSnapshotCycleAndMissing) {
       .Wait(1, "all_reduce", {3}, 41)
       .Wait(2, "all_reduce", {3}, 41)
       .Wait(3, "checkpoint", {}, 40);
-  Diagnosis d2 = Analyze(m.Build());
+  model::Job job = m.Build();
+  // One snapshot: waiting, not deadlocked (rank 3 may only be slow).
+  Diagnosis d2 = Analyze(job);
   ASSERT_EQ(d2.findings.size(), 1u);
-  EXPECT_EQ(d2.findings[0].kind, Kind::kMissingRank);
+  EXPECT_EQ(d2.findings[0].kind, Kind::kStraggler);
+  EXPECT_FALSE(d2.hang);
   EXPECT_EQ(d2.findings[0].culprit_ranks, Ranks{3});
   EXPECT_EQ(d2.findings[0].roles[0].ranks, (Ranks{0, 1, 2}));
+  // With time: rank 1 has waited past the stall threshold.
+  for (auto& dump : job.dumps)
+    if (dump.rank == 1) dump.wait->waited_ms = 45000;
+  Diagnosis d3 = Analyze(job);
+  ASSERT_EQ(d3.findings.size(), 1u);
+  EXPECT_EQ(d3.findings[0].kind, Kind::kMissingRank);
+  EXPECT_TRUE(d3.hang);
+  EXPECT_EQ(d3.findings[0].culprit_ranks, Ranks{3});
 }
 
 TEST(Analyze, WaitSnapshotMixedCycleIsAWaitCycle) {

@@ -79,7 +79,12 @@ bool SortMembers(const Group& g, Instance* in) {
     if (lo != list.end() && lo->first == in->seq) {
       for (auto it = lo; it != list.end() && it->first == in->seq; ++it) {
         in->op_idx.push_back(it->second);
-        NoteArrivedOp(g.dump[m]->ops[it->second], in);
+        const OpRecord& op = g.dump[m]->ops[it->second];
+        NoteArrivedOp(op, in);
+        // A live wait state that has lasted past its stall threshold
+        // (hangdx watch writes one per rank) is the timeout evidence a
+        // dump taken while the job still runs lacks.
+        if (!op.completed && g.dump[m]->wait && g.dump[m]->wait->Stalled()) in->all_in_flight = false;
       }
       in->arrived.push_back(r);
       in->op_start.push_back(static_cast<uint32_t>(in->op_idx.size()));

@@ -342,6 +342,49 @@ int Watcher::Run() {
   return 0;
 }
 
+// The bundle's wait_state.json: per rank that gave its Flight Recorder, how
+// long it has waited (since its counters last moved) against --stall-after
+// (docs/snapshot-format.md, waited_ms and stall_after_ms). That is the time
+// evidence a live dump lacks: `hangdx analyze` reads an in-flight op of a
+// rank that waited past the threshold as hung. No waiting_for_ranks: who
+// waits for whom is the Flight Recorder's to say. A wait state a rank
+// pushed is kept, with the same two fields added.
+std::string Watcher::WaitStates(const std::map<Rank, std::string>& fr) {
+  auto now = Clock::now();
+  json pushed = json::parse(board_.WaitSnapshot().empty() ? "{}" : board_.WaitSnapshot(), nullptr, false);
+  json out = json::object();
+  std::lock_guard<std::mutex> lock(mu_);
+  auto add_time = [&](Rank r, json* w) {
+    if (!w->contains("waited_ms"))
+      (*w)["waited_ms"] = std::chrono::duration_cast<milliseconds>(now - detector_.LastChange(r)).count();
+    if (!w->contains("stall_after_ms")) (*w)["stall_after_ms"] = opt_.stall_after.count();
+  };
+  if (pushed.is_object())
+    for (auto it = pushed.begin(); it != pushed.end(); ++it) {
+      json w = *it;
+      add_time(std::stoll(it.key()), &w);
+      out[it.key()] = std::move(w);
+    }
+  for (const auto& [rank, text] : fr) {
+    std::string key = std::to_string(rank);
+    if (out.contains(key)) continue;
+    std::string op = "not in a collective";
+    int64_t seq = -1;
+    for (const PgProgress& p : detector_.Last(rank)) {
+      if (p.Unfinished()) {
+        op = "pg " + p.pg + " op " + std::to_string(p.enqueued) + " enqueued, not completed";
+        seq = p.enqueued;
+        break;
+      }
+    }
+    json w = {{"current_op", op}, {"waiting_for_ranks", json::array()}};
+    if (seq >= 0) w["op_seq"] = seq;
+    add_time(rank, &w);
+    out[key] = std::move(w);
+  }
+  return out.empty() ? "" : out.dump(1) + "\n";
+}
+
 // The ranks of a stall that push instead of serving: their accumulated
 // Flight Recorder, and stacks asked for in the answer to their next push.
 Details Watcher::CollectPushed(const Stall& stall) {
@@ -403,7 +446,7 @@ void Watcher::Investigate(const Stall& stall) {
   e.fr = std::move(d.fr);
   e.stacks = std::move(d.stacks);
   e.unanswered = d.unanswered;
-  e.wait_snapshot = board_.WaitSnapshot();
+  e.wait_snapshot = WaitStates(e.fr);
   json unanswered = json::object();
   for (const auto& [r, why] : d.unanswered) unanswered[std::to_string(r)] = why;
   json trigger = {{"reason", stall.reason == Stall::Reason::kSilentRank ? "silent_rank" : "no_progress"},
@@ -428,15 +471,14 @@ void Watcher::Investigate(const Stall& stall) {
     log() << "hangdx watch: cannot write the evidence bundle: " << bundle.status().message() << "\n";
     return;
   }
-  // The analysis of `hangdx analyze` on the bundle. The stall itself is the
-  // evidence that the waits have timed out (no member moved for
-  // stall_after), so the FR entries still in flight count as hung.
+  // The analysis of `hangdx analyze` on the bundle, nothing more: the time
+  // evidence (how long each rank has waited, against --stall-after) is in
+  // the bundle's wait_state.json, so the replay needs no flag but the
+  // world size (when the highest ranks left no file, as for analyze).
   pipeline::PipelineOptions p;
-  p.analyze.assume_timed_out = true;
   int64_t world = opt_.world_size > 0 ? opt_.world_size : pushed_world_size_.load();
   if (world > 0) p.load.world_size = world;
-  std::string replay =
-      "hangdx analyze " + *bundle + " --assume-timed-out" + (world > 0 ? " --world-size " + std::to_string(world) : "");
+  std::string replay = "hangdx analyze " + *bundle + (world > 0 ? " --world-size " + std::to_string(world) : "");
   auto diagnosis = pipeline::Diagnose({*bundle}, p);
   if (!diagnosis.ok()) {
     log() << "hangdx watch: analysis failed: " << diagnosis.status().message() << "\n";

@@ -116,6 +116,7 @@ class Watcher {
   void ReadAgents();
   void Investigate(const Stall& stall);
   Details CollectPushed(const Stall& stall);
+  std::string WaitStates(const std::map<Rank, std::string>& fr);
   bool Report(const Stall& stall, const analyze::Diagnosis& d, const std::string& bundle, const std::string& replay);
   void RecordHistory(double round_s, size_t ok, size_t failed);
   void UpdateGauges();

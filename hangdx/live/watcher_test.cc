@@ -86,9 +86,8 @@ TEST_F(WatcherTest, RankThatStopsArrivingIsNamedWithinStallAfter) {
   EXPECT_TRUE(fs::exists(fs::path(bundle) / "fr" / "rank_5.json"));
   EXPECT_TRUE(fs::exists(fs::path(bundle) / "stacks" / "rank_5.txt"));
   EXPECT_TRUE(fs::exists(fs::path(bundle) / ".watch" / "probes.jsonl"));
-  pipeline::PipelineOptions p;
-  p.analyze.assume_timed_out = true;
-  auto again = pipeline::Diagnose({bundle}, p);
+  EXPECT_TRUE(fs::exists(fs::path(bundle) / "wait_state.json"));  // the time evidence
+  auto again = pipeline::Diagnose({bundle}, {});
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(analyze::KindName(again->findings[0].kind), std::string("missing_rank"));
   EXPECT_EQ(again->findings[0].culprit_ranks, std::vector<Rank>{5});

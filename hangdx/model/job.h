@@ -213,6 +213,10 @@ struct PgStatus {
 // A live wait report from a health watchdog: the op this rank is blocked in
 // and the ranks it waits for (an AND wait: it needs all of them).
 struct WaitSnapshot {
+  // A wait that lasted this long is a hang when its producer set no
+  // threshold: hangdx watch's default --stall-after.
+  static constexpr int64_t kDefaultStallAfterMs = 30000;
+
   std::string current_op;
   std::vector<Rank> waiting_for;
   int64_t op_seq = -1;
@@ -221,6 +225,17 @@ struct WaitSnapshot {
   // unknown (an HCCL plog names the remote rank inside its group).
   std::string pg;
   bool pg_local = false;
+  // How long the rank had been in this wait when the state was taken, as
+  // its producer measured (hangdx watch: since the rank's counters last
+  // moved); -1 when not given. A point-in-time wait is not a hang by
+  // itself: only a wait of stall_after_ms (else kDefaultStallAfterMs) or more is.
+  int64_t waited_ms = -1;
+  int64_t stall_after_ms = -1;
+
+  // True when the state says the rank has waited past the stall threshold.
+  bool Stalled() const {
+    return waited_ms >= 0 && waited_ms >= (stall_after_ms > 0 ? stall_after_ms : kDefaultStallAfterMs);
+  }
 };
 
 // A stack of one thread of a rank, innermost frame first, as a stack dump

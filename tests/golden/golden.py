@@ -63,7 +63,7 @@ def units():
                 for dd, _, ff in os.walk(d) for f in ff)
             depth = rel.count(os.sep)
             # testdata/ and its collections of cases mix unrelated jobs: not a unit.
-            if subtree_inputs and depth >= 1 and rel not in ("testdata/torch", "testdata/cases", "testdata/public"):
+            if subtree_inputs and depth >= 1 and rel not in ("testdata/torch", "testdata/cases", "testdata/public", "testdata/wait"):
                 if not has_inputs and not any(os.path.isdir(os.path.join(d, x)) for x in dirs):
                     continue
                 out.append((rel, [["analyze", rel], ["analyze", rel, "--format", "json"],

@@ -76,7 +76,7 @@ def check_hang(hangdx_bin, procs, tmp_path, scenario, kind, culprits, push=False
     assert took < STALL_AFTER + 2 * INTERVAL + SLACK, "finding %.1f s after the hang\n%s" % (took, err)
     # The evidence bundle gives the same finding offline.
     bundle = [l for l in err.splitlines() if "FINDING" in l][0].split("evidence: ")[1].split(";")[0]
-    replay = subprocess.run([hangdx_bin, "analyze", bundle, "--assume-timed-out", "--world-size", str(WORLD),
+    replay = subprocess.run([hangdx_bin, "analyze", bundle, "--world-size", str(WORLD),
                              "--format", "json"], capture_output=True, text=True)
     assert json.loads(replay.stdout)["findings"][0] == f
     print("%s: %s %s, %.1f s after the hang" % (scenario, kind, culprits, took))

@@ -1,6 +1,8 @@
 #include "hangdx/analyze/checks/snapshot_root.h"
 
 #include <algorithm>
+#include <climits>
+#include <cstdio>
 #include <map>
 
 #include "hangdx/analyze/checks/finding_util.h"
@@ -37,8 +39,58 @@ void WriteSummary(Finding* f) {
   std::sort(f->roles.front().ranks.begin(), f->roles.front().ranks.end());
   f->summary = RankWords(f->roles.front().ranks) + " " + Verb(f->roles.front().ranks, "waits", "wait") + " in " +
                f->op + " for " + RankWords(f->culprit_ranks) +
-               (f->kind == Kind::kMissingRank ? ", which is not waiting on anyone (it is elsewhere)"
-                                              : ", of which there is no state at all");
+               (f->kind == Kind::kCrashedRank ? ", of which there is no state at all"
+                                              : ", which is not waiting on anyone (it is elsewhere)");
+}
+
+std::string Seconds(int64_t ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f s", static_cast<double>(ms) / 1000);
+  return buf;
+}
+
+// A wait on a rank that is busy elsewhere is a hang only with time: one
+// snapshot cannot tell a stuck rank from a slow one. The waiters' waited_ms
+// against their stall threshold (or --assume-timed-out) decides; without
+// them the finding is "waiting, not deadlocked" (info, exit 0). A culprit
+// with no state at all is left alone: its silence is the evidence.
+void ApplyTimeRule(const RankAnalysis& a, Finding* f) {
+  if (f->kind != Kind::kMissingRank || f->roles.size() < 2 || f->roles[1].role != "not waiting" ||
+      (f->roles.size() > 2 && f->roles[2].role == "no data"))
+    return;
+  int64_t waited = -1, threshold = -1;
+  bool stalled = a.options.assume_timed_out;
+  for (Rank r : f->roles.front().ranks) {
+    const model::WaitSnapshot& w = *a.job.Find(r)->wait;
+    stalled = stalled || w.Stalled();
+    if (w.waited_ms > waited) {
+      waited = w.waited_ms;
+      threshold = w.stall_after_ms > 0 ? w.stall_after_ms : model::WaitSnapshot::kDefaultStallAfterMs;
+    }
+  }
+  std::string waits = waited < 0 ? "" : "waited " + Seconds(waited) + " (stall threshold " + Seconds(threshold) + ")";
+  if (stalled) {
+    if (!waits.empty()) f->details.push_back("the longest wait: " + waits);
+    return;
+  }
+  f->kind = Kind::kStraggler;
+  f->severity = Severity::kInfo;
+  f->hang = false;
+  f->summary = "waiting, not deadlocked: " + f->summary + "; " +
+               (waited < 0 ? "one snapshot does not show it stuck (no waited_ms)" : waits + ": it may only be slow");
+  f->fix_hint =
+      "a wait is a hang once it lasts: watch the job (hangdx watch), or give each state waited_ms; "
+      "a wait past the stall threshold names the rank the chain ends at";
+}
+
+// Culprits, least progressed first (the lowest op_seq of their live
+// state), then by rank.
+void OrderCulprits(const RankAnalysis& a, Finding* f) {
+  auto seq = [&](Rank r) {
+    const model::RankDump* d = a.job.Find(r);
+    return d && d->wait && d->wait->op_seq >= 0 ? d->wait->op_seq : INT64_MAX;
+  };
+  std::stable_sort(f->culprit_ranks.begin(), f->culprit_ranks.end(), [&](Rank x, Rank y) { return seq(x) < seq(y); });
 }
 
 }  // namespace
@@ -69,7 +121,9 @@ void SnapshotRootCheck(const RankAnalysis& a, FindingSink* sink) {
     f.evidence.push_back({a.job.Find(rank)->file, rank, -1, "waits in " + op});
   }
   for (Finding& f : found) {
+    OrderCulprits(a, &f);
     WriteSummary(&f);
+    ApplyTimeRule(a, &f);
     sink->Add(std::move(f));
   }
 }

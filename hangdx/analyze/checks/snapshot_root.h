@@ -3,8 +3,13 @@
 // deadlocked and wait directly for ranks that wait on nothing (idle: a
 // missing_rank) or have no state at all (a crashed_rank from dumps; from
 // text-only input a missing_rank unless a log reports the crash). Ranks that
-// wait for the same culprits in the same op share one finding. Linear in the
-// number of waits (one map lookup per waiting rank; summaries written once).
+// wait for the same culprits in the same op share one finding; its culprits
+// are the ranks the chains end at, least progressed (lowest op_seq) first.
+// A point-in-time wait is not a hang by itself: a wait for a rank that is
+// busy elsewhere is a hang only when a waiter's waited_ms reaches its
+// stall_after_ms (default 30 s) or with assume_timed_out; otherwise it is
+// "waiting, not deadlocked", a straggler finding of severity info (exit 0).
+// Linear in the number of waits (one map lookup per waiting rank).
 #pragma once
 
 #include "hangdx/analyze/checks/check.h"

@@ -45,6 +45,8 @@ bool StallFinding(const RankAnalysis& a, const Instance& in, Finding* out) {
     int st = op.completed ? 3 : op.state == model::OpState::kStarted ? 2 : 1;
     by_state[st].push_back(in.arrived[k]);
     if (op.retired && !op.completed) timed_out = true;
+    const model::RankDump* d = a.job.Find(in.arrived[k]);
+    if (!op.completed && d && d->wait && d->wait->Stalled()) timed_out = true;  // observed waiting too long
     AddOpEvidence(a, &f, in.arrived[k], op,
                   "in " + std::string(op.op) + " seq " + std::to_string(in.seq) +
                       (op.completed ? ", completed" : ", not completed"));

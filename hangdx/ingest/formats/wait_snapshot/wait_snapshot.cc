@@ -5,6 +5,7 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 
 #include "hangdx/ingest/json_util.h"
 
@@ -43,6 +44,14 @@ bool ReadWait(const nlohmann::json& v, model::WaitSnapshot* w) {
   if (auto f = v.find("wait_kind"); f != v.end()) {
     if (!f->is_string() || (*f != "any" && *f != "all")) return false;
     w->any_of = *f == "any";
+  }
+  // How long it has waited, and from how long that is a hang (docs/snapshot-format.md).
+  for (auto [key, field, least] : {std::tuple{"waited_ms", &w->waited_ms, int64_t{0}},
+                                   std::tuple{"stall_after_ms", &w->stall_after_ms, int64_t{1}}}) {
+    auto f = v.find(key);
+    if (f == v.end() || f->is_null()) continue;
+    if (!f->is_number_integer() || f->get<int64_t>() < least) return false;
+    *field = f->get<int64_t>();
   }
   if (auto f = v.find("waiting_for_ranks"); f != v.end() && !f->is_null()) {
     if (!f->is_array()) return false;
@@ -94,7 +103,8 @@ bool ParseWaitSnapshot(const Artifact& in, RecordSink* out) {
     if (!ReadWait(*it, &w)) {
       diag(rank, "rank " + it.key() +
                      ": malformed wait state (want current_op: str, "
-                     "waiting_for_ranks: [ranks 0 to 16777215], op_seq: int); skipped");
+                     "waiting_for_ranks: [ranks 0 to 16777215], op_seq: int, waited_ms: int >= 0, "
+                     "stall_after_ms: int > 0); skipped");
       continue;
     }
     if (seen.insert(rank).second) out->SetWait(rank, std::move(w));

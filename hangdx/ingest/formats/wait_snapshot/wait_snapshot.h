@@ -7,7 +7,9 @@
 //
 // Each rank waits for all the ranks it lists (AND). Optional keys: "pg"
 // (process group name, accepted for documentation), "wait_kind": "all" (default)
-// or "any" (an any-source receive: an OR wait).
+// or "any" (an any-source receive: an OR wait), "waited_ms" (how long the rank
+// has waited so far) and "stall_after_ms" (from how long a wait is a hang,
+// default 30000): without them a chain of waits is "waiting, not deadlocked".
 //
 // Upstream: no single producer; the shape hangdx's own docs and users'
 // watchdogs write (README "Using it").

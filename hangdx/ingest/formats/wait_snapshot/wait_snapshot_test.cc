@@ -34,6 +34,23 @@ TEST(WaitSnapshot, OneWaitPerRankSortedAndUnique) {
   EXPECT_FALSE(dumps[1].from_flight_recorder);
 }
 
+TEST(WaitSnapshot, HowLongEachRankHasWaited) {
+  std::vector<model::RankDump> dumps;
+  std::vector<model::Diagnostic> diags;
+  ASSERT_TRUE(ParseWaitSnapshot(R"({"0": {"current_op": "all_reduce", "waiting_for_ranks": [1], "waited_ms": 42000},
+                                    "1": {"current_op": "forward", "waited_ms": 0, "stall_after_ms": 5000},
+                                    "2": {"current_op": "x", "waited_ms": -1},
+                                    "3": {"current_op": "x", "stall_after_ms": 0}})",
+                                "snap.json", &dumps, &diags));
+  ASSERT_EQ(dumps.size(), 2u);
+  EXPECT_EQ(dumps[0].wait->waited_ms, 42000);
+  EXPECT_EQ(dumps[0].wait->stall_after_ms, -1);
+  EXPECT_TRUE(dumps[0].wait->Stalled());  // past the default 30 s
+  EXPECT_EQ(dumps[1].wait->stall_after_ms, 5000);
+  EXPECT_FALSE(dumps[1].wait->Stalled());
+  EXPECT_EQ(diags.size(), 2u);  // a negative wait, a zero threshold
+}
+
 TEST(WaitSnapshot, BadMembersAreSkippedWithADiagnostic) {
   std::vector<model::RankDump> dumps;
   std::vector<model::Diagnostic> diags;
