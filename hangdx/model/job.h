@@ -282,11 +282,16 @@ struct LogEvent {
   bool ranks_pg_local = false;    // `ranks` / `ready_ranks` are ranks inside `pg`, not global
   Rank peer = -1;                 // the other side (global rank), -1 unknown
   std::string peer_addr;          // or its address as printed ("10.0.0.1:29500")
-  int64_t waited_ms = -1;         // how long the rank had waited when it printed this, -1 unknown
+  int64_t waited_ms = -1;         // how long the rank had waited when it printed this (kProgress: how long the
+                                  // step it reports took), -1 unknown
   int64_t timeout_ms = -1;        // the timeout in force, -1 unknown
   int64_t exit_code = 0;          // kExit: the exit code (negative: killed by signal -exit_code)
   int64_t signal = -1;            // kExit / kCrash: the signal, -1 none
   std::string setting, value;     // kConfig: NCCL_LAUNCH_MODE = GROUP
+  // Wall-clock time the line carries (its timestamp), ns since the epoch;
+  // 0 when it has none. Orders events of different files (a stall warning
+  // on one rank, progress on another) and gives the job's rhythm.
+  int64_t time_ns = 0;
 };
 
 // A device task that a device log reports stuck or failed: an HCCL plog's
@@ -332,6 +337,26 @@ struct RankDump {
   bool from_flight_recorder = false;
 };
 
+// One kind of message ingest recognised in an input file (a catalogue row,
+// or a line a format reads without one).
+struct RecognisedMessage {
+  std::string message_id;  // the catalogue row ("vllm.shm.no_block_v3"), or the format's name for its own lines
+  std::string event;       // what it proves, as the row's `event` says: "stall", "progress", "info", "timeout", ...
+  std::string proves;      // the row's one sentence ("a reader waited 60 s for the next broadcast block")
+  int64_t count = 0;       // lines (or blocks) of the file it matched
+};
+
+// What ingest made of one input file, recorded whether or not it gave any
+// rank's records: a file that was read but shows no hang gets a verdict that
+// says what was read in it, and one no format read can be named by the
+// producer it most resembles.
+struct FileRead {
+  std::string file;
+  std::string format;                       // the format that read it ("torch-log"); "" when none did
+  std::vector<RecognisedMessage> messages;  // in order of first appearance
+  std::string looks_like;                   // read by no format: the producer it resembles, "" when none
+};
+
 // The whole job: one RankDump per rank (sorted by rank, unique), plus every
 // data problem met while reading. `world_size` is -1 unless known (from a
 // flag, or from a pg config that lists the default pg's ranks).
@@ -349,6 +374,8 @@ struct Job {
   } inputs;
   // Device-level snapshots and schedules (docs/snapshot-format.md), one per file.
   std::vector<DeviceJob> device;
+  // Per input file, what ingest recognised in it (the order of `files`).
+  std::vector<FileRead> file_reads;
 
   const RankDump* Find(Rank r) const;
 };

@@ -98,6 +98,14 @@ JobBuilder& JobBuilder::Event(model::Rank r, LogEvent::Kind kind, const std::str
   return *this;
 }
 
+JobBuilder& JobBuilder::Event(model::Rank r, LogEvent e) {
+  RankDump& d = Rank(r);
+  if (e.file.empty()) e.file = "rank" + std::to_string(r) + ".log";
+  if (e.line < 0) e.line = static_cast<int64_t>(d.events.size()) + 1;
+  d.events.push_back(std::move(e));
+  return *this;
+}
+
 JobBuilder& JobBuilder::FromLog(model::Rank r) {
   Rank(r).from_flight_recorder = false;
   return *this;

@@ -69,6 +69,10 @@ class JobBuilder {
   JobBuilder& Stack(model::Rank r, std::vector<std::string> innermost_first);
   // A notable log line of rank r (file "rank<r>.log", line 3).
   JobBuilder& Event(model::Rank r, LogEvent::Kind kind, const std::string& msg);
+  // Event `e` of rank r as given (the message catalogue's fields: ranks,
+  // waited_ms, peer, ...); an empty file becomes "rank<r>.log", line -1
+  // becomes the next line of that file.
+  JobBuilder& Event(model::Rank r, LogEvent e);
   // Rank r's records come from its logs, not a Flight Recorder dump
   // (RankDump::from_flight_recorder false).
   JobBuilder& FromLog(model::Rank r);

@@ -50,6 +50,21 @@ TEST(JobBuilder, RanksAreSortedAndMembersReachEveryDump) {
   EXPECT_EQ(job.world_size, 6);
 }
 
+TEST(JobBuilder, AFullEventKeepsItsFieldsAndGetsAFileAndLine) {
+  LogEvent stall;
+  stall.kind = LogEvent::Kind::kCulprit;
+  stall.message_id = "horovod.stall.stalled_ranks_block";
+  stall.ranks = {4};
+  stall.waited_ms = 60000;
+  Job job = JobBuilder().Event(0, LogEvent{}).Event(0, stall).Build();
+  const LogEvent& e = job.dumps[0].events[1];
+  EXPECT_EQ(e.kind, LogEvent::Kind::kCulprit);
+  EXPECT_EQ(e.ranks, std::vector<Rank>{4});
+  EXPECT_EQ(e.waited_ms, 60000);
+  EXPECT_EQ(e.file, "rank0.log");
+  EXPECT_EQ(e.line, 2);
+}
+
 TEST(JobBuilder, GlooFinishedOpsStayScheduled) {
   Job job = JobBuilder("gloo").Coll(0, "0", 1, "broadcast").P2P(0, "0", "send 0->1").Build();
   ASSERT_EQ(job.dumps[0].ops.size(), 2u);
