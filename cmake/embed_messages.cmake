@@ -1,9 +1,14 @@
-# Writes OUT, a C++ fragment holding every message catalogue file given in
-# FILES (separated by |) as {name, text} raw string literals, ended by
-# {nullptr, nullptr}. Run by hangdx/ingest/CMakeLists.txt at build time, so
-# editing a .msgs file rebuilds the catalogue.
+# Writes OUT, a C++ fragment holding every data file given in FILES
+# (separated by |) as {name, text} raw string literals in the array VAR
+# (default kBuiltinMessageFiles), ended by {nullptr, nullptr}. Run at build
+# time by hangdx/ingest/messages/CMakeLists.txt (the message catalogue) and
+# hangdx/analyze/CMakeLists.txt (the known-bug signatures), so editing a data
+# file rebuilds what embeds it.
 string(REPLACE "|" ";" FILES "${FILES}")
-set(body "constexpr std::pair<const char*, const char*> kBuiltinMessageFiles[] = {\n")
+if(NOT VAR)
+  set(VAR kBuiltinMessageFiles)
+endif()
+set(body "constexpr std::pair<const char*, const char*> ${VAR}[] = {\n")
 foreach(f IN LISTS FILES)
   file(READ "${f}" text)
   get_filename_component(name "${f}" NAME)

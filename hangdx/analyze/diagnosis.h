@@ -67,6 +67,14 @@ struct Finding {
   std::vector<std::string> details;  // one line each: where each missing rank is instead, ...
   std::vector<Evidence> evidence;
   std::string fix_hint;
+  // An undecided finding between named alternatives (a tie): every rank one
+  // of them would blame, sorted, and what evidence would tell them apart.
+  std::vector<Rank> candidates;
+  std::string would_decide;
+  // The library bug a finding names (checks/known_bug.h); `id` "" when none.
+  struct KnownBug {
+    std::string id, library, affected, fixed, url;
+  } known_bug;
 };
 
 // Per process group: members and where it is stuck.

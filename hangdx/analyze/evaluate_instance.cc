@@ -52,6 +52,9 @@ void OrderClasses(Instance* in, const Group& g) {
     if (fa != fb) return fa > fb;
     return a.second.front() > b.second.front();
   });
+  const auto& top = in->classes[0];
+  const auto& next = in->classes[1];
+  in->tie = top.second.size() == next.second.size() && freq[first_sig(top.first)] == freq[first_sig(next.first)];
 }
 
 // Folds one arrived op into the instance's completion and timing flags.

@@ -45,6 +45,10 @@ struct Instance {
   // filled when they disagree (a mismatch).
   std::vector<std::pair<std::string, std::vector<model::Rank>>> classes;
   bool mismatch = false;
+  // The two largest classes are equal in size and in how often this pg ran
+  // their ops before: the reference is then the side without the lowest rank,
+  // a prior (rank-0-only code paths are the usual deviation), not evidence.
+  bool tie = false;
   bool any_pending = false;   // some arrived op not completed
   bool all_in_flight = true;  // every arrived op pending, not retired
   bool failed = false;        // arrived ops finished although a member never came

@@ -74,7 +74,20 @@ TEST(Instances, ClassesPutTheMajorityFirstAndBreakTiesByHistory) {
   ASSERT_TRUE(four.mismatch);
   EXPECT_EQ(four.classes[0].second, Ranks{1});
   EXPECT_EQ(four.not_reached, Ranks{2});
+  EXPECT_FALSE(four.tie);  // history decided
   EXPECT_EQ(t.mismatched_seqs[0], 2);
+}
+
+TEST(Instances, ATieIsEqualSidesThatHistoryDoesNotTellApart) {
+  JobBuilder b("nccl");
+  b.Coll(0, "0", 1, "broadcast", false, {1}).Coll(1, "0", 1, "all_reduce", false);
+  model::Job job = b.Members("0", {0, 1}).Build();
+  GroupTable g = Groups(job);
+  InstanceTable t = BuildInstances(g, {});
+  const Instance& one = t.list[t.Find(0, 1)];
+  ASSERT_TRUE(one.mismatch);
+  EXPECT_TRUE(one.tie);
+  EXPECT_EQ(one.classes[0].second, Ranks{1});  // the prior: the side without the lowest rank
 }
 
 TEST(Instances, GlooInFlightUnlessRetiredOrAssumedTimedOut) {

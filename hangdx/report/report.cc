@@ -106,6 +106,8 @@ std::string RenderText(const Diagnosis& d, size_t max_findings) {
       o += std::to_string(f.cycle.front()) + "\n";
     }
     for (const auto& role : f.roles) o += "  " + C(role.role) + ": " + FormatRanks(role.ranks) + "\n";
+    if (!f.candidates.empty()) o += "  candidates: " + FormatRanks(f.candidates) + "\n";
+    if (!f.would_decide.empty()) o += "  to decide: " + C(f.would_decide) + "\n";
     if (!f.blocked_behind.empty()) o += "  blocked behind it: ranks " + FormatRanks(f.blocked_behind) + "\n";
     size_t n = 0;
     for (const auto& line : f.details) {
@@ -315,6 +317,16 @@ nlohmann::ordered_json FindingToJson(const Finding& f) {
                   {"note", e.note}});
   x["evidence"] = ev;
   x["fix_hint"] = f.fix_hint;
+  if (!f.candidates.empty() || !f.would_decide.empty()) {
+    x["candidates"] = f.candidates;
+    x["would_decide"] = f.would_decide;
+  }
+  if (!f.known_bug.id.empty())
+    x["known_bug"] = J{{"id", f.known_bug.id},
+                       {"library", f.known_bug.library},
+                       {"affected", f.known_bug.affected},
+                       {"fixed", f.known_bug.fixed},
+                       {"url", f.known_bug.url}};
   return x;
 }
 

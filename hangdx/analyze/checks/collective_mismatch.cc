@@ -102,6 +102,34 @@ void DetectedByPyTorch(const RankAnalysis& a, const Instance& in, Finding* f) {
   f->evidence.insert(f->evidence.begin(), lines.begin(), lines.end());
 }
 
+// A tie while some members of the pg are not in the files (two logs of a
+// 4-rank communicator that disagree): the members not seen decide which side
+// is the reference, so the finding names both sides instead of picking one.
+// With every member seen there is no more evidence to wait for, and the
+// prior (the side without the lowest rank) stays, said as such.
+void UndecidedTie(const RankAnalysis& a, const Instance& in, Finding* f) {
+  const Group& g = a.groups[in.group];
+  std::vector<Rank> unseen;
+  for (Rank r : g.members)
+    if (std::find(in.arrived.begin(), in.arrived.end(), r) == in.arrived.end()) unseen.push_back(r);
+  if (!in.tie || unseen.empty()) return;
+  std::vector<Rank> candidates;
+  for (const auto& [sig, ranks] : in.classes)
+    if (ranks.size() == in.classes.front().second.size())
+      candidates.insert(candidates.end(), ranks.begin(), ranks.end());
+  std::sort(candidates.begin(), candidates.end());
+  f->kind = Kind::kUndecided;
+  f->culprit_ranks = candidates;
+  f->candidates = candidates;
+  f->summary += "; the sides are equal and " + RankWords(unseen) + " of " + g.Label() + " " +
+                Verb(unseen, "is", "are") + " not in the files: cannot tell which side deviated";
+  f->would_decide = "the dump or log of " + RankWords(unseen) +
+                    " at this seq: the side the other members are on is the reference, the other side deviated";
+  f->details.erase(std::remove_if(f->details.begin(), f->details.end(),
+                                  [](const std::string& d) { return d.rfind("the two sides are equal", 0) == 0; }),
+                   f->details.end());
+}
+
 Finding MismatchFinding(const RankAnalysis& a, const Instance& in) {
   const Group& g = a.groups[in.group];
   Difference diff = DifferenceOf(a, in);
@@ -126,6 +154,7 @@ Finding MismatchFinding(const RankAnalysis& a, const Instance& in) {
         "the two sides are equal in size: the reference is the op this pg ran "
         "most often before, then the side without the lowest rank");
   for (Rank r : f.culprit_ranks) f.details.push_back(WhereInstead(a, r));
+  UndecidedTie(a, in, &f);
   f.fix_hint = diff.type_differs
                    ? "make every rank of the pg issue the same collectives in the same order: look for a "
                      "rank-dependent branch, uneven data (DistributedSampler, drop_last), or a collective "

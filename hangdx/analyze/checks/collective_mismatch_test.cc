@@ -31,6 +31,36 @@ TEST(CollectiveMismatchCheck, DifferentOpsAreACollectiveMismatchNamingTheMinorit
   EXPECT_TRUE(f.hang);
 }
 
+TEST(CollectiveMismatchCheck, ATieWithMembersUnseenIsUndecidedNamingBothSides) {
+  // Two logs of a 4-rank communicator that disagree (ROCm/rccl#429): ranks
+  // 1 and 3 would decide which side deviated.
+  JobBuilder b("nccl");
+  b.Coll(0, "0", 7, "all_reduce", false).Coll(2, "0", 7, "all_gather", false);
+  std::vector<Finding> fs = RunCheck(&CollectiveMismatchCheck, b.Members("0", {0, 1, 2, 3}).Build());
+  ASSERT_EQ(fs.size(), 1u);
+  const Finding& f = fs[0];
+  EXPECT_EQ(f.kind, Kind::kUndecided);
+  EXPECT_EQ(f.candidates, (Ranks{0, 2}));
+  EXPECT_EQ(f.culprit_ranks, (Ranks{0, 2}));
+  EXPECT_NE(f.summary.find("ranks 1,3 of pg 0 (default_pg) are not in the files"), std::string::npos) << f.summary;
+  EXPECT_EQ(f.would_decide.rfind("the dump or log of ranks 1,3", 0), 0u) << f.would_decide;
+  EXPECT_TRUE(f.hang);
+  EXPECT_EQ(f.severity, Severity::kError);
+}
+
+TEST(CollectiveMismatchCheck, ATieWithEveryMemberSeenKeepsThePriorAndSaysSo) {
+  // Both members of a 2-rank pg seen: no more evidence exists; the side
+  // without the lowest rank is the reference (rank-0-only code paths).
+  JobBuilder b("nccl");
+  b.Coll(0, "0", 7, "broadcast", false, {1}).Coll(1, "0", 7, "all_reduce", false);
+  std::vector<Finding> fs = RunCheck(&CollectiveMismatchCheck, b.Members("0", {0, 1}).Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kCollectiveMismatch);
+  EXPECT_EQ(fs[0].culprit_ranks, Ranks{0});
+  EXPECT_TRUE(fs[0].candidates.empty());
+  EXPECT_NE(fs[0].details.front().find("the side without the lowest rank"), std::string::npos);
+}
+
 TEST(CollectiveMismatchCheck, SizeAndDtypeDifferencesAreSizeMismatches) {
   JobBuilder b;
   b.Coll(0, "0", 1, "all_reduce").Coll(1, "0", 1, "all_reduce").Coll(2, "0", 1, "all_reduce", true, {4, 4}, "Half");

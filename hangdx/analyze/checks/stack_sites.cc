@@ -5,6 +5,7 @@
 #include <set>
 
 #include "hangdx/analyze/checks/finding_util.h"
+#include "hangdx/analyze/checks/known_bug.h"
 #include "hangdx/base/rank_set.h"
 
 namespace hangdx::analyze {
@@ -104,6 +105,56 @@ bool Decide(const Sides& sides, const std::vector<Rank>& elsewhere, Finding* f) 
   return true;
 }
 
+// Each rank's stack, its three innermost frames.
+void AddStackEvidence(const std::map<Rank, Where>& where, Finding* f) {
+  for (const auto& [r, w] : where) {
+    if (!w.stack) continue;
+    std::string top;
+    for (size_t i = 0; i < w.stack->frames.size() && i < 3; ++i) top += (i ? " <- " : "") + w.stack->frames[i].name;
+    f->evidence.push_back({w.stack->file, r, -1, "stack (line " + std::to_string(w.stack->line) + "): " + top});
+  }
+}
+
+// The innermost frame of `st` with a name (gdb prints "??" for frames it
+// has no symbol for), "" when none.
+std::string InnermostNamed(const model::StackSample& st) {
+  for (const auto& f : st.frames)
+    if (!f.name.empty() && f.name != "??" && f.name.rfind("___lldb_unnamed_symbol", 0) != 0) return f.name;
+  return "";
+}
+
+// Every rank with a stack in the same call outside any collective, its
+// thread not idle: no rank waits for another, the call itself does not
+// return on any of them (a driver, kernel or library hang: every rank in
+// cuModuleLoadData, or in a spinning kernel's launch). A py-spy thread
+// marked idle is waiting (sleep, poll, a queue): for what, the stacks do not
+// say. False when the ranks are not all in one such call, or when their
+// stacks match a known library bug (checks/known_bug.h says more).
+bool CommonCall(const RankAnalysis& a, const std::map<Rank, Where>& where, Finding* f) {
+  std::string call;
+  std::vector<Rank> ranks;
+  for (const auto& [r, w] : where) {
+    if (!w.stack || w.stack->thread.find("(idle)") != std::string::npos) return false;
+    std::string here = InnermostNamed(*w.stack);
+    if (here.empty() || (!call.empty() && here != call)) return false;
+    call = here;
+    ranks.push_back(r);
+  }
+  if (StacksMatchAKnownBug(a.job)) return false;
+  f->kind = Kind::kResourceDeadlock;
+  f->op = call;
+  f->roles.push_back({"in " + call, ranks});
+  f->summary = RankWords(ranks) + ", every rank with a stack, " + Verb(ranks, "is", "are") + " in " + call +
+               ", outside any collective: no rank waits for another; that call does not return on any of them";
+  f->details.push_back(
+      "if these stacks were taken while the job hung, the hang is inside " + call +
+      " on every rank (a GPU kernel that does not finish, a driver or library call): not a rank's code path");
+  f->fix_hint = "find what " + call +
+                " waits for on every rank: the GPU (nvidia-smi shows 100% utilisation for a spinning kernel), the "
+                "driver (dmesg), a lock; stacks with --native show the frames below it";
+  return true;
+}
+
 }  // namespace
 
 void StackSitesCheck(const RankAnalysis& a, FindingSink* sink) {
@@ -114,7 +165,16 @@ void StackSitesCheck(const RankAnalysis& a, FindingSink* sink) {
   std::map<std::string, std::vector<Rank>> by_site;
   std::vector<Rank> elsewhere;
   for (const auto& [r, w] : where) (w.op.empty() ? elsewhere : by_site[w.op + " in " + w.site]).push_back(r);
-  if (by_site.empty()) return;
+  if (by_site.empty()) {
+    Finding f;
+    f.severity = Severity::kError;
+    f.hang = true;
+    if (CommonCall(a, where, &f)) {
+      AddStackEvidence(where, &f);
+      sink->Add(std::move(f));
+    }
+    return;
+  }
   Sides sides(by_site.begin(), by_site.end());
   std::stable_sort(sides.begin(), sides.end(), [](const auto& x, const auto& y) {
     if (x.second.size() != y.second.size()) return x.second.size() > y.second.size();
@@ -127,13 +187,22 @@ void StackSitesCheck(const RankAnalysis& a, FindingSink* sink) {
   for (const auto& [site, ranks] : sides) f.roles.push_back({site, ranks});
   if (!elsewhere.empty()) f.roles.push_back({"not in a collective", elsewhere});
   if (!Decide(sides, elsewhere, &f)) return;
-  std::sort(f.culprit_ranks.begin(), f.culprit_ranks.end());
-  for (const auto& [r, w] : where) {
-    if (!w.stack) continue;
-    std::string top;
-    for (size_t i = 0; i < w.stack->frames.size() && i < 3; ++i) top += (i ? " <- " : "") + w.stack->frames[i].name;
-    f.evidence.push_back({w.stack->file, r, -1, "stack (line " + std::to_string(w.stack->line) + "): " + top});
+  // Equal sides while ranks of the job left no stack (the issue's "two logs
+  // of a 4-rank communicator"): those ranks decide, so name both sides.
+  const std::vector<Rank>& unseen = a.world.without_dump;
+  if (f.kind == Kind::kCollectiveMismatch && sides[0].second.size() == sides[1].second.size() && !unseen.empty()) {
+    f.kind = Kind::kUndecided;
+    f.culprit_ranks.clear();
+    for (const auto& [site, ranks] : sides)
+      if (ranks.size() == sides[0].second.size())
+        f.culprit_ranks.insert(f.culprit_ranks.end(), ranks.begin(), ranks.end());
+    std::sort(f.culprit_ranks.begin(), f.culprit_ranks.end());
+    f.candidates = f.culprit_ranks;
+    f.summary += "; the sides are equal and " + RankWords(unseen) + " left no stack: cannot tell which side deviated";
+    f.would_decide = "the stacks of " + RankWords(unseen) + ": the call site the other ranks are in is the reference";
   }
+  std::sort(f.culprit_ranks.begin(), f.culprit_ranks.end());
+  AddStackEvidence(where, &f);
   sink->Add(std::move(f));
 }
 

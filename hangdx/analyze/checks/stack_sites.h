@@ -4,8 +4,13 @@
 // collective frame and its caller outside torch.distributed form a call site,
 // and ranks are grouped by call site, as STAT does. Two or more sites: a
 // collective_mismatch naming every side but the largest (a tie: the side
-// without the lowest rank is the reference); one site and ranks in no
-// collective: a missing_rank naming those. (Merging stacks into a tree for
+// without the lowest rank is the reference, unless ranks of the job left no
+// stack: then an undecided naming both sides, since those ranks decide); one
+// site and ranks in no collective: a missing_rank naming those; no rank in a
+// collective and every rank's thread active in the same innermost call
+// (cuModuleLoadData, a spinning kernel's launch): a resource_deadlock with no
+// culprit, the hang inside that call, unless the stacks match a known
+// library bug (checks/known_bug.h names it). (Merging stacks into a tree for
 // `hangdx stacks` is analyze/stacks.h.)
 #pragma once
 

@@ -52,5 +52,34 @@ TEST(StackSitesCheck, OneCallSiteOrRanksWithOpsSayNothing) {
   EXPECT_TRUE(RunCheck(&StackSitesCheck, ops.Build()).empty());
 }
 
+TEST(StackSitesCheck, EveryRankInTheSameCallOutsideCollectivesIsAHangInsideIt) {
+  // sglang#33642: every scheduler in cuModuleLoadData (py-spy, thread active).
+  JobBuilder b;
+  for (int r = 0; r < 4; ++r) b.Stack(r, {"cuModuleLoadData", "loadBinary", "_init_handles", "run"});
+  std::vector<Finding> fs = RunCheck(&StackSitesCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kResourceDeadlock);
+  EXPECT_TRUE(fs[0].culprit_ranks.empty());
+  EXPECT_EQ(fs[0].op, "cuModuleLoadData");
+  EXPECT_EQ(fs[0].roles.at(0).ranks, (Ranks{0, 1, 2, 3}));
+  // Different calls, or threads py-spy saw idle (waiting on something): nothing said.
+  JobBuilder apart;
+  apart.Stack(0, {"cuModuleLoadData", "run"}).Stack(1, {"forward", "run"});
+  EXPECT_TRUE(RunCheck(&StackSitesCheck, apart.Build()).empty());
+  model::Job idle = JobBuilder().Stack(0, {"poll", "dequeue"}).Stack(1, {"poll", "dequeue"}).Build();
+  for (auto& d : idle.dumps) d.stacks[0].thread = "Thread 7 (idle): \"MainThread\"";
+  EXPECT_TRUE(RunCheck(&StackSitesCheck, idle).empty());
+}
+
+TEST(StackSitesCheck, EqualSidesWithRanksWithoutAStackAreUndecided) {
+  JobBuilder b;
+  b.Stack(0, {"all_reduce", "step"}).Stack(1, {"broadcast", "load"});
+  std::vector<Finding> fs = RunCheck(&StackSitesCheck, b.World(4).Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kUndecided);
+  EXPECT_EQ(fs[0].candidates, (Ranks{0, 1}));
+  EXPECT_EQ(fs[0].would_decide.rfind("the stacks of ranks 2-3", 0), 0u) << fs[0].would_decide;
+}
+
 }  // namespace
 }  // namespace hangdx::analyze

@@ -6,6 +6,7 @@
 #include "hangdx/analyze/checks/crashed_rank.h"
 #include "hangdx/analyze/checks/cycle.h"
 #include "hangdx/analyze/checks/device_level.h"
+#include "hangdx/analyze/checks/known_bug.h"
 #include "hangdx/analyze/checks/latent_order.h"
 #include "hangdx/analyze/checks/missing_rank.h"
 #include "hangdx/analyze/checks/pg_creation_order.h"
@@ -37,6 +38,8 @@ const Check kChecks[] = {
     {"pg_local_wait", "waits on ranks known only inside their pg (HCCL plogs)", Scope::kWaitState, &PgLocalWaitCheck},
     {"snapshot_root", "live waits for ranks that wait on nothing or left no state", Scope::kWaitState,
      &SnapshotRootCheck},
+    {"known_bug", "every rank with a stack stuck where a known library bug hangs (checks/known_bugs/*.sigs)",
+     Scope::kWaitState, &KnownBugCheck},
     {"latent_order", "pgs sharing ranks whose collectives are issued in different orders (no hang needed)",
      Scope::kHistory, &LatentOrderCheck},
     {"device_level", "the device-level engine on each device snapshot (stream, task-queue, resource deadlocks)",

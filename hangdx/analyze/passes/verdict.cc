@@ -53,7 +53,7 @@ void VerdictPass(const RankAnalysis& a, FindingSink*, Diagnosis* out) {
     return;
   }
   const Finding& f = out->findings.front();
-  std::string head = f.severity == Severity::kError ? "HANG: " : "WARNING: ";
+  std::string head = f.severity == Severity::kError ? (f.hang ? "HANG: " : "ERROR (no hang): ") : "WARNING: ";
   if (f.kind == Kind::kCollectiveMismatch || f.kind == Kind::kSizeMismatch)
     head = f.hang ? "HANG (mismatch): " : "ERROR (mismatch, raised; no hang): ";
   out->verdict = head + f.summary + ".";

@@ -94,8 +94,11 @@ JobBuilder& JobBuilder::Stack(model::Rank r, std::vector<std::string> innermost_
 }
 
 JobBuilder& JobBuilder::Event(model::Rank r, LogEvent::Kind kind, const std::string& msg) {
-  Rank(r).events.push_back({kind, msg, "rank" + std::to_string(r) + ".log", 3, "", -1, ""});
-  return *this;
+  LogEvent e;
+  e.kind = kind;
+  e.message = msg;
+  e.line = 3;
+  return Event(r, std::move(e));
 }
 
 JobBuilder& JobBuilder::Event(model::Rank r, LogEvent e) {

@@ -14,6 +14,7 @@ using logs::Contains;
 using logs::Line;
 using logs::LineReader;
 using logs::ParseDec;
+using logs::ParseDecPrefix;
 using logs::Trim;
 
 using Sev = model::Diagnostic::Severity;
@@ -21,7 +22,8 @@ constexpr size_t kMaxFrames = 1024;
 constexpr size_t kMaxStacks = 20000;
 
 const RE2& PySpyThread() {
-  static const RE2 re(R"re(^Thread (0x[0-9A-Fa-f]+|\d+) \((idle|active|active\+gil)\)(?::\s*"(.*)")?\s*$)re");
+  // The id is left out by some posters ("Thread (active): "MainThread"").
+  static const RE2 re(R"re(^Thread (?:(0x[0-9A-Fa-f]+|\d+) )?\((idle|active|active\+gil)\)(?::\s*"(.*)")?\s*$)re");
   return re;
 }
 const RE2& GdbThread() {
@@ -37,6 +39,18 @@ const RE2& FaultThread() {
 const RE2& PyFrameLine() {
   // faulthandler: `File "x", line 3 in f`; python-gdb/traceback: `File "x", line 3, in f`.
   static const RE2 re(R"re(^\s*File "([^"]*)", line (\d+),? in (.*)$)re");
+  return re;
+}
+
+// lldb `bt` / `thread backtrace all`: `* thread #1, name = 'python', stop
+// reason = signal SIGSTOP`, then `frame #2: 0x00007fb0 libtorch_cuda.so`sym(args) + 725 at f.cc:217:18`
+// (lldb's default frame-format; lldb/source/Core/FormatEntity.cpp).
+const RE2& LldbThread() {
+  static const RE2 re(R"re(^\s*\*?\s*thread #\d+(?:, .*)?$)re");
+  return re;
+}
+const RE2& LldbFrame() {
+  static const RE2 re(R"re(^\s*\*?\s*frame #\d+: 0x[0-9a-fA-F]+ (.*)$)re");
   return re;
 }
 
@@ -193,12 +207,42 @@ bool ParseGdbFrame(std::string_view t, model::Frame* f) {
   return true;
 }
 
+bool ParseLldbFrame(std::string_view t, model::Frame* f) {
+  re2::StringPiece rest_sp;
+  if (!RE2::FullMatch(re2::StringPiece(t.data(), t.size()), LldbFrame(), &rest_sp)) return false;
+  std::string_view rest(rest_sp.data(), rest_sp.size());
+  *f = model::Frame{};
+  size_t tick = rest.find('`');
+  std::string_view module = tick == std::string_view::npos ? std::string_view() : rest.substr(0, tick);
+  std::string_view sym = tick == std::string_view::npos ? rest : rest.substr(tick + 1);
+  size_t at = sym.rfind(" at ");
+  if (at != std::string_view::npos) {
+    // file:line[:column]
+    std::string_view loc = Trim(sym.substr(at + 4));
+    sym = sym.substr(0, at);
+    size_t c1 = loc.find(':');
+    int64_t line = 0;
+    f->filename = std::string(loc.substr(0, c1));
+    if (c1 != std::string_view::npos) ParseDecPrefix(loc.substr(c1 + 1), &line);
+    f->line = line;
+  } else {
+    f->filename = std::string(module);
+  }
+  size_t plus = sym.rfind(" + ");
+  if (plus != std::string_view::npos) sym = sym.substr(0, plus);
+  size_t paren = sym.find('(');
+  if (paren != std::string_view::npos && paren > 0) sym = sym.substr(0, paren);
+  f->name = std::string(Trim(sym));
+  return true;
+}
+
 StackFormat SniffStackFormat(std::string_view data) {
   std::string_view head = Trim(data.substr(0, 1 << 16));
   if (!head.empty() && head[0] == '[' && Contains(head, "\"thread_id\"") && Contains(head, "\"frames\""))
     return StackFormat::kPySpyJson;
-  bool pyspy = false, gdb = false, fault = false, bare = true;
-  int lines = 0, calls = 0;
+  bool pyspy = false, gdb = false, fault = false, bare = true, lldb_thread = false, lldb_frame = false;
+  int lines = 0, calls = 0, located = 0;
+  int64_t last_frame = -1;  // a headerless gdb backtrace: #0, #1, ... in a row
   LineReader r(data);
   for (Line l; r.Next(&l) && l.number <= 4000;) {
     std::string_view t = l.text;
@@ -213,6 +257,20 @@ StackFormat SniffStackFormat(std::string_view data) {
       int64_t pid;
       size_t c = t.find(':');
       if (ParseDec(t.substr(8, c - 8), &pid)) pyspy = true;
+    } else if (RE2::FullMatch(re2::StringPiece(t.data(), t.size()), LldbThread())) {
+      lldb_thread = true;
+    } else if (RE2::FullMatch(re2::StringPiece(t.data(), t.size()), LldbFrame())) {
+      lldb_frame = true;
+    }
+    model::Frame gf;
+    int64_t n;
+    std::string_view tn = Trim(t);
+    if (tn.size() > 1 && tn[0] == '#' && ParseDecPrefix(tn.substr(1), &n) && ParseGdbFrame(tn, &gf)) {
+      if (n == 0 || n == last_frame + 1)
+        last_frame = n;
+      else
+        last_frame = -1;
+      if (last_frame >= 1) gdb = true;
     }
     if (bare && !Trim(t).empty()) {
       model::Frame f;
@@ -223,12 +281,14 @@ StackFormat SniffStackFormat(std::string_view data) {
         bare = false;
       else if (ParsePySpyFrame(tt, &f) && NamesDistributedCall(f.name))
         ++calls;
+      if (ParsePySpyFrame(tt, &f) && f.line > 0) ++located;
     }
   }
   if (gdb) return StackFormat::kGdb;
+  if (lldb_thread && lldb_frame) return StackFormat::kLldb;
   if (pyspy) return StackFormat::kPySpy;
   if (fault) return StackFormat::kFaulthandler;
-  if (bare && lines >= 1 && calls > 0) return StackFormat::kBareFrames;
+  if (bare && lines >= 1 && (calls > 0 || (lines >= 2 && located == lines))) return StackFormat::kBareFrames;
   return StackFormat::kNone;
 }
 
@@ -321,7 +381,17 @@ void ParseStackDumpAs(const Artifact& in, StackFormat f, RecordSink* out) {
           continue;
         }
         model::Frame fr;
-        if (open && ParseGdbFrame(tt, &fr)) {
+        bool frame_line = ParseGdbFrame(tt, &fr);
+        // A backtrace pasted without its thread header (gdb `where`,
+        // eu-stack): #0 opens a stack, and a later #0 opens the next.
+        int64_t number = -1;
+        if (frame_line) ParseDecPrefix(tt.substr(1), &number);
+        if (number == 0 && (!open || !s.frames.empty())) {
+          flush();
+          s = w.New("", l.number);
+          open = true;
+        }
+        if (open && frame_line) {
           if (s.frames.size() < kMaxFrames) {
             s.frames.push_back(std::move(fr));
             continue;
@@ -330,6 +400,22 @@ void ParseStackDumpAs(const Artifact& in, StackFormat f, RecordSink* out) {
         }
         // python-gdb py-bt frames under a gdb thread header.
         if (open) add_py_frame(sp);
+        break;
+      }
+      case StackFormat::kLldb: {
+        if (RE2::FullMatch(sp, LldbThread())) {
+          flush();
+          s = w.New(std::string(Trim(tt.substr(tt[0] == '*' ? 1 : 0))), l.number);
+          open = true;
+          continue;
+        }
+        model::Frame fr;
+        if (open && ParseLldbFrame(t, &fr)) {
+          if (s.frames.size() < kMaxFrames)
+            s.frames.push_back(std::move(fr));
+          else
+            ++s.frames_dropped;
+        }
         break;
       }
       case StackFormat::kFaulthandler: {

@@ -20,14 +20,18 @@
 namespace hangdx::ingest {
 
 // Which stack format `data` is in, by content.
-enum class StackFormat { kNone, kPySpy, kPySpyJson, kGdb, kFaulthandler, kBareFrames };
+enum class StackFormat { kNone, kPySpy, kPySpyJson, kGdb, kFaulthandler, kBareFrames, kLldb };
 
-// Sniffs: py-spy `Process N:` / `Thread N (idle|active...)` headers, a JSON
-// array whose objects carry "thread_id" and "frames", gdb `Thread N (Thread
-// 0x.. (LWP N)` headers, faulthandler `Thread 0x.. (most recent call first):`
-// or python-gdb `Traceback (most recent call first):`; else a short file
-// whose every line is a frame (`func` or `func (file:line)`) and that names a
-// torch.distributed call (all_reduce, broadcast, barrier, ...).
+// Sniffs: py-spy `Process N:` / `Thread N (idle|active...)` headers (the id
+// may be left out), a JSON array whose objects carry "thread_id" and
+// "frames", gdb `Thread N (Thread 0x.. (LWP N)` headers or a backtrace
+// pasted without one (`#0  0x.. in f () from lib` then `#1 ...`, as gdb
+// `where` and eu-stack print it), lldb `thread #N, ...` headers with
+// `frame #N: 0x..` lines, faulthandler `Thread 0x.. (most recent call
+// first):` or python-gdb `Traceback (most recent call first):`; else a short
+// file whose every line is a frame (`func` or `func (file:line)`) and that
+// names a torch.distributed call (all_reduce, broadcast, barrier, ...) or
+// gives every frame's file and line (two lines at least).
 StackFormat SniffStackFormat(std::string_view data);
 
 // 50 when SniffStackFormat finds a stack format, else 0.
@@ -47,6 +51,12 @@ void ParseStackDumpAs(const Artifact& in, StackFormat f, RecordSink* out);
 // Splits a py-spy frame line `func (file:line)` / `func (file)` / `func`
 // into *frame. False on an empty line.
 bool ParsePySpyFrame(std::string_view text, model::Frame* frame);
+
+// Splits an lldb frame line `frame #3: 0x00007fb0 libtorch_cuda.so`c10d::X::abort() + 664`
+// / `... mpi_lib.so`f(this=0x5) at cuda_operations.cc:124:53` into *frame:
+// name without its argument list and offset, filename = the source file
+// when given, else the module. False when not an lldb frame line.
+bool ParseLldbFrame(std::string_view text, model::Frame* frame);
 
 // Splits a gdb frame line `#3  0x00007f.. in func (args) at file.cc:713` /
 // `... from /lib/libc.so.6` into *frame. False when not a frame line.

@@ -67,6 +67,73 @@ TEST(StackDump, Gdb) {
   EXPECT_EQ(d[0].stacks[1].frames[0].filename, "/lib64/libc.so.6");
 }
 
+TEST(StackDump, GdbBacktracesPastedWithoutAThreadHeader) {
+  // NVIDIA/nccl#1013: cuda-gdb `where` after a stray first frame; a second #0 opens a second stack.
+  std::string s =
+      "#0  0x00007ffff7d23117 in ?? () from /lib/x86_64-linux-gnu/libc.so.6\n"
+      "(cuda-gdb) where\n"
+      "#0  0x00007ffff7d23117 in ?? () from /lib/x86_64-linux-gnu/libc.so.6\n"
+      "#2  0x00007fff90dc9f67 in commFree (comm=0x718d9f0) at init.cc:182\n"
+      "#3  commCleanup (comm=0x718d9f0) at init.cc:1828\n";
+  EXPECT_EQ(SniffStackFormat(s), StackFormat::kNone);  // #0 then #2: no backtrace in a row
+  s.insert(s.find("#2"), "#1  0x00007ffff7d28624 in ?? () from /lib/x86_64-linux-gnu/libc.so.6\n");
+  EXPECT_EQ(SniffStackFormat(s), StackFormat::kGdb);
+  auto d = Parse(s, 0);
+  ASSERT_EQ(d[0].stacks.size(), 2u);
+  EXPECT_EQ(d[0].stacks[0].frames.size(), 1u);
+  ASSERT_EQ(d[0].stacks[1].frames.size(), 4u);
+  EXPECT_EQ(d[0].stacks[1].frames[2].name, "commFree");
+  EXPECT_EQ(d[0].stacks[1].frames[3].name, "commCleanup");
+  EXPECT_EQ(d[0].stacks[1].line, 3);
+  // eu-stack (NVIDIA/nccl#2353): no address, the argument types glued to the name.
+  auto e = Parse("#0  __sched_yield\n#1  ncclLocalOpAppend(ncclComm*, ncclProxyConnector*, ncclProxyOp*)\n", 1);
+  ASSERT_EQ(e[0].stacks.size(), 1u);
+  EXPECT_EQ(e[0].stacks[0].frames[0].name, "__sched_yield");
+  EXPECT_EQ(e[0].stacks[0].frames[1].name.rfind("ncclLocalOpAppend(", 0), 0u);
+}
+
+TEST(StackDump, Lldb) {
+  // NVIDIA/nccl#788 and pytorch/pytorch#149153 as posted (cut).
+  std::string s =
+      "  thread #149, name = 'python', stop reason = signal SIGSTOP\n"
+      "    frame #0: 0x00007ff4c42944df libcuda.so.1`___lldb_unnamed_symbol5986$$libcuda.so.1 + 175\n"
+      "    frame #10: 0x00007ff58df57708 libcudart.so.11.0`cudaEventSynchronize + 344\n"
+      "    frame #11: 0x00007ff4468211e1 mpi_lib.cpython-39-x86_64-linux-gnu.so`horovod::common::GPUContext::impl::"
+      "WaitForEvents(this=0x0000000005d58400, entries=size=1)> const&) at cuda_operations.cc:124:53\n"
+      "* thread #16, name = 'python', stop reason = signal SIGSTOP\n"
+      "    frame #3: 0x00007fb090db1068 libtorch_cuda.so`c10d::ProcessGroupNCCL::abort() + 664\n";
+  EXPECT_EQ(SniffStackFormat(s), StackFormat::kLldb);
+  auto d = Parse(s, 4);
+  ASSERT_EQ(d[0].stacks.size(), 2u);
+  EXPECT_EQ(d[0].stacks[0].thread, "thread #149, name = 'python', stop reason = signal SIGSTOP");
+  ASSERT_EQ(d[0].stacks[0].frames.size(), 3u);
+  EXPECT_EQ(d[0].stacks[0].frames[0].name, "___lldb_unnamed_symbol5986$$libcuda.so.1");
+  EXPECT_EQ(d[0].stacks[0].frames[1].name, "cudaEventSynchronize");
+  EXPECT_EQ(d[0].stacks[0].frames[1].filename, "libcudart.so.11.0");
+  EXPECT_EQ(d[0].stacks[0].frames[2].name, "horovod::common::GPUContext::impl::WaitForEvents");
+  EXPECT_EQ(d[0].stacks[0].frames[2].filename, "cuda_operations.cc");
+  EXPECT_EQ(d[0].stacks[0].frames[2].line, 124);
+  EXPECT_EQ(d[0].stacks[1].frames[0].name, "c10d::ProcessGroupNCCL::abort");
+  // PyTorch's own C++ backtrace lines ("frame #0: c10::Error::Error(...) + 0x96 (0x7f.. in libc10.so)") are not lldb.
+  EXPECT_EQ(SniffStackFormat("frame #0: c10::Error::Error(c10::SourceLocation) + 0x96 (0x7f1 in /x/libc10.so)\n"),
+            StackFormat::kNone);
+}
+
+TEST(StackDump, PySpyAsPostedWithoutThreadIdOrHeaders) {
+  // sglang#33642: the thread id left out; sglang#35822: two bare frames, each with its file and line.
+  auto d = Parse(
+      "Thread (active): \"MainThread\"\n    cuModuleLoadData (libcuda.so.590.48.01)\n"
+      "    _init_handles (triton/compiler/compiler.py:466)\n",
+      0);
+  ASSERT_EQ(d[0].stacks.size(), 1u);
+  EXPECT_EQ(d[0].stacks[0].frames[0].name, "cuModuleLoadData");
+  std::string bare =
+      "tree_speculative_sampling_target_only (sgl_kernel/speculative.py:36)\neagle_sample (eagle_utils.py:806)\n";
+  EXPECT_EQ(SniffStackFormat(bare), StackFormat::kBareFrames);
+  EXPECT_EQ(Parse(bare, 1)[0].stacks[0].frames[1].name, "eagle_sample");
+  EXPECT_EQ(SniffStackFormat("see (the docs)\nand (more:later)\n"), StackFormat::kNone);  // no line numbers
+}
+
 TEST(StackDump, Faulthandler) {
   std::string s =
       "Thread 0x00007f3b6d7fe700 (most recent call first):\n"
