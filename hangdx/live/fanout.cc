@@ -75,6 +75,7 @@ struct HttpFanout::Impl {
   // The state of one Run.
   const std::vector<HttpCall>* calls = nullptr;
   std::vector<HttpReply>* replies = nullptr;
+  const HttpFanout::OnReply* on_reply = nullptr;
   std::chrono::milliseconds timeout{0};
   std::deque<size_t> ready;  // targets with queued calls and no request in flight
   size_t in_flight = 0, remaining = 0;
@@ -120,6 +121,7 @@ struct HttpFanout::Impl {
   void Finish(size_t t, HttpReply reply) {
     Conn& c = targets[t].conn;
     reply.seconds = Seconds(Clock::now() - c.start);
+    if (*on_reply) (*on_reply)(static_cast<size_t>(c.call), &reply);
     (*replies)[c.call] = std::move(reply);
     c.call = -1;
     --in_flight;
@@ -323,11 +325,13 @@ void HttpFanout::CloseIdle() {
     if (t.conn.state == Conn::State::kIdle) impl_->Close(&t.conn);
 }
 
-std::vector<HttpReply> HttpFanout::Run(const std::vector<HttpCall>& calls, std::chrono::milliseconds timeout) {
+std::vector<HttpReply> HttpFanout::Run(const std::vector<HttpCall>& calls, std::chrono::milliseconds timeout,
+                                       const OnReply& on_reply) {
   Impl& m = *impl_;
   std::vector<HttpReply> replies(calls.size());
   m.calls = &calls;
   m.replies = &replies;
+  m.on_reply = &on_reply;
   m.timeout = timeout;
   m.ready.clear();
   m.in_flight = 0;
@@ -375,6 +379,7 @@ std::vector<HttpReply> HttpFanout::Run(const std::vector<HttpCall>& calls, std::
   }
   m.calls = nullptr;
   m.replies = nullptr;
+  m.on_reply = nullptr;
   return replies;
 }
 

@@ -154,6 +154,22 @@ TEST_F(HttpServerTest, SlowlorisIsCutOffAndOthersAreServed) {
   EXPECT_GE(counts.Get("timeout"), 6);
 }
 
+TEST_F(HttpServerTest, AnIdleKeptAliveConnectionYieldsItsThread) {
+  StartServer({.threads = 1, .max_queued = 8});
+  // A client that keeps its connection after an answer and sends nothing more.
+  int idle = Connect(server->port());
+  std::string request = "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n";
+  ASSERT_EQ(::send(idle, request.data(), request.size(), MSG_NOSIGNAL), static_cast<ssize_t>(request.size()));
+  pollfd p{idle, POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 3000), 1);
+  char buf[4096];
+  ASSERT_GT(::recv(idle, buf, sizeof buf, 0), 0);
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(Ping(), 200);  // served now, not after the idle one's keep-alive timeout (5 s)
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.0);
+  ::close(idle);
+}
+
 TEST_F(HttpServerTest, OverloadGets503AtOnce) {
   StartServer({.threads = 1, .max_queued = 1});
   std::vector<std::thread> busy;

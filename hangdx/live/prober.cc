@@ -31,7 +31,7 @@ std::string Prober::DetailPath(const Worker& w) const {
                                : "/handler/fr_trace_json";
 }
 
-std::vector<ProbeReply> Prober::Probe(std::chrono::milliseconds timeout) {
+std::vector<ProbeReply> Prober::Probe(std::chrono::milliseconds timeout, const Digest& digest) {
   std::vector<HttpCall> calls;
   std::vector<std::pair<Rank, bool>> what;  // rank, is the handler list
   calls.reserve(workers_.size());
@@ -43,7 +43,12 @@ std::vector<ProbeReply> Prober::Probe(std::chrono::milliseconds timeout) {
     calls.emplace_back(w.endpoint, "POST", ProbePath(w));
     what.emplace_back(rank, false);
   }
-  std::vector<HttpReply> replies = fan_.Run(calls, timeout);
+  HttpFanout::OnReply on_reply;
+  if (digest)
+    on_reply = [&](size_t i, HttpReply* r) {
+      if (!what[i].second && r->status == 200) digest(what[i].first, &r->body);
+    };
+  std::vector<HttpReply> replies = fan_.Run(calls, timeout, on_reply);
   std::vector<ProbeReply> out;
   out.reserve(workers_.size());
   for (size_t i = 0; i < replies.size(); ++i) {

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -54,8 +55,13 @@ class Prober {
   std::vector<Rank> Ranks() const;
   std::string Url(Rank rank) const;
 
-  // One probe of every worker, in rank order.
-  std::vector<ProbeReply> Probe(std::chrono::milliseconds timeout);
+  // Gets a 200 probe answer's body the moment it arrives, with its rank;
+  // it may take the body (the ProbeReply then has what it left).
+  using Digest = std::function<void(Rank rank, std::string* body)>;
+
+  // One probe of every worker, in rank order; each answer goes through
+  // `digest` first when one is given.
+  std::vector<ProbeReply> Probe(std::chrono::milliseconds timeout, const Digest& digest = nullptr);
   // Full Flight Recorder and dump_traceback of `ranks` (those with a worker).
   Details Fetch(const std::vector<Rank>& ranks, std::chrono::milliseconds timeout);
 

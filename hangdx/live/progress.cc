@@ -86,31 +86,51 @@ bool ParseRankList(std::string_view s, std::vector<Rank>* out) {
 
 }  // namespace
 
-std::string_view TopLevelValue(std::string_view json, std::string_view key) {
+// One pass over the top-level members of `json`, calling `want(key, value)`
+// for each (raw text); stops early when it returns false.
+template <typename Want>
+void ForTopLevel(std::string_view json, Want want) {
   size_t i = SkipSpace(json, 0);
-  if (i >= json.size() || json[i] != '{') return {};
+  if (i >= json.size() || json[i] != '{') return;
   ++i;
   for (;;) {
     i = SkipSpace(json, i);
-    if (i >= json.size() || json[i] != '"') return {};
+    if (i >= json.size() || json[i] != '"') return;
     size_t kend = SkipString(json, i);
-    if (kend == std::string_view::npos) return {};
+    if (kend == std::string_view::npos) return;
     std::string_view k = json.substr(i + 1, kend - i - 2);
     i = SkipSpace(json, kend);
-    if (i >= json.size() || json[i] != ':') return {};
+    if (i >= json.size() || json[i] != ':') return;
     i = SkipSpace(json, i + 1);
     size_t vend = SkipValue(json, i);
-    if (vend == std::string_view::npos) return {};
-    if (k == key) return json.substr(i, vend - i);
+    if (vend == std::string_view::npos) return;
+    if (!want(k, json.substr(i, vend - i))) return;
     i = SkipSpace(json, vend);
-    if (i >= json.size() || json[i] != ',') return {};
+    if (i >= json.size() || json[i] != ',') return;
     ++i;
   }
 }
 
-StatusOr<Progress> ParseProgress(std::string_view fr_json, bool with_members) {
+std::string_view TopLevelValue(std::string_view json, std::string_view key) {
+  std::string_view found;
+  ForTopLevel(json, [&](std::string_view k, std::string_view v) {
+    if (k != key) return true;
+    found = v;
+    return false;
+  });
+  return found;
+}
+
+StatusOr<Progress> ParseProgress(std::string_view fr_json, bool with_members, std::string_view* config_text) {
   Progress p;
-  std::string_view status = TopLevelValue(fr_json, "pg_status");
+  std::string_view status, version, config;
+  ForTopLevel(fr_json, [&](std::string_view k, std::string_view v) {
+    if (k == "pg_status") status = v;
+    if (k == "version") version = v;
+    if (k == "pg_config") config = v;
+    return true;
+  });
+  if (config_text) *config_text = config;
   if (status.empty()) return DataLoss("no pg_status in the Flight Recorder JSON");
   nlohmann::json st = nlohmann::json::parse(status.begin(), status.end(), nullptr, /*allow_exceptions=*/false);
   if (!st.is_object()) return DataLoss("pg_status is not a JSON object");
@@ -125,22 +145,23 @@ StatusOr<Progress> ParseProgress(std::string_view fr_json, bool with_members) {
     if (ok) p.pgs.push_back(std::move(pg));
   }
   std::sort(p.pgs.begin(), p.pgs.end(), [](const PgProgress& a, const PgProgress& b) { return a.pg < b.pg; });
-  std::string_view version = TopLevelValue(fr_json, "version");
   if (version.size() >= 2 && version.front() == '"') p.version = std::string(version.substr(1, version.size() - 2));
-  if (with_members) {
-    std::string_view config = TopLevelValue(fr_json, "pg_config");
-    nlohmann::json cfg = nlohmann::json::parse(config.begin(), config.end(), nullptr, false);
-    if (cfg.is_object()) {
-      for (auto it = cfg.begin(); it != cfg.end(); ++it) {
-        if (!it->is_object()) continue;
-        auto r = it->find("ranks");
-        std::vector<Rank> ranks;
-        if (r != it->end() && r->is_string() && ParseRankList(r->get_ref<const std::string&>(), &ranks))
-          p.members[it.key()] = std::move(ranks);
-      }
-    }
-  }
+  if (with_members) p.members = ParseMembers(config);
   return p;
+}
+
+std::map<std::string, std::vector<Rank>> ParseMembers(std::string_view config) {
+  std::map<std::string, std::vector<Rank>> out;
+  nlohmann::json cfg = nlohmann::json::parse(config.begin(), config.end(), nullptr, false);
+  if (!cfg.is_object()) return out;
+  for (auto it = cfg.begin(); it != cfg.end(); ++it) {
+    if (!it->is_object()) continue;
+    auto r = it->find("ranks");
+    std::vector<Rank> ranks;
+    if (r != it->end() && r->is_string() && ParseRankList(r->get_ref<const std::string&>(), &ranks))
+      out[it.key()] = std::move(ranks);
+  }
+  return out;
 }
 
 std::string FormatCompact(const std::vector<PgProgress>& pgs) {

@@ -49,9 +49,15 @@ struct Progress {
 };
 
 // Reads pg_status (and, with `with_members`, pg_config) of a Flight
-// Recorder JSON dump. Errors (kDataLoss): not a JSON object, or no
-// readable pg_status; counters that are not integers are skipped.
-StatusOr<Progress> ParseProgress(std::string_view fr_json, bool with_members);
+// Recorder JSON dump, in one pass over its top level; `config_text`, when
+// given, receives pg_config's raw text (to tell a list seen before without
+// parsing it). Errors (kDataLoss): not a JSON object, or no readable
+// pg_status; counters that are not integers are skipped.
+StatusOr<Progress> ParseProgress(std::string_view fr_json, bool with_members, std::string_view* config_text = nullptr);
+
+// pg name -> member ranks of a pg_config object's raw text (pgs whose
+// "ranks" is not a list of ranks are left out).
+std::map<std::string, std::vector<Rank>> ParseMembers(std::string_view config);
 
 // The value of top-level key `key` of the JSON object `json`, as its raw
 // text (found by skipping over the other values, not parsing them); ""

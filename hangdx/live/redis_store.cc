@@ -83,9 +83,12 @@ class RedisStore : public StateStore {
 
   Status AppendReport(Rank rank, const std::string& report) override {
     std::lock_guard<std::mutex> lock(mu_);
-    HANGDX_RETURN_IF_ERROR(PushTrimmed(prefix_ + "reports:" + std::to_string(rank), report, opt_.reports_per_rank));
-    HANGDX_ASSIGN_OR_RETURN(Reply r, Command({"SADD", prefix_ + "report_ranks", std::to_string(rank)}));
-    return Status::Ok();
+    // One round trip, not three: every pushed report waits for this
+    // before its answer, and the service's threads share one connection.
+    std::string key = prefix_ + "reports:" + std::to_string(rank);
+    return Pipeline({{"RPUSH", key, report},
+                     {"LTRIM", key, std::to_string(-static_cast<int64_t>(opt_.reports_per_rank)), "-1"},
+                     {"SADD", prefix_ + "report_ranks", std::to_string(rank)}});
   }
 
   StatusOr<std::vector<std::pair<Rank, std::string>>> LoadReports() override {
@@ -173,6 +176,43 @@ class RedisStore : public StateStore {
       return r;
     }
     return IoError("redis " + Where() + ": connection lost (" + args[0] + ")");
+  }
+
+  // Commands sent together and their replies read together (one round
+  // trip); on a broken connection, reconnects once and sends them again.
+  // Errors (kIo): the connection, or a command's error reply.
+  Status Pipeline(const std::vector<std::vector<std::string>>& commands) {
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      if (!ctx_) HANGDX_RETURN_IF_ERROR(Reconnect());
+      for (const auto& args : commands) {
+        std::vector<const char*> argv;
+        std::vector<size_t> lens;
+        for (const auto& a : args) {
+          argv.push_back(a.data());
+          lens.push_back(a.size());
+        }
+        redisAppendCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(), lens.data());
+      }
+      std::string error;
+      bool lost = false;
+      for (const auto& args : commands) {
+        void* raw = nullptr;
+        if (redisGetReply(ctx_, &raw) != REDIS_OK || !raw) {
+          lost = true;
+          break;
+        }
+        Reply r(static_cast<redisReply*>(raw));
+        if (r->type == REDIS_REPLY_ERROR && error.empty())
+          error = "redis " + args[0] + ": " + std::string(r->str, r->len);
+      }
+      if (lost) {
+        redisFree(ctx_);
+        ctx_ = nullptr;
+        continue;
+      }
+      return error.empty() ? Status::Ok() : IoError(error);
+    }
+    return IoError("redis " + Where() + ": connection lost (" + commands.front().front() + ")");
   }
 
   StatusOr<std::vector<std::string>> Strings(const std::vector<std::string>& args) {

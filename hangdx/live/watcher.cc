@@ -211,24 +211,54 @@ void Watcher::Discover(bool first) {
 void Watcher::ProbeRound() {
   if (prober_.Ranks().empty()) return;
   auto t0 = Clock::now();
-  std::vector<ProbeReply> replies = prober_.Probe(opt_.fetch_timeout);
+  // Each answer is parsed the moment it arrives and its body dropped, so a
+  // round never holds every body at once (10,000 ranks x 59 KB), and
+  // outside the lock (the service answers meanwhile). The member lists are
+  // parsed only from a pg_config text not seen before: every rank of a
+  // 10,000-rank job sends the same 10,000-number list of the default pg in
+  // every answer.
+  std::map<Rank, StatusOr<Progress>> parsed;
+  auto digest = [&](Rank rank, std::string* body) {
+    std::string_view config;
+    StatusOr<Progress> p = ParseProgress(*body, false, &config);
+    if (p.ok() && !config.empty()) {
+      if (configs_seen_.size() > 100000) configs_seen_.clear();
+      if (configs_seen_.insert(std::hash<std::string_view>{}(config)).second) p->members = ParseMembers(config);
+    }
+    parsed.insert_or_assign(rank, std::move(p));
+    std::string().swap(*body);
+  };
+  std::vector<ProbeReply> replies = prober_.Probe(opt_.fetch_timeout, digest);
   auto now = Clock::now();
   double round_s = Secs(now - t0);
+  std::vector<double> latency;
+  latency.reserve(replies.size());
+  for (const ProbeReply& r : replies) latency.push_back(r.seconds);
+  std::sort(latency.begin(), latency.end());
+  auto quantile = [&](double q) {
+    return latency.empty() ? 0.0 : latency[static_cast<size_t>(q * (latency.size() - 1))];
+  };
   size_t ok = 0, failed = 0;
   std::vector<RankRecord> records;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (ProbeReply& r : replies) {
-      StatusOr<Progress> p = r.ok ? ParseProgress(r.body, rounds_ % 16 == 0 || detector_.Last(r.rank).empty())
-                                  : StatusOr<Progress>(IoError(r.error));
+    for (const ProbeReply& r : replies) {
+      auto it = parsed.find(r.rank);
+      StatusOr<Progress> p = !r.ok                ? StatusOr<Progress>(IoError(r.error))
+                             : it == parsed.end() ? StatusOr<Progress>(DataLoss("no answer body"))
+                                                  : std::move(it->second);
       if (!p.ok()) {
         ++failed;
         detector_.Unanswered(r.rank, now);
         continue;
       }
       ++ok;
-      for (const auto& [name, members] : p->members)
-        if (!members.empty()) detector_.AddMembers(PgIdOfName(name), members);
+      for (const auto& [name, members] : p->members) {
+        auto [it, fresh] = members_added_.try_emplace(PgIdOfName(name), 0);
+        if (members.empty() || it->second >= members.size()) continue;  // this list was added already
+        detector_.AddMembers(it->first, members);
+        it->second = members.size();
+      }
       detector_.Observe(r.rank, now, p->pgs);
       records.push_back({r.rank, prober_.Url(r.rank), FormatCompact(p->pgs), WallMs(now),
                          WallMs(detector_.LastChange(r.rank)), opt_.agent});
@@ -237,6 +267,9 @@ void Watcher::ProbeRound() {
     last_ok_ = ok;
     last_failed_ = failed;
     last_round_s_ = round_s;
+    last_p50_s_ = quantile(0.5);
+    last_p99_s_ = quantile(0.99);
+    observed_at_ = now;
   }
   metrics_.Add("hangdx_probes_total", {}, static_cast<double>(replies.size()));
   metrics_.Add("hangdx_probe_failures_total", {}, static_cast<double>(failed));
@@ -246,6 +279,7 @@ void Watcher::ProbeRound() {
 }
 
 void Watcher::ReadAgents() {
+  auto t0 = Clock::now();
   auto records = store_->LoadRanks();
   if (!records.ok()) {
     log() << "hangdx watch: state store: " << records.status().message() << "\n";
@@ -262,6 +296,7 @@ void Watcher::ReadAgents() {
       detector_.Restore(r.rank, pgs, FromWallMs(r.changed_ms), FromWallMs(r.seen_ms));
   }
   last_ok_ = records->size();
+  last_round_s_ = Secs(Clock::now() - t0);
 }
 
 void Watcher::RecordHistory(double round_s, size_t ok, size_t failed) {
@@ -312,7 +347,9 @@ int Watcher::Run() {
       ReadAgents();
     else
       ProbeRound();
-    auto now = Clock::now();
+    // Silence and progress are judged at the time of the last answers, not
+    // after the time it took to read them (10,000 answers take a while).
+    auto now = opt_.role == Role::kCoordinator || prober_.Ranks().empty() ? Clock::now() : observed_at_;
     if (opt_.role != Role::kAgent) {
       std::vector<Stall> stalls;
       bool gone;
@@ -435,6 +472,7 @@ void Watcher::Investigate(const Stall& stall) {
                                                        : "pg " + pgs + " has not progressed for ")
         << seconds << (stall.behind.empty() ? "" : "; least progressed: rank " + Ranks(stall.behind))
         << "; fetching details from " << stall.ranks.size() << " ranks\n";
+  auto t_fetch = Clock::now();
   Details d = prober_.Fetch(stall.ranks, opt_.fetch_timeout);
   Details pushed = CollectPushed(stall);
   d.fr.merge(pushed.fr);
@@ -466,6 +504,7 @@ void Watcher::Investigate(const Stall& stall) {
     size_t keep = std::min<size_t>(history_.size(), 500);
     e.history.assign(history_.end() - static_cast<std::ptrdiff_t>(keep), history_.end());
   }
+  auto t_bundle = Clock::now();
   auto bundle = WriteBundle(opt_.out_dir, "stall-" + UtcStamp(true), e);
   if (!bundle.ok()) {
     log() << "hangdx watch: cannot write the evidence bundle: " << bundle.status().message() << "\n";
@@ -479,7 +518,18 @@ void Watcher::Investigate(const Stall& stall) {
   int64_t world = opt_.world_size > 0 ? opt_.world_size : pushed_world_size_.load();
   if (world > 0) p.load.world_size = world;
   std::string replay = "hangdx analyze " + *bundle + (world > 0 ? " --world-size " + std::to_string(world) : "");
+  auto t_analysis = Clock::now();
   auto diagnosis = pipeline::Diagnose({*bundle}, p);
+  auto t_done = Clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_investigation_ = {{"details_s", Secs(t_bundle - t_fetch)},
+                           {"bundle_s", Secs(t_analysis - t_bundle)},
+                           {"analysis_s", Secs(t_done - t_analysis)},
+                           {"ranks", stall.ranks.size()}};
+  }
+  log() << "hangdx watch: details of " << stall.ranks.size() << " ranks in " << Secs(t_bundle - t_fetch)
+        << " s, bundle in " << Secs(t_analysis - t_bundle) << " s, analysis in " << Secs(t_done - t_analysis) << " s\n";
   if (!diagnosis.ok()) {
     log() << "hangdx watch: analysis failed: " << diagnosis.status().message() << "\n";
     return;
@@ -663,7 +713,13 @@ HttpResponse Watcher::Status_() const {
             {"ranks", std::max(known.size(), detector_.ranks_seen())},
             {"ranks_seen", detector_.ranks_seen()},
             {"ranks_silent", silent.size() <= 1000 ? json(silent) : json(silent.size())},
-            {"last_round", {{"seconds", last_round_s_}, {"answered", last_ok_}, {"unanswered", last_failed_}}},
+            {"last_round",
+             {{"seconds", last_round_s_},
+              {"answered", last_ok_},
+              {"unanswered", last_failed_},
+              {"latency_p50_s", last_p50_s_},
+              {"latency_p99_s", last_p99_s_}}},
+            {"last_investigation", last_investigation_},
             {"pgs", std::move(pgs)},
             {"findings", found_.size()},
             {"state", store_->Describe()}};

@@ -36,10 +36,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "hangdx/analyze/diagnosis.h"
@@ -157,13 +159,17 @@ class Watcher {
   mutable std::mutex mu_;  // guards detector_, history_, url_of_, found_ and the counters below
   StallDetector detector_;
   std::deque<std::string> history_;
-  std::map<Rank, std::string> url_of_;  // every known worker address (coordinator: from the agents)
-  std::set<std::string> found_;         // fingerprints reported
+  std::map<Rank, std::string> url_of_;           // every known worker address (coordinator: from the agents)
+  std::set<std::string> found_;                  // fingerprints reported
+  std::unordered_set<size_t> configs_seen_;      // hashes of the pg_config texts parsed (probe thread only)
+  Clock::time_point observed_at_;                // when the last probe round's answers came
+  std::map<std::string, size_t> members_added_;  // pg id -> size of the largest member list added
   std::atomic<bool> stop_{false};
   std::atomic<int64_t> pushed_world_size_{-1};  // the largest world size a pushing rank sent
   bool exit_now_ = false;
   size_t last_ok_ = 0, last_failed_ = 0, rounds_ = 0;
-  double last_round_s_ = 0;
+  double last_round_s_ = 0, last_p50_s_ = 0, last_p99_s_ = 0;
+  nlohmann::ordered_json last_investigation_ = nlohmann::ordered_json::object();  // timings of the last stall
   Clock::time_point started_, last_discovery_;
   std::mutex hooks_mu_;
   mutable std::mutex log_mu_;
