@@ -40,6 +40,13 @@ std::string FrameText(const model::RankDump& d, const model::OpRecord& op) {
   return f.name + " at " + f.filename + ":" + std::to_string(f.line);
 }
 
+std::string StackWhere(model::Rank r, const model::StackSample& st) {
+  std::string frames;
+  for (size_t i = 0; i < st.frames.size() && i < 4; ++i) frames += (i ? " < " : "") + st.frames[i].name;
+  return "rank " + std::to_string(r) + "'s stack (" + st.file + " line " + std::to_string(st.line) +
+         "): " + (frames.empty() ? std::string("no frames") : frames);
+}
+
 void FillPg(const RankAnalysis& a, const Instance& in, Finding* f) {
   const Group& g = a.groups[in.group];
   f->pg_name = g.name;

@@ -37,6 +37,10 @@ std::string WhereInstead(const RankAnalysis& a, model::Rank r);
 // (innermost first), "name at file:line". The op must have frames.
 std::string FrameText(const model::RankDump& d, const model::OpRecord& op);
 
+// One line: where rank r's stack says it is ("rank 3's stack (pyspy_rank3.txt
+// line 5): save < save_checkpoint < train_step"), its innermost frames first.
+std::string StackWhere(model::Rank r, const model::StackSample& st);
+
 // Sets the pg name, description and seq of `f` to those of instance `in`.
 void FillPg(const RankAnalysis& a, const Instance& in, Finding* f);
 

@@ -5,6 +5,8 @@
 
 #include "hangdx/analyze/checks/absent_ranks.h"
 #include "hangdx/analyze/checks/finding_util.h"
+#include "hangdx/analyze/checks/lost_peer.h"
+#include "hangdx/analyze/checks/rhythm.h"
 #include "hangdx/base/rank_set.h"
 
 namespace hangdx::analyze {
@@ -28,14 +30,17 @@ bool CombinedLog(const model::Job& job) {
 struct Sides {
   std::vector<Rank> idle, dead, cascade;
   std::vector<Rank> logged, unlogged;  // of idle: with some line in the logs given, without
+  bool lost_peer = false;              // logs only: the waiters report a lost connection to a peer
 };
 
-Sides SidesOf(const RankAnalysis& a, AbsentRanks absent) {
+Sides SidesOf(const RankAnalysis& a, const Instance& in, AbsentRanks absent) {
   Sides s{std::move(absent.idle), std::move(absent.dead), std::move(absent.cascade), {}, {}};
-  if (!a.dump_based && s.idle.empty()) {
+  s.lost_peer = !a.dump_based && ReportsLostPeer(a.job, in.arrived);
+  if (!a.dump_based && s.idle.empty() && !s.lost_peer) {
     // Text logs only: every rank waiting in a collective logs its timeout,
     // so a rank that printed nothing is not waiting in it (or died
-    // silently): it is absent, not known dead.
+    // silently): it is absent, not known dead. Unless the waiters lost
+    // their connection to a peer: then the silent rank's process ended.
     s.idle = std::move(s.dead);
     s.dead.clear();
   }
@@ -55,7 +60,10 @@ void Decide(const RankAnalysis& a, const Instance& in, const Sides& s, Finding* 
   f->culprit_ranks = s.idle;
   f->hang = true;
   f->severity = Severity::kError;
-  if (!s.idle.empty() && in.all_in_flight && s.dead.empty()) {
+  // No timeout yet, but a wait many times the job's usual step is a stall.
+  Rhythm rhythm = RhythmOf(a, in);
+  if (!rhythm.Words().empty()) f->details.push_back(rhythm.Words());
+  if (!s.idle.empty() && in.all_in_flight && s.dead.empty() && !rhythm.Overdue()) {
     f->kind = Kind::kStraggler;
     f->hang = false;
     f->severity = Severity::kWarning;
@@ -84,7 +92,9 @@ void Decide(const RankAnalysis& a, const Instance& in, const Sides& s, Finding* 
     f->kind = Kind::kCrashedRank;
     f->culprit_ranks = s.dead;
     f->summary =
-        waits + ") for " + RankWords(s.dead) + ", which left no dump: it most likely died (crash, OOM kill, exit)";
+        waits + ") for " + RankWords(s.dead) +
+        (s.lost_peer ? ", which stopped logging while they lost their connection to a peer" : ", which left no dump") +
+        ": it most likely died (crash, OOM kill, exit)";
     f->fix_hint = "read the log of the dead rank for its exit cause (traceback, CUDA error, OOM killer in dmesg)";
   } else {
     f->kind = Kind::kUndecided;
@@ -114,7 +124,11 @@ void AddEvidenceAndDetails(const RankAnalysis& a, const Instance& in, const Side
     f->evidence.push_back({"", -1, -1,
                            "... and " + std::to_string(in.arrived.size() - kEvidencePerSide) +
                                " more ranks arrived at seq " + std::to_string(in.seq)});
-  for (Rank r : s.idle) f->details.push_back(WhereInstead(a, r));
+  for (Rank r : s.idle) {
+    f->details.push_back(WhereInstead(a, r));
+    const model::RankDump* d = a.job.Find(r);
+    if (d && !d->stacks.empty()) f->details.push_back(StackWhere(r, d->stacks.front()));
+  }
   for (Rank r : s.dead) f->details.push_back(WhereInstead(a, r));
   for (Rank r : s.cascade) f->details.push_back(WhereInstead(a, r) + " (blocked: see the other findings)");
   if (in.failed && a.OpAt(in, 0).backend == "gloo")
@@ -122,7 +136,7 @@ void AddEvidenceAndDetails(const RankAnalysis& a, const Instance& in, const Side
 }
 
 Finding MissingFinding(const RankAnalysis& a, const Instance& in, AbsentRanks absent) {
-  Sides s = SidesOf(a, std::move(absent));
+  Sides s = SidesOf(a, in, std::move(absent));
   Finding f;
   FillPg(a, in, &f);
   f.op = a.OpAt(in, 0).op;

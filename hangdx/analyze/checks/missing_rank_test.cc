@@ -115,6 +115,24 @@ TEST(MissingRankCheck, InPerRankLogsASilentRankHasNoLineRatherThanNeverArrived) 
             "no wait in it)");
 }
 
+TEST(MissingRankCheck, ASilentRankWhoseConnectionTheWaitersLostDied) {
+  // LogsOnly, and ranks 1-3 also log "Connection closed by peer": rank 0's
+  // process ended, it did not merely print nothing (crashed_rank from logs alone).
+  model::Job job = LogsOnly(false);
+  model::LogEvent lost;
+  lost.kind = model::LogEvent::Kind::kPeerLost;
+  lost.message = "Connection closed by peer";
+  for (auto& d : job.dumps) d.events.push_back(lost);
+  std::vector<Finding> fs = RunCheck(&MissingRankCheck, job);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kCrashedRank);
+  EXPECT_TRUE(fs[0].hang);
+  EXPECT_EQ(fs[0].culprit_ranks, Ranks{0});
+  EXPECT_EQ(fs[0].summary,
+            "ranks 1-3 wait in all_reduce (pg 0 (default_pg) seq 7) for rank 0, which stopped logging while they "
+            "lost their connection to a peer: it most likely died (crash, OOM kill, exit)");
+}
+
 TEST(MissingRankCheck, ACrashedOrUnreadableRankIsAnotherChecksCase) {
   model::Job job = RankThreeAbsent(true);
   model::LogEvent crash;

@@ -8,7 +8,9 @@
 #include "hangdx/analyze/checks/device_level.h"
 #include "hangdx/analyze/checks/known_bug.h"
 #include "hangdx/analyze/checks/latent_order.h"
+#include "hangdx/analyze/checks/lost_peer.h"
 #include "hangdx/analyze/checks/missing_rank.h"
+#include "hangdx/analyze/checks/named_culprit.h"
 #include "hangdx/analyze/checks/pg_creation_order.h"
 #include "hangdx/analyze/checks/pg_local_wait.h"
 #include "hangdx/analyze/checks/snapshot_root.h"
@@ -28,6 +30,10 @@ const Check kChecks[] = {
     {"missing_rank", "members that never reached a (pg, seq) the others wait in (or a straggler, a dead rank)",
      Scope::kWaitState, &MissingRankCheck},
     {"crashed_rank", "ranks that others wait for whose logs report a crash", Scope::kWaitState, &CrashedRankCheck},
+    {"lost_peer", "from logs alone: the peer whose connection the failing ranks lost, or the rank that stopped logging",
+     Scope::kWaitState, &LostPeerCheck},
+    {"named_culprit", "the ranks a producer's own report blames (desync report, stall inspector, fr_trace)",
+     Scope::kWaitState, &NamedCulpritCheck},
     {"unreadable", "ranks that others wait for whose dumps could not be read", Scope::kWaitState, &UnreadableCheck},
     {"pg_creation_order", "a pg description that is a different pg on different ranks (new_group order)",
      Scope::kWaitState, &PgCreationOrderCheck},

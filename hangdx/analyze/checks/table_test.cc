@@ -17,9 +17,10 @@ TEST(CheckTable, IdsAreUniqueAndInRunOrder) {
     EXPECT_NE(c.run, nullptr) << c.id;
     EXPECT_NE(std::string(c.what), "") << c.id;
   }
-  EXPECT_EQ(ids, (std::vector<std::string>{"cycle", "collective_mismatch", "missing_rank", "crashed_rank", "unreadable",
-                                           "pg_creation_order", "stall", "stack_sites", "pg_local_wait",
-                                           "snapshot_root", "known_bug", "latent_order", "device_level"}));
+  EXPECT_EQ(ids,
+            (std::vector<std::string>{"cycle", "collective_mismatch", "missing_rank", "crashed_rank", "lost_peer",
+                                      "named_culprit", "unreadable", "pg_creation_order", "stall", "stack_sites",
+                                      "pg_local_wait", "snapshot_root", "known_bug", "latent_order", "device_level"}));
   EXPECT_EQ(std::set<std::string>(ids.begin(), ids.end()).size(), ids.size());
 }
 
@@ -35,8 +36,8 @@ TEST(CheckTable, ScopesSayWhichPassesReadTheFindings) {
 TEST(PassTable, RunOrder) {
   std::vector<std::string> ids;
   for (const Pass& p : Passes()) ids.push_back(p.id);
-  EXPECT_EQ(ids, (std::vector<std::string>{"unnamed_crash", "unexplained_timeout", "cascades", "device_meets_rank",
-                                           "order", "verdict"}));
+  EXPECT_EQ(ids, (std::vector<std::string>{"named_culprit_agreement", "unnamed_crash", "causes", "unexplained_timeout",
+                                           "cascades", "device_meets_rank", "order", "verdict"}));
 }
 
 }  // namespace

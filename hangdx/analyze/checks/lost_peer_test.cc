@@ -1,0 +1,82 @@
+// The lost-peer check: from logs alone, the rank that stopped logging
+// while the others lose their connection to it is a crashed_rank.
+#include "hangdx/analyze/checks/lost_peer.h"
+
+#include <gtest/gtest.h>
+
+#include "hangdx/analyze/checks/check_testing.h"
+#include "hangdx/model/testing/job_builder.h"
+
+namespace hangdx::analyze {
+namespace {
+
+using model::LogEvent;
+using model::testing::JobBuilder;
+using testing::RunCheck;
+using Ranks = std::vector<model::Rank>;
+
+// A gloo-style "Connection closed by peer" line of rank r, naming global
+// rank `peer` (-1: the line names an address only).
+LogEvent Lost(model::Rank peer) {
+  LogEvent e;
+  e.kind = LogEvent::Kind::kPeerLost;
+  e.message =
+      "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer "
+      "[10.0.0.3]:51234";
+  e.peer = peer;
+  return e;
+}
+
+TEST(LostPeerCheck, TheRankWithNoLogIsTheOneThatDied) {
+  // 4 ranks; ranks 0-2 log that they lost a peer, rank 3 left no log.
+  JobBuilder b;
+  for (int r = 0; r < 3; ++r) b.Event(r, Lost(-1)).FromLog(r);
+  std::vector<Finding> fs = RunCheck(&LostPeerCheck, b.World(4).Build());
+  ASSERT_EQ(fs.size(), 1u);
+  const Finding& f = fs[0];
+  EXPECT_EQ(f.kind, Kind::kCrashedRank);
+  EXPECT_TRUE(f.hang);
+  EXPECT_EQ(f.culprit_ranks, Ranks{3});
+  EXPECT_EQ(f.summary,
+            "ranks 0-2 lost their connection to a peer while rank 3 left no log at all: it most likely died (crash, "
+            "kill, exit)");
+  ASSERT_EQ(f.roles.size(), 2u);
+  EXPECT_EQ(f.roles[0].ranks, (Ranks{0, 1, 2}));
+  EXPECT_EQ(f.roles[1].role, "no log");
+  ASSERT_EQ(f.evidence.size(), 3u);
+  EXPECT_EQ(f.evidence[0].rank, 0);
+  EXPECT_EQ(f.evidence[0].file, "rank0.log");
+}
+
+TEST(LostPeerCheck, ThePeerTheMessagesNameIsTheCulprit) {
+  // pytorch#75512 shape: only the receiver's log; it names the sender.
+  JobBuilder b;
+  b.Event(1, Lost(0)).Event(1, Lost(0)).FromLog(1);
+  std::vector<Finding> fs = RunCheck(&LostPeerCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].culprit_ranks, Ranks{0});
+  EXPECT_EQ(fs[0].roles[1].role, "the peer they lost");
+  EXPECT_EQ(fs[0].summary,
+            "rank 1 lost its connection to a peer while rank 0 went away: it most likely died (crash, kill, exit)");
+  EXPECT_EQ(fs[0].evidence.size(), 2u);
+}
+
+TEST(LostPeerCheck, APeerThatAlsoReportsTheLossIsAVictim) {
+  // Ranks 0 and 1 each name the other: both are alive enough to log; with
+  // the world unknown there is no silent rank to blame.
+  JobBuilder b;
+  b.Event(0, Lost(1)).FromLog(0).Event(1, Lost(0)).FromLog(1);
+  EXPECT_TRUE(RunCheck(&LostPeerCheck, b.Build()).empty());
+}
+
+TEST(LostPeerCheck, ALoggedCrashIsTheCrashedRankChecksCase) {
+  JobBuilder b;
+  for (int r = 0; r < 3; ++r) b.Event(r, Lost(-1)).FromLog(r);
+  b.Event(3, LogEvent::Kind::kCrash, "CUDA out of memory").FromLog(3);
+  EXPECT_TRUE(RunCheck(&LostPeerCheck, b.World(4).Build()).empty());
+  EXPECT_TRUE(ReportsLostPeer(b.Build(), {0}));
+  EXPECT_FALSE(ReportsLostPeer(b.Build(), {3}));
+}
+
+}  // namespace
+}  // namespace hangdx::analyze

@@ -1,0 +1,260 @@
+#include "hangdx/analyze/checks/named_culprit.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "hangdx/analyze/checks/finding_util.h"
+#include "hangdx/base/rank_set.h"
+
+namespace hangdx::analyze {
+
+using model::LogEvent;
+using model::Rank;
+
+namespace {
+
+// One message of a producer's verdict and the rank whose log printed it
+// (-1: a log that names no rank).
+struct Report {
+  Rank reporter = -1;
+  const LogEvent* e = nullptr;
+};
+
+using Key = std::pair<std::string, int64_t>;  // (pg, seq) the message names; ("", -1) none
+
+bool NamesRanks(const LogEvent& e) {
+  if (e.kind == LogEvent::Kind::kCulprit) return !e.ranks.empty() || !e.ready_ranks.empty();
+  return e.kind == LogEvent::Kind::kStall && !e.ready_ranks.empty();
+}
+
+// The producers' verdicts by the (pg, seq) they name, in rank and line order.
+std::map<Key, std::vector<Report>> CulpritReports(const model::Job& job) {
+  std::map<Key, std::vector<Report>> out;
+  for (const auto& d : job.dumps)
+    for (const auto& e : d.events)
+      if (NamesRanks(e)) out[{e.pg, e.seq}].push_back({d.rank, &e});
+  return out;
+}
+
+// True when `a` happened after `b`: a later timestamp, else a later line of
+// the same file.
+bool After(const LogEvent& a, const LogEvent& b) {
+  if (a.time_ns > 0 && b.time_ns > 0) return a.time_ns > b.time_ns;
+  return a.file == b.file && a.line > b.line;
+}
+
+// True when some rank logged normal progress after event `e`.
+bool ProgressAfter(const model::Job& job, const LogEvent& e) {
+  for (const auto& d : job.dumps)
+    for (const auto& p : d.events)
+      if (p.kind == LogEvent::Kind::kProgress && After(p, e)) return true;
+  return false;
+}
+
+// How many ranks the reports speak of: the job's world when known, else
+// 0 .. the highest rank a dump or a report names.
+int64_t WorldSizeOf(const RankAnalysis& a, const std::vector<Report>& reports) {
+  if (a.world.size >= 0) return a.world.size;
+  int64_t n = 0;
+  for (const auto& d : a.job.dumps) n = std::max(n, d.rank + 1);
+  for (const Report& r : reports)
+    for (const auto* list : {&r.e->ranks, &r.e->ready_ranks})
+      for (Rank x : *list) n = std::max(n, x + 1);
+  return n;
+}
+
+// What the reports of one (pg, seq) say together.
+struct Verdict {
+  std::set<Rank> blamed;        // never joined, or joined and did not finish
+  std::set<Rank> ready;         // named as arrived
+  bool world_blamed = false;    // every rank of the world is blamed
+  bool joined = false;          // the blamed ranks are among those that arrived
+  bool rotating = false;        // two reports blame disjoint ranks
+  bool progress_after = false;  // normal progress was logged after the last report
+  bool pg_local = false;
+  int64_t waited_ms = -1;
+};
+
+// The ranks report `r` blames: those it names, else the world without the
+// ready ones (Horovod's early stall line lists only who did submit).
+std::set<Rank> BlamedBy(const Report& r, int64_t world) {
+  if (!r.e->ranks.empty()) return {r.e->ranks.begin(), r.e->ranks.end()};
+  std::set<Rank> out;
+  std::set<Rank> ready(r.e->ready_ranks.begin(), r.e->ready_ranks.end());
+  for (Rank x = 0; x < world; ++x)
+    if (!ready.count(x)) out.insert(x);
+  return out;
+}
+
+// True when every rank of `ranks` has an op at (pg, seq) in the model: it
+// joined the collective (a "joined but did not finish" list).
+bool Arrived(const RankAnalysis& a, const Key& key, const std::set<Rank>& ranks) {
+  if (key.second < 0) return false;
+  for (const Instance& in : a.instances.list) {
+    if (in.seq != key.second || (!key.first.empty() && a.groups[in.group].name != key.first)) continue;
+    if (std::all_of(ranks.begin(), ranks.end(),
+                    [&](Rank r) { return std::find(in.arrived.begin(), in.arrived.end(), r) != in.arrived.end(); }))
+      return true;
+  }
+  return false;
+}
+
+Verdict Judge(const RankAnalysis& a, const Key& key, const std::vector<Report>& reports) {
+  Verdict v;
+  int64_t world = WorldSizeOf(a, reports);
+  std::vector<std::set<Rank>> each;
+  for (const Report& r : reports) {
+    each.push_back(BlamedBy(r, world));
+    v.blamed.insert(each.back().begin(), each.back().end());
+    v.ready.insert(r.e->ready_ranks.begin(), r.e->ready_ranks.end());
+    v.pg_local = v.pg_local || r.e->ranks_pg_local;
+    v.waited_ms = std::max(v.waited_ms, r.e->waited_ms);
+  }
+  for (size_t i = 1; i < each.size(); ++i) {
+    std::vector<Rank> common;
+    std::set_intersection(each[i - 1].begin(), each[i - 1].end(), each[i].begin(), each[i].end(),
+                          std::back_inserter(common));
+    if (!each[i - 1].empty() && !each[i].empty() && common.empty()) v.rotating = true;
+  }
+  v.world_blamed = world > 1 && static_cast<int64_t>(v.blamed.size()) == world;
+  v.joined =
+      std::includes(v.ready.begin(), v.ready.end(), v.blamed.begin(), v.blamed.end()) || Arrived(a, key, v.blamed);
+  v.progress_after = ProgressAfter(a.job, *reports.back().e);
+  return v;
+}
+
+// Kind, severity, culprits and words of the finding, by the rules in the header.
+void Decide(const Verdict& v, Finding* f) {
+  std::vector<Rank> blamed(v.blamed.begin(), v.blamed.end());
+  f->severity = Severity::kError;
+  f->hang = true;
+  f->culprit_ranks = blamed;
+  if (v.rotating) {
+    f->kind = Kind::kStraggler;
+    f->severity = Severity::kWarning;
+    f->hang = false;
+    f->culprit_ranks.clear();
+    f->summary = "the ranks the reports name change from one report to the next (" + FormatRanks(blamed) +
+                 " in all): the whole job is slow, no one rank holds it up";
+    f->fix_hint = "look for what slows every rank in turn (network, storage, a shared host)";
+  } else if (v.progress_after) {
+    f->kind = Kind::kStraggler;
+    f->severity = Severity::kWarning;
+    f->hang = false;
+    f->summary = RankWords(blamed) + " " + Verb(blamed, "was", "were") +
+                 " late to a collective the others waited in, but progress was logged after the report: slow, "
+                 "not hung";
+    f->fix_hint =
+        "profile the late rank (rank-0-only work, data loading, a slow link); raise the stall warning "
+        "time if it is expected";
+  } else if (v.joined && v.world_blamed) {
+    f->kind = Kind::kResourceDeadlock;
+    f->culprit_ranks.clear();
+    f->summary = "every rank (" + FormatRanks(blamed) +
+                 ") joined the collective and none finished it: no rank is missing, the collective itself does "
+                 "not progress";
+    f->fix_hint =
+        "look below the ranks: the transport (NCCL_DEBUG=INFO, link errors, IB/RoCE counters), a stuck "
+        "GPU kernel, the communication library version";
+  } else if (v.joined) {
+    f->kind = Kind::kUndecided;
+    f->summary = RankWords(blamed) +
+                 " joined the collective and did not finish it; the report names no rank "
+                 "that never joined";
+    f->fix_hint = "collect the Flight Recorder dumps (or logs) of every rank: the ranks they wait for are missing";
+  } else if (v.world_blamed) {
+    f->kind = Kind::kCollectiveMismatch;
+    f->summary = "every rank (" + FormatRanks(blamed) +
+                 ") waits for something another rank has not submitted: they issue different collectives";
+    f->fix_hint =
+        "make every rank issue the same collectives in the same order (a rank-dependent branch, "
+        "rank-0-only work, uneven data)";
+  } else {
+    f->kind = Kind::kMissingRank;
+    f->summary = RankWords(blamed) + " never joined the collective the other ranks wait in, as the report says";
+    f->fix_hint =
+        "find what the named rank does instead (py-spy dump it): a rank-dependent branch, rank-0-only "
+        "work, uneven data, or a dead process";
+  }
+}
+
+Finding ReportFinding(const RankAnalysis& a, const Key& key, const std::vector<Report>& reports) {
+  Verdict v = Judge(a, key, reports);
+  Finding f;
+  f.pg_name = key.first;
+  f.seq = key.second;
+  f.op = reports.front().e->op;
+  Decide(v, &f);
+  f.ranks_are_pg_local = v.pg_local && !f.culprit_ranks.empty();
+  f.roles.push_back({"named by the report", {v.blamed.begin(), v.blamed.end()}});
+  if (!v.ready.empty()) f.roles.push_back({"ready", {v.ready.begin(), v.ready.end()}});
+  if (v.waited_ms >= 0)
+    f.details.push_back("the report was printed after a wait of " + std::to_string(v.waited_ms / 1000) + " s");
+  if (f.kind == Kind::kMissingRank && !v.progress_after)
+    f.details.push_back(
+        "no progress is logged after the report; if the job's steps take about as long as that "
+        "wait, the named rank may only be slow");
+  for (size_t i = 0; i < reports.size() && i < kEvidencePerSide; ++i)
+    f.evidence.push_back({reports[i].e->file, reports[i].reporter, -1,
+                          "line " + std::to_string(reports[i].e->line) + ": " + reports[i].e->message.substr(0, 300)});
+  if (reports.size() > kEvidencePerSide)
+    f.evidence.push_back(
+        {"", -1, -1, "... and " + std::to_string(reports.size() - kEvidencePerSide) + " more report lines"});
+  return f;
+}
+
+// Stall warnings that name nobody, per reporter: a hang only when one
+// reporter repeats them with no progress in between.
+void UnnamedStalls(const model::Job& job, FindingSink* sink) {
+  std::map<Rank, std::vector<const LogEvent*>> by_reporter;
+  for (const auto& d : job.dumps)
+    for (const auto& e : d.events)
+      if (e.kind == LogEvent::Kind::kStall && e.ranks.empty() && e.ready_ranks.empty())
+        by_reporter[d.rank].push_back(&e);
+  if (by_reporter.empty()) return;
+  std::vector<Rank> repeated, reporters;  // ranks -1 (a log naming none) are not listed
+  bool any_repeated = false;
+  std::vector<Evidence> lines;
+  for (const auto& [r, events] : by_reporter) {
+    if (r >= 0) reporters.push_back(r);
+    bool again = events.size() >= 2 && !ProgressAfter(job, *events.front());
+    any_repeated = any_repeated || again;
+    if (again && r >= 0) repeated.push_back(r);
+    for (const LogEvent* e : events)
+      if (lines.size() < kEvidencePerSide)
+        lines.push_back({e->file, r, -1, "line " + std::to_string(e->line) + ": " + e->message.substr(0, 300)});
+  }
+  Finding f;
+  f.kind = Kind::kUndecided;
+  f.evidence = std::move(lines);
+  if (any_repeated) {
+    f.severity = Severity::kError;
+    f.hang = true;
+    f.candidates = repeated;
+    f.culprit_ranks = repeated;
+    f.summary =
+        "the stall warnings repeat with no progress in between: the wait goes on (a hang), but the "
+        "messages name no rank to blame";
+    f.would_decide = "the stacks (py-spy dump) or Flight Recorder dumps of every rank: the rank that is elsewhere";
+    f.fix_hint = "dump the stacks of every process: the one not waiting where the others wait is the culprit";
+  } else {
+    f.severity = Severity::kWarning;
+    f.hang = false;
+    f.summary =
+        "a stall warning was printed once and names no rank: a slow step (compilation, loading), not "
+        "shown to be a hang";
+    f.fix_hint = "if the warning keeps repeating, dump the stacks of every process";
+  }
+  f.roles.push_back({"warned", reporters});
+  sink->Add(std::move(f));
+}
+
+}  // namespace
+
+void NamedCulpritCheck(const RankAnalysis& a, FindingSink* sink) {
+  for (const auto& [key, reports] : CulpritReports(a.job)) sink->Add(ReportFinding(a, key, reports));
+  UnnamedStalls(a.job, sink);
+}
+
+}  // namespace hangdx::analyze

@@ -1,0 +1,145 @@
+// The named-culprit check: a producer's own verdict (desync report, stall
+// inspector, fr_trace) as a finding, by the rules in named_culprit.h.
+#include "hangdx/analyze/checks/named_culprit.h"
+
+#include <gtest/gtest.h>
+
+#include "hangdx/analyze/checks/check_testing.h"
+#include "hangdx/model/testing/job_builder.h"
+
+namespace hangdx::analyze {
+namespace {
+
+using model::LogEvent;
+using model::testing::JobBuilder;
+using model::testing::RankRange;
+using testing::RunCheck;
+using Ranks = std::vector<model::Rank>;
+
+// A report line of kind `kind` at `line` of rank 0's log naming `ranks`
+// as culprits and `ready` as arrived.
+LogEvent Report(Ranks ranks, Ranks ready, int64_t line, LogEvent::Kind kind = LogEvent::Kind::kCulprit) {
+  LogEvent e;
+  e.kind = kind;
+  e.message = "report line " + std::to_string(line);
+  e.line = line;
+  e.ranks = std::move(ranks);
+  e.ready_ranks = std::move(ready);
+  return e;
+}
+
+TEST(NamedCulpritCheck, ADesyncReportsLaggingRankIsMissing) {
+  // pytorch#152623: rank 0's desync report, "[Rank 7] is the lagging rank"
+  // of an 8-rank job, printed after a 600 s wait.
+  LogEvent e = Report({7}, {}, 12);
+  e.pg = "0";
+  e.seq = 5;
+  e.op = "ALLREDUCE";
+  e.waited_ms = 600000;
+  JobBuilder b;
+  b.Event(0, e).FromLog(0).World(8);
+  std::vector<Finding> fs = RunCheck(&NamedCulpritCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  const Finding& f = fs[0];
+  EXPECT_EQ(f.kind, Kind::kMissingRank);
+  EXPECT_TRUE(f.hang);
+  EXPECT_EQ(f.culprit_ranks, Ranks{7});
+  EXPECT_EQ(f.pg_name, "0");
+  EXPECT_EQ(f.seq, 5);
+  EXPECT_EQ(f.op, "ALLREDUCE");
+  EXPECT_EQ(f.summary, "rank 7 never joined the collective the other ranks wait in, as the report says");
+  ASSERT_EQ(f.evidence.size(), 1u);
+  EXPECT_EQ(f.evidence[0].note, "line 12: report line 12");
+  EXPECT_EQ(f.details[0], "the report was printed after a wait of 600 s");
+}
+
+TEST(NamedCulpritCheck, AStallLineListingTheReadyRanksBlamesTheOthers) {
+  // Horovod's early stall line names only the ranks that submitted: 0, 1, 3 of 4.
+  JobBuilder b;
+  b.Event(0, Report({}, {0, 1, 3}, 4, LogEvent::Kind::kStall)).FromLog(0).World(4);
+  std::vector<Finding> fs = RunCheck(&NamedCulpritCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kMissingRank);
+  EXPECT_EQ(fs[0].culprit_ranks, Ranks{2});
+}
+
+TEST(NamedCulpritCheck, EveryRankJoinedAndNoneFinishedIsTheCollectiveItself) {
+  // llamafactory#9496: the desync report says all 4 ranks joined and none finished.
+  JobBuilder b;
+  b.Event(0, Report(RankRange(0, 4), RankRange(0, 4), 7)).FromLog(0).World(4);
+  std::vector<Finding> fs = RunCheck(&NamedCulpritCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kResourceDeadlock);
+  EXPECT_TRUE(fs[0].hang);
+  EXPECT_TRUE(fs[0].culprit_ranks.empty());
+}
+
+TEST(NamedCulpritCheck, EveryRankNamedAsMissingIsAMismatch) {
+  JobBuilder b;
+  b.Event(0, Report(RankRange(0, 4), {}, 7)).FromLog(0).World(4);
+  std::vector<Finding> fs = RunCheck(&NamedCulpritCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kCollectiveMismatch);
+  EXPECT_EQ(fs[0].culprit_ranks, (Ranks{0, 1, 2, 3}));
+}
+
+TEST(NamedCulpritCheck, SomeRanksJoinedAndDidNotFinishIsUndecided) {
+  JobBuilder b;
+  b.Event(0, Report({2}, {0, 1, 2}, 7)).FromLog(0).World(4);
+  std::vector<Finding> fs = RunCheck(&NamedCulpritCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kUndecided);
+  EXPECT_EQ(fs[0].culprit_ranks, Ranks{2});
+}
+
+TEST(NamedCulpritCheck, ProgressAfterTheReportMakesItAStraggler) {
+  // horovod#1737: a stall report for rank 1 at line 3, then training goes on (line 10).
+  JobBuilder b;
+  LogEvent progress;
+  progress.kind = LogEvent::Kind::kProgress;
+  progress.message = "Epoch 1 loss 0.3";
+  progress.line = 10;
+  b.Event(0, Report({1}, {}, 3)).Event(0, progress).FromLog(0).World(2);
+  std::vector<Finding> fs = RunCheck(&NamedCulpritCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kStraggler);
+  EXPECT_FALSE(fs[0].hang);
+  EXPECT_EQ(fs[0].severity, Severity::kWarning);
+  EXPECT_EQ(fs[0].culprit_ranks, Ranks{1});
+}
+
+TEST(NamedCulpritCheck, ReportsThatBlameDifferentRanksInTurnAreASlowJob) {
+  // horovod#334: one report names rank 1, the next rank 2.
+  JobBuilder b;
+  b.Event(0, Report({1}, {}, 3)).Event(0, Report({2}, {}, 9)).FromLog(0).World(4);
+  std::vector<Finding> fs = RunCheck(&NamedCulpritCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kStraggler);
+  EXPECT_FALSE(fs[0].hang);
+  EXPECT_TRUE(fs[0].culprit_ranks.empty());
+}
+
+TEST(NamedCulpritCheck, AStallWarningNamingNobodyIsAHangOnlyWhenItRepeats) {
+  // vllm: "No available shared memory broadcast block found in 60 seconds".
+  JobBuilder once;
+  once.Event(0, Report({}, {}, 3, LogEvent::Kind::kStall)).FromLog(0);
+  std::vector<Finding> fs = RunCheck(&NamedCulpritCheck, once.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kUndecided);
+  EXPECT_FALSE(fs[0].hang);
+  EXPECT_EQ(fs[0].severity, Severity::kWarning);
+
+  JobBuilder twice;
+  twice.Event(0, Report({}, {}, 3, LogEvent::Kind::kStall))
+      .Event(0, Report({}, {}, 9, LogEvent::Kind::kStall))
+      .FromLog(0);
+  fs = RunCheck(&NamedCulpritCheck, twice.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kUndecided);
+  EXPECT_TRUE(fs[0].hang);
+  EXPECT_EQ(fs[0].candidates, Ranks{0});
+  EXPECT_FALSE(fs[0].would_decide.empty());
+}
+
+}  // namespace
+}  // namespace hangdx::analyze
