@@ -204,6 +204,17 @@ class HardenedServer : public httplib::Server {
           "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\nRetry-After: 1\r\n\r\n";
       (void)!::send(sock, kBusy, sizeof kBusy - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
       reject_("overloaded");
+      // This runs on the accepting thread: no lingering (up to 500 ms for
+      // a client that does not close), or a flood of connections would
+      // stop the accepts and later clients would be refused, not answered.
+      // What the client sent so far is drained without waiting, so the
+      // close does not reset the 503 away.
+      ::shutdown(sock, SHUT_WR);
+      char buf[16384];
+      for (int i = 0; i < 64 && ::recv(sock, buf, sizeof buf, MSG_DONTWAIT) > 0; ++i) {
+      }
+      ::close(sock);
+      return true;
     } else {
       bool linger = true;
       DeadlineStream strm(sock);

@@ -184,5 +184,34 @@ TEST_F(HttpServerTest, OverloadGets503AtOnce) {
   EXPECT_EQ(Ping(), 200);
 }
 
+TEST_F(HttpServerTest, OverloadedClientsThatStayConnectedDoNotHoldTheAccepts) {
+  StartServer({.threads = 1, .max_queued = 1});
+  std::vector<std::thread> busy;
+  for (int i = 0; i < 2; ++i) {
+    busy.emplace_back([&] { Exchange(server->port(), "GET /sleep HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"); });
+    std::this_thread::sleep_for(300ms);
+  }
+  // Five clients past the queue that send half a head and never close:
+  // each gets its 503 at once, not after the previous one's 500 ms linger.
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<int> held;
+  for (int i = 0; i < 5; ++i) {
+    int fd = Connect(server->port());
+    ASSERT_GE(fd, 0);
+    (void)!::send(fd, "POST /v1/report HTTP/1.1\r\n", 26, MSG_NOSIGNAL);
+    pollfd p{fd, POLLIN, 0};
+    ASSERT_EQ(::poll(&p, 1, 2000), 1);
+    char buf[256];
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    ASSERT_GT(n, 0);
+    EXPECT_NE(std::string(buf, static_cast<size_t>(n)).find("503"), std::string::npos);
+    held.push_back(fd);
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.0);
+  for (int fd : held) ::close(fd);
+  for (auto& t : busy) t.join();
+  EXPECT_EQ(counts.Get("overloaded"), 5);
+}
+
 }  // namespace
 }  // namespace hangdx::live
