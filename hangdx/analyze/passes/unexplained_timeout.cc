@@ -56,7 +56,14 @@ void UnexplainedTimeoutPass(const RankAnalysis& a, FindingSink* sink, Diagnosis*
   f.hang = true;
   f.op = op;
   const std::vector<Rank>& missing = a.world.without_dump;
-  f.culprit_ranks = missing;
+  // The silent ranks are the suspects only when they are fewer than the
+  // ranks that timed out waiting: one timeout of seven ranks shows nothing
+  // about the six others, and naming them would invent a culprit.
+  if (missing.size() <= timed_out.size()) {
+    f.culprit_ranks = missing;
+    f.candidates = missing;
+  }
+  if (!missing.empty()) f.would_decide = "the logs or Flight Recorder dumps of " + RankWords(missing);
   f.roles.push_back({"timed out", timed_out});
   if (!missing.empty()) f.roles.push_back({"no log", missing});
   f.summary = RankWords(timed_out) + " " + Verb(timed_out, "reports", "report") + " a timed-out " +

@@ -29,6 +29,8 @@ TEST(UnexplainedTimeoutPass, TimeoutsNothingExplainsAreAnUndecidedError) {
   EXPECT_EQ(f.kind, Kind::kUndecided);
   EXPECT_EQ(f.severity, Severity::kError);
   EXPECT_EQ(f.culprit_ranks, Ranks{2});
+  EXPECT_EQ(f.candidates, Ranks{2});
+  EXPECT_EQ(f.would_decide, "the logs or Flight Recorder dumps of rank 2");
   EXPECT_EQ(f.roles[0].ranks, (Ranks{0, 1}));
   EXPECT_EQ(f.roles[1].role, "no log");
   EXPECT_EQ(f.summary,
@@ -36,6 +38,26 @@ TEST(UnexplainedTimeoutPass, TimeoutsNothingExplainsAreAnUndecidedError) {
             "from rank 2");
   ASSERT_EQ(f.evidence.size(), 2u);
   EXPECT_EQ(f.evidence[1].note, "line 3: Watchdog caught collective operation timeout");
+}
+
+TEST(UnexplainedTimeoutPass, OneTimeoutOfManyRanksNamesNoCulprit) {
+  // lmdeploy#3354: one rank (6) of 7 logs a timed-out broadcast and names no
+  // peer: ranks 0-5 are unseen, not shown to be at fault.
+  JobBuilder b;
+  b.Event(6, model::LogEvent::Kind::kTimeout, "EI0002: The wait execution of the Notify register times out.")
+      .FromLog(6);
+  model::Job job = b.World(7).Build();
+  RankAnalysis a = BuildRankAnalysis(job, {});
+  FindingSink sink;
+  UnexplainedTimeoutPass(a, &sink, nullptr);
+  ASSERT_EQ(sink.entries().size(), 1u);
+  const Finding& f = sink.entries()[0].finding;
+  EXPECT_EQ(f.kind, Kind::kUndecided);
+  EXPECT_TRUE(f.hang);
+  EXPECT_TRUE(f.culprit_ranks.empty());
+  EXPECT_TRUE(f.candidates.empty());
+  EXPECT_EQ(f.roles[1].ranks, (Ranks{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(f.would_decide, "the logs or Flight Recorder dumps of ranks 0-5");
 }
 
 TEST(UnexplainedTimeoutPass, AWaitStateErrorExplainsThemADeviceOneDoesNot) {
