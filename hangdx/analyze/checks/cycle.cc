@@ -1,6 +1,7 @@
 #include "hangdx/analyze/checks/cycle.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "hangdx/analyze/checks/finding_util.h"
@@ -88,6 +89,34 @@ void AddCycleEvidence(const RankAnalysis& a, const std::vector<int>& cyc, Findin
   }
 }
 
+// Across pgs, the ranks on the minority side of the disagreement: every
+// collective node of the component, its waiters counted per pg; when one
+// pg holds strictly the most waiters (the order most ranks issued), the
+// waiters of the other pgs issued theirs in a different order and are the
+// culprits. Empty on a tie, or with fewer than two pgs.
+std::vector<Rank> MinoritySide(const RankAnalysis& a, const std::vector<int>& comp) {
+  std::map<int, std::vector<Rank>> by_group;
+  for (int v : comp) {
+    const RankNode& n = a.graph.node(v);
+    if (n.type != RankNodeType::kInstance || n.group < 0) continue;
+    std::vector<Rank> w = a.Waiters(v);
+    by_group[n.group].insert(by_group[n.group].end(), w.begin(), w.end());
+  }
+  if (by_group.size() < 2) return {};
+  size_t most = 0, ties = 0;
+  for (const auto& [g, w] : by_group) {
+    if (w.size() > most) most = w.size(), ties = 0;
+    if (w.size() == most) ++ties;
+  }
+  if (ties > 1) return {};
+  std::vector<Rank> out;
+  for (const auto& [g, w] : by_group)
+    if (w.size() != most) out.insert(out.end(), w.begin(), w.end());
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 Finding CycleFinding(const RankAnalysis& a, const std::vector<int>& comp) {
   std::vector<int> cyc = a.graph.graph().WitnessCycle(comp);
   CycleShape shape = ShapeOf(a, cyc);
@@ -97,6 +126,13 @@ Finding CycleFinding(const RankAnalysis& a, const std::vector<int>& comp) {
   f.culprit_ranks = shape.order;
   std::sort(f.culprit_ranks.begin(), f.culprit_ranks.end());
   f.culprit_ranks.erase(std::unique(f.culprit_ranks.begin(), f.culprit_ranks.end()), f.culprit_ranks.end());
+  if (f.kind == Kind::kOrderInversion) {
+    std::vector<Rank> minority = MinoritySide(a, comp);
+    if (!minority.empty()) {
+      f.culprit_ranks = minority;
+      f.roles.push_back({"issued the pgs in the minority order", minority});
+    }
+  }
   f.severity = Severity::kError;
   f.hang = true;
   const std::vector<std::string>& ops = shape.ops;

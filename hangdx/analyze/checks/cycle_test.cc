@@ -64,6 +64,39 @@ TEST(CycleCheck, CollectivesOfTwoPgsInOppositeOrderAreAnOrderInversion) {
   EXPECT_EQ(fs[0].cycle, (Ranks{0, 1}));
 }
 
+TEST(CycleCheck, AcrossPgsTheCulpritsAreTheMinoritySide) {
+  // Ranks 0-3 are members of pgs 1 and 2. Ranks 0-2 issued pg 1's seq 3
+  // first and wait in it for rank 3; rank 3 issued pg 2's seq 3 first and
+  // waits in it for ranks 0-2. Rank 3's order is the odd one: it alone is
+  // the culprit, not one rank from each side of the witness cycle.
+  JobBuilder b("nccl");
+  for (int r = 0; r < 4; ++r) b.Steps(r, "1", 1, 2).Steps(r, "2", 1, 2);
+  for (int r = 0; r < 3; ++r) b.Coll(r, "1", 3, "all_reduce", false);
+  b.Coll(3, "2", 3, "all_gather", false);
+  model::Job job = b.Members("1", {0, 1, 2, 3}).Members("2", {0, 1, 2, 3}).Build();
+  std::vector<Finding> fs = RunCheck(&CycleCheck, job);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kOrderInversion);
+  EXPECT_EQ(fs[0].culprit_ranks, Ranks{3});
+  ASSERT_FALSE(fs[0].roles.empty());
+  EXPECT_EQ(fs[0].roles[0].role, "issued the pgs in the minority order");
+  EXPECT_EQ(fs[0].roles[0].ranks, Ranks{3});
+}
+
+TEST(CycleCheck, AcrossPgsATieKeepsBothSides) {
+  // Ranks 0-1 wait in pg 1, ranks 2-3 in pg 2: no minority.
+  JobBuilder b("nccl");
+  for (int r = 0; r < 4; ++r) b.Steps(r, "1", 1, 2).Steps(r, "2", 1, 2);
+  for (int r = 0; r < 2; ++r) b.Coll(r, "1", 3, "all_reduce", false);
+  for (int r = 2; r < 4; ++r) b.Coll(r, "2", 3, "all_gather", false);
+  model::Job job = b.Members("1", {0, 1, 2, 3}).Members("2", {0, 1, 2, 3}).Build();
+  std::vector<Finding> fs = RunCheck(&CycleCheck, job);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kOrderInversion);
+  EXPECT_TRUE(fs[0].roles.empty());
+  EXPECT_EQ(fs[0].culprit_ranks.size(), 2u);  // the witness cycle's ranks, one per side
+}
+
 TEST(CycleCheck, NoCycleNoFinding) {
   JobBuilder b;
   b.Wait(0, "all_reduce", {1}).Wait(1, "checkpoint", {});
