@@ -6,8 +6,11 @@
 // producer agrees), and the producer's finding goes: one hang, one finding.
 // When they name different ranks, both stay and each says what the other
 // names: the disagreement is the user's to weigh (a desync report from one
-// rank's view of the store against the dumps of every rank). Runs first, so
-// that the later passes see one finding per hang.
+// rank's view of the store against the dumps of every rank). A finding from
+// the records that names no one (the stall check's undecided: every member
+// seen is in it and it does not finish, as when one rank's log is all there
+// is) is absorbed into a producer's hang finding that names culprits: that
+// says more. Runs first, so that the later passes see one finding per hang.
 #pragma once
 
 #include "hangdx/analyze/passes/pass.h"
