@@ -350,4 +350,24 @@ assert f['kind']=='size_mismatch' and f['culprit_ranks']==[0], f
 assert not any('binary data' in x['message'] for x in d['diagnostics']), d['diagnostics']" || { echo "FAIL padded_log_$enc"; fail=1; }
 done
 
+# The report is never written over an input, and a report that could not be
+# written (a full disk) is exit 2, not a silent success.
+rm -rf "$tmp/own" && cp -r examples/mismatch "$tmp/own" && cp "$tmp/own/fr_trace_rank_0" "$tmp/rank0.orig"
+check output_is_input 2 "$BIN" analyze "$tmp/own" -o "$tmp/own/fr_trace_rank_0"
+cmp -s "$tmp/own/fr_trace_rank_0" "$tmp/rank0.orig" || { echo "FAIL -o overwrote an input"; fail=1; }
+grep -q "is one of the inputs" "$tmp/err" || { echo "FAIL output_is_input message"; fail=1; }
+if [ -w /dev/full ]; then
+  "$BIN" analyze examples/mismatch >/dev/full 2>"$tmp/err"; rc=$?
+  [ $rc -eq 2 ] && grep -q "cannot write the report to stdout" "$tmp/err" || { echo "FAIL stdout_full: exit $rc"; fail=1; }
+fi
+check bad_threads 2 "$BIN" analyze examples/mismatch -j -1
+grep -q "not in range 0 to 1024" "$tmp/err" || { echo "FAIL bad_threads message: $(head -1 "$tmp/err")"; fail=1; }
+check help_names_watch 0 "$BIN" --help
+grep -q "hangdx watch --help" "$tmp/out" && grep -q "^Usage: hangdx " "$tmp/out" || { echo "FAIL --help: watch or usage name"; fail=1; }
+
+# A snapshot waiting on a rank it holds no state of says so (not "elsewhere").
+echo '{"0": {"current_op": "all_reduce", "waiting_for_ranks": [5], "op_seq": 1}}' >"$tmp/far.json"
+check snapshot_no_data 1 "$BIN" analyze "$tmp/far.json"
+head -1 "$tmp/out" | grep -q "for rank 5, which is not in the snapshot (no data)" || { echo "FAIL snapshot_no_data: $(head -1 "$tmp/out")"; fail=1; }
+
 exit $fail

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "hangdx/base/rank_set.h"
+
 namespace hangdx::analyze {
 
 namespace {
@@ -50,8 +52,9 @@ World ResolveWorld(const model::Job& job, model::DiagnosticSink* diags) {
   int64_t with_data = static_cast<int64_t>(job.dumps.size() + job.unreadable.size());
   if (world.inferred && w > 4 * with_data + 64) {
     diags->Add(model::Diagnostic::Severity::kWarning, "",
-               "rank numbers go up to " + std::to_string(w - 1) + " but only " + std::to_string(with_data) +
-                   " ranks have data; not guessing the world size (pass --world-size)");
+               "rank numbers go up to " + std::to_string(w - 1) + " but only " +
+                   Count(with_data, "rank has", "ranks have") +
+                   " data; not guessing the world size (pass --world-size)");
     w = -1;
   }
   world.size = w;

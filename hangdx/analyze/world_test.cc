@@ -54,7 +54,7 @@ TEST(ResolveWorld, UnbelievableRankNumbersAreNotAWorld) {
   std::vector<model::Diagnostic> d = diags.Take();
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(d[0].message,
-            "rank numbers go up to 1000 but only 1 ranks have data; not guessing the world size (pass --world-size)");
+            "rank numbers go up to 1000 but only 1 rank has data; not guessing the world size (pass --world-size)");
 }
 
 TEST(Crashed, OnlyACrashEventMakesARankDead) {

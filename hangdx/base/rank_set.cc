@@ -34,6 +34,10 @@ std::string RankWords(std::vector<int64_t> ranks) {
   return (ranks.size() == 1 ? "rank " : "ranks ") + text;
 }
 
+std::string Count(int64_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
 bool ParseRanks(const std::string& text, std::vector<int64_t>* out, int64_t max_count) {
   out->clear();
   size_t pos = 0;

@@ -18,6 +18,10 @@ std::string FormatRanks(std::vector<int64_t> ranks);
 // "ranks 0-99,101-...,... (900 ranks)" (full sets belong in the roles).
 std::string RankWords(std::vector<int64_t> ranks);
 
+// A count with its noun in the right number: Count(1, "seq", "seqs") is
+// "1 seq", Count(3, "seq", "seqs") is "3 seqs".
+std::string Count(int64_t n, const char* one, const char* many);
+
 // Parses "0-3,5,7-9" back into sorted ranks. Returns false (and leaves *out
 // partial) on malformed text or a range wider than `max_count` ranks.
 bool ParseRanks(const std::string& text, std::vector<int64_t>* out, int64_t max_count = 10'000'000);

@@ -38,5 +38,11 @@ TEST(ParseRanks, RoundTrip) {
   EXPECT_FALSE(ParseRanks("0-99999999999", &r));
 }
 
+TEST(Count, NounAgreesWithTheNumber) {
+  EXPECT_EQ(Count(1, "seq", "seqs"), "1 seq");
+  EXPECT_EQ(Count(0, "seq", "seqs"), "0 seqs");
+  EXPECT_EQ(Count(12, "rank has", "ranks have"), "12 ranks have");
+}
+
 }  // namespace
 }  // namespace hangdx

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "hangdx/base/rank_set.h"
 #include "hangdx/live/bundle.h"
 #include "hangdx/live/hooks.h"
 #include "hangdx/live/redis_store.h"
@@ -471,7 +472,7 @@ void Watcher::Investigate(const Stall& stall) {
         << (stall.reason == Stall::Reason::kSilentRank ? "rank " + Ranks(stall.silent) + " has not answered for "
                                                        : "pg " + pgs + " has not progressed for ")
         << seconds << (stall.behind.empty() ? "" : "; least progressed: rank " + Ranks(stall.behind))
-        << "; fetching details from " << stall.ranks.size() << " ranks\n";
+        << "; fetching details from " << Count(static_cast<int64_t>(stall.ranks.size()), "rank", "ranks") << "\n";
   auto t_fetch = Clock::now();
   Details d = prober_.Fetch(stall.ranks, opt_.fetch_timeout);
   Details pushed = CollectPushed(stall);

@@ -51,8 +51,10 @@ std::string C(std::string_view s) { return Printable(s); }
 
 // "  warning: FILE @ byte N: message\n", control characters escaped.
 std::string DiagLine(const model::Diagnostic& diag) {
-  return "  " + std::string(DiagSeverity(diag.severity)) + ": " + C(diag.file) +
-         (diag.offset >= 0 ? " @ byte " + std::to_string(diag.offset) : "") + ": " + C(diag.message) + "\n";
+  // A job-wide note has no file: no empty "warning: : ..." field.
+  std::string where =
+      diag.file.empty() ? "" : C(diag.file) + (diag.offset >= 0 ? " @ byte " + std::to_string(diag.offset) : "") + ": ";
+  return "  " + std::string(DiagSeverity(diag.severity)) + ": " + where + C(diag.message) + "\n";
 }
 
 // One diagnostic in the JSON documents.
@@ -83,7 +85,7 @@ std::string RenderText(const Diagnosis& d, size_t max_findings) {
          " used";
     if (in.skipped) o += ", " + std::to_string(in.skipped) + " skipped (not a format hangdx reads)";
     if (in.unreadable) o += ", " + std::to_string(in.unreadable) + " unreadable";
-    if (in.duplicates) o += ", " + std::to_string(in.duplicates) + " duplicate dumps of a rank";
+    if (in.duplicates) o += ", " + Count(in.duplicates, "duplicate dump", "duplicate dumps") + " of a rank";
     if (in.skipped || in.unreadable || in.duplicates) o += " (see the end)";
     o += "\n";
   }
@@ -147,7 +149,7 @@ std::string RenderText(const Diagnosis& d, size_t max_findings) {
       o += "  pg " + C(p.name) + (p.desc.empty() || p.desc.size() > 32 ? "" : " (" + C(p.desc) + ")") + ": ranks " +
            FormatRanks(p.ranks) + (p.ranks_inferred ? " (inferred)" : "") + ", last seq " + std::to_string(p.max_seq);
       if (p.stuck_seq >= 0) o += ", first unfinished seq " + std::to_string(p.stuck_seq) + " " + p.stuck_op;
-      if (p.mismatched_seqs > 0) o += ", " + std::to_string(p.mismatched_seqs) + " seqs where ranks disagree";
+      if (p.mismatched_seqs > 0) o += ", " + Count(p.mismatched_seqs, "seq", "seqs") + " where ranks disagree";
       o += "\n";
     }
     if (quiet) o += "  ... and " + std::to_string(quiet) + " more pgs" + (shown ? "" : ", none stuck") + "\n";
@@ -174,7 +176,7 @@ std::string RenderText(const Diagnosis& d, size_t max_findings) {
         bool info = diag.severity == model::Diagnostic::Severity::kInfo;
         if (info != (pass == 1)) continue;
         if (k++ == 12) {
-          o += "  ... (all of them in --format json)\n";
+          o += "  ... " + std::to_string(d.diagnostics.size() - 12) + " more in --format json\n";
           break;
         }
         o += DiagLine(diag);
@@ -264,7 +266,7 @@ std::string RenderStacksText(const analyze::StackTree& t) {
     o += "\nInput problems (" + std::to_string(t.problems.size()) + "):\n";
     for (size_t k = 0; k < t.problems.size(); ++k) {
       if (k == 12) {
-        o += "  ... (all of them in --format json)\n";
+        o += "  ... " + std::to_string(t.problems.size() - 12) + " more in --format json\n";
         break;
       }
       const auto& diag = t.problems[k];

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <mutex>
@@ -44,7 +45,11 @@ class Progress {
 // the file cannot be written.
 int WriteOut(const std::string& text, const std::string& output) {
   if (output.empty() || output == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
+    // A full disk or a closed pipe must not pass for a report written.
+    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
+      std::cerr << "hangdx: cannot write the report to stdout\n";
+      return 2;
+    }
     return 0;
   }
   std::ofstream f(output, std::ios::binary);
@@ -56,6 +61,16 @@ int WriteOut(const std::string& text, const std::string& output) {
   return 0;
 }
 
+// True when `output` names an existing file that is one of `inputs` (so
+// `-o` would overwrite a rank's dump).
+bool IsOneOf(const std::string& output, const std::vector<std::string>& inputs) {
+  std::error_code ec;
+  if (output.empty() || output == "-" || !std::filesystem::exists(output, ec)) return false;
+  for (const auto& in : inputs)
+    if (std::filesystem::equivalent(output, in, ec)) return true;
+  return false;
+}
+
 int RunAnalyze(const std::vector<std::string>& paths, const std::string& format, const std::string& output,
                hangdx::pipeline::PipelineOptions options) {
   Progress progress;
@@ -65,6 +80,10 @@ int RunAnalyze(const std::vector<std::string>& paths, const std::string& format,
   options.load.progress = nullptr;
   if (!d.ok()) {
     std::cerr << "hangdx: " << d.status().message() << "\n";
+    return 2;
+  }
+  if (IsOneOf(output, d->files)) {
+    std::cerr << "hangdx: -o " << output << " is one of the inputs; not overwriting it\n";
     return 2;
   }
   auto text = hangdx::pipeline::Render(*d, format);
@@ -99,9 +118,11 @@ int RunSimulate(const std::string& path, const std::string& format, const hangdx
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "watch") return hangdx::tools::WatchMain(argc - 1, argv + 1);
-  CLI::App app{"hangdx: names the hang in a distributed deep-learning job from what its ranks left behind"};
+  CLI::App app{"hangdx: names the hang in a distributed deep-learning job from what its ranks left behind", "hangdx"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("hangdx 0.1.0"));
+  // watch has its own parser (watch_main.cc); say here that it exists.
+  app.footer("\nhangdx watch --help: watch a running job and name its hang as it happens (docs/live.md)");
 
   auto* analyze = app.add_subcommand("analyze", "Diagnose a hang from per-rank dumps (files or folders)");
   std::vector<std::string> paths;
@@ -123,7 +144,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   analyze->add_option("--rank", rank_overrides, "FILE=RANK: the rank of a dump whose name does not say it");
   analyze->add_option("-j,--threads", options.load.threads, "Parser threads (0: all cores)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1024));
   analyze->add_flag("--assume-timed-out", options.analyze.assume_timed_out,
                     "Treat every wait as a hang even without timeout evidence (no straggler verdicts)");
 

@@ -35,12 +35,27 @@ Finding FirstFinding(const RankAnalysis& a, Rank rank, const std::vector<Rank>& 
   return f;
 }
 
+// True when every culprit is in the finding's "no data" role: the snapshot
+// holds nothing about them, so nothing says where they are.
+bool CulpritsWithoutData(const Finding& f) {
+  for (const RoleGroup& g : f.roles) {
+    if (g.role != "no data") continue;
+    return std::all_of(f.culprit_ranks.begin(), f.culprit_ranks.end(),
+                       [&](Rank r) { return std::find(g.ranks.begin(), g.ranks.end(), r) != g.ranks.end(); });
+  }
+  return false;
+}
+
 void WriteSummary(Finding* f) {
   std::sort(f->roles.front().ranks.begin(), f->roles.front().ranks.end());
+  const char* tail = f->kind == Kind::kCrashedRank ? ", of which there is no state at all"
+                     : CulpritsWithoutData(*f)
+                         ? Verb(f->culprit_ranks, ", which is not in the snapshot (no data)",
+                                ", which are not in the snapshot (no data)")
+                         : Verb(f->culprit_ranks, ", which is not waiting on anyone (it is elsewhere)",
+                                ", which are not waiting on anyone (they are elsewhere)");
   f->summary = RankWords(f->roles.front().ranks) + " " + Verb(f->roles.front().ranks, "waits", "wait") + " in " +
-               f->op + " for " + RankWords(f->culprit_ranks) +
-               (f->kind == Kind::kCrashedRank ? ", of which there is no state at all"
-                                              : ", which is not waiting on anyone (it is elsewhere)");
+               f->op + " for " + RankWords(f->culprit_ranks) + tail;
 }
 
 std::string Seconds(int64_t ms) {

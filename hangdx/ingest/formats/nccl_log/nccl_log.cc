@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "hangdx/base/rank_set.h"
 #include "hangdx/ingest/logs/line_util.h"
 
 namespace hangdx::ingest {
@@ -137,7 +138,7 @@ class NcclLogReader {
     LineReader reader(in_.data);
     for (Line l; reader.Next(&l);) OnLine(l);
     if (reader.truncated_lines() > 0)
-      out_->Diag(Sev::kInfo, std::to_string(reader.truncated_lines()) + " over-long lines cut at " +
+      out_->Diag(Sev::kInfo, Count(reader.truncated_lines(), "over-long line", "over-long lines") + " cut at " +
                                  std::to_string(kMaxLineBytes) + " bytes");
   }
 

@@ -6,6 +6,7 @@
 #include <set>
 #include <tuple>
 
+#include "hangdx/base/rank_set.h"
 #include "hangdx/ingest/logs/line_util.h"
 
 namespace hangdx::ingest {
@@ -192,7 +193,7 @@ class TorchLogReader {
     for (const auto& to : timeouts_) EmitTimeout(to);
     EmitStatuses();
     if (truncated_lines_ > 0)
-      out_->Diag(Sev::kInfo, std::to_string(truncated_lines_) + " over-long lines cut", in_.rank_hint);
+      out_->Diag(Sev::kInfo, Count(truncated_lines_, "over-long line", "over-long lines") + " cut", in_.rank_hint);
   }
 
  private:
