@@ -5,6 +5,7 @@
 #include <set>
 
 #include "hangdx/analyze/checks/finding_util.h"
+#include "hangdx/analyze/checks/rhythm.h"
 #include "hangdx/base/rank_set.h"
 
 namespace hangdx::analyze {
@@ -37,6 +38,27 @@ std::map<Key, std::vector<Report>> CulpritReports(const model::Job& job) {
   return out;
 }
 
+// A report's header: a stall line naming nobody that opens the block of a
+// line naming ranks (Horovod's "One or more tensors were submitted ..."
+// then "Stalled ranks:"): at most 3 lines above it in the same file.
+bool HeadsAReport(const model::RankDump& d, const LogEvent& stall) {
+  for (const auto& e : d.events)
+    if (&e != &stall && NamesRanks(e) && e.file == stall.file && e.line > stall.line && e.line - stall.line <= 3)
+      return true;
+  return false;
+}
+
+// How long report `r` says the ranks waited: its own waited_ms, else that of
+// the header line above it; -1 unknown.
+int64_t WaitedMs(const model::Job& job, const Report& r) {
+  if (r.e->waited_ms >= 0) return r.e->waited_ms;
+  if (const model::RankDump* d = job.Find(r.reporter))
+    for (const auto& e : d->events)
+      if (e.kind == LogEvent::Kind::kStall && e.file == r.e->file && e.line < r.e->line && r.e->line - e.line <= 3)
+        return e.waited_ms;
+  return -1;
+}
+
 // True when `a` happened after `b`: a later timestamp, else a later line of
 // the same file.
 bool After(const LogEvent& a, const LogEvent& b) {
@@ -52,16 +74,44 @@ bool ProgressAfter(const model::Job& job, const LogEvent& e) {
   return false;
 }
 
-// How many ranks the reports speak of: the job's world when known, else
-// 0 .. the highest rank a dump or a report names.
+// How many ranks the reports speak of: 0 .. the highest rank a report
+// names, and for global ranks at least the job's world (known or inferred;
+// an inferred world may be smaller than what the reports name).
 int64_t WorldSizeOf(const RankAnalysis& a, const std::vector<Report>& reports) {
-  if (a.world.size >= 0) return a.world.size;
   int64_t n = 0;
-  for (const auto& d : a.job.dumps) n = std::max(n, d.rank + 1);
-  for (const Report& r : reports)
+  bool pg_local = false;
+  for (const Report& r : reports) {
+    pg_local = pg_local || r.e->ranks_pg_local;
     for (const auto* list : {&r.e->ranks, &r.e->ready_ranks})
       for (Rank x : *list) n = std::max(n, x + 1);
+  }
+  if (pg_local) return n;
+  if (a.world.size >= 0) return std::max(n, a.world.size);
+  for (const auto& d : a.job.dumps) n = std::max(n, d.rank + 1);
   return n;
+}
+
+// The ranks any line of the job names as arrived at (pg, seq) (a status
+// line of the same report, such as a desync report's "started" snapshot).
+std::set<Rank> ReadyAt(const model::Job& job, const Key& key) {
+  std::set<Rank> out;
+  if (key.second < 0) return out;
+  for (const auto& d : job.dumps)
+    for (const auto& e : d.events)
+      if (e.seq == key.second && e.pg == key.first) out.insert(e.ready_ranks.begin(), e.ready_ranks.end());
+  return out;
+}
+
+// The job's usual step time from its logs: the median step time that
+// progress lines report (LogEvent::waited_ms of kProgress), ms; -1 none.
+int64_t LoggedStepMs(const model::Job& job) {
+  std::vector<int64_t> steps;
+  for (const auto& d : job.dumps)
+    for (const auto& e : d.events)
+      if (e.kind == LogEvent::Kind::kProgress && e.waited_ms > 0) steps.push_back(e.waited_ms);
+  if (steps.empty()) return -1;
+  std::nth_element(steps.begin(), steps.begin() + steps.size() / 2, steps.end());
+  return steps[steps.size() / 2];
 }
 
 // What the reports of one (pg, seq) say together.
@@ -72,6 +122,7 @@ struct Verdict {
   bool joined = false;          // the blamed ranks are among those that arrived
   bool rotating = false;        // two reports blame disjoint ranks
   bool progress_after = false;  // normal progress was logged after the last report
+  bool within_rhythm = false;   // the reported wait is under kStallFactor logged steps
   bool pg_local = false;
   int64_t waited_ms = -1;
 };
@@ -109,7 +160,7 @@ Verdict Judge(const RankAnalysis& a, const Key& key, const std::vector<Report>& 
     v.blamed.insert(each.back().begin(), each.back().end());
     v.ready.insert(r.e->ready_ranks.begin(), r.e->ready_ranks.end());
     v.pg_local = v.pg_local || r.e->ranks_pg_local;
-    v.waited_ms = std::max(v.waited_ms, r.e->waited_ms);
+    v.waited_ms = std::max(v.waited_ms, WaitedMs(a.job, r));
   }
   for (size_t i = 1; i < each.size(); ++i) {
     std::vector<Rank> common;
@@ -120,7 +171,13 @@ Verdict Judge(const RankAnalysis& a, const Key& key, const std::vector<Report>& 
   v.world_blamed = world > 1 && static_cast<int64_t>(v.blamed.size()) == world;
   v.joined =
       std::includes(v.ready.begin(), v.ready.end(), v.blamed.begin(), v.blamed.end()) || Arrived(a, key, v.blamed);
+  std::set<Rank> also_ready = ReadyAt(a.job, key);
+  v.ready.insert(also_ready.begin(), also_ready.end());
+  v.joined = v.joined ||
+             (!v.blamed.empty() && std::includes(v.ready.begin(), v.ready.end(), v.blamed.begin(), v.blamed.end()));
   v.progress_after = ProgressAfter(a.job, *reports.back().e);
+  int64_t step_ms = LoggedStepMs(a.job);
+  v.within_rhythm = step_ms > 0 && v.waited_ms >= 0 && v.waited_ms < kStallFactor * step_ms;
   return v;
 }
 
@@ -138,7 +195,7 @@ void Decide(const Verdict& v, Finding* f) {
     f->summary = "the ranks the reports name change from one report to the next (" + FormatRanks(blamed) +
                  " in all): the whole job is slow, no one rank holds it up";
     f->fix_hint = "look for what slows every rank in turn (network, storage, a shared host)";
-  } else if (v.progress_after) {
+  } else if (v.progress_after || v.within_rhythm) {
     f->kind = Kind::kStraggler;
     f->severity = Severity::kWarning;
     f->hang = false;
@@ -210,7 +267,7 @@ void UnnamedStalls(const model::Job& job, FindingSink* sink) {
   std::map<Rank, std::vector<const LogEvent*>> by_reporter;
   for (const auto& d : job.dumps)
     for (const auto& e : d.events)
-      if (e.kind == LogEvent::Kind::kStall && e.ranks.empty() && e.ready_ranks.empty())
+      if (e.kind == LogEvent::Kind::kStall && e.ranks.empty() && e.ready_ranks.empty() && !HeadsAReport(d, e))
         by_reporter[d.rank].push_back(&e);
   if (by_reporter.empty()) return;
   std::vector<Rank> repeated, reporters;  // ranks -1 (a log naming none) are not listed

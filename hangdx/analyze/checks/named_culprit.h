@@ -13,9 +13,16 @@
 //   - the named ranks joined but did not finish (they are among the ready
 //     ones) and they are every member: the collective itself does not
 //     progress, resource_deadlock with no culprit; only some: undecided;
-//   - progress logged after the last report: the wait ended, a straggler
+//   - progress logged after the last report, or a reported wait under
+//     kStallFactor (checks/rhythm.h) times the step time progress lines
+//     report: the wait ended or is within the job's rhythm, a straggler
 //     warning naming them (exit 0); successive reports that name different
 //     ranks: the job is slow as a whole, a warning naming nobody.
+// Ranks any line names as arrived at the same (pg, seq) count as ready (a
+// desync report's snapshot lines); the ranks a report can name are at least
+// 0 .. its highest, and for global ranks at least the job's world. A stall
+// line naming nobody that heads a report (at most 3 lines above it) is that
+// report's, its wait the report's.
 // Stall warnings that name nobody (a vLLM shared-memory reader waiting, an
 // NCCL kernel "may be hanging") are a hang only when one reporter repeats
 // them with no progress in between: undecided, the reporters as candidates;

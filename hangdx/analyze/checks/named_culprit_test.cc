@@ -108,6 +108,65 @@ TEST(NamedCulpritCheck, ProgressAfterTheReportMakesItAStraggler) {
   EXPECT_EQ(fs[0].culprit_ranks, Ranks{1});
 }
 
+TEST(NamedCulpritCheck, AReportedWaitWithinTheLoggedRhythmIsAStraggler) {
+  // horovod#1442: steps take 13.2 s ("latency=13229.6 ms/batch"); the stall
+  // inspector's header (60 s) then "Stalled ranks: 4". 60 s is 4.5 steps,
+  // under kStallFactor (10): rank 4 is late, not hung. At 140 s (10.6
+  // steps) it is a hang.
+  for (int64_t waited_ms : {int64_t{60000}, int64_t{140000}}) {
+    SCOPED_TRACE(waited_ms);
+    JobBuilder b;
+    for (int64_t line = 1; line <= 3; ++line) {
+      LogEvent step;
+      step.kind = LogEvent::Kind::kProgress;
+      step.message = "[step 20999] latency=13229.6 ms/batch";
+      step.waited_ms = 13229;
+      step.line = line;
+      b.Event(0, step);
+    }
+    LogEvent header = Report({}, {}, 9, LogEvent::Kind::kStall);
+    header.waited_ms = waited_ms;
+    b.Event(0, header).Event(0, Report({4}, {}, 10)).FromLog(0).World(8);
+    std::vector<Finding> fs = RunCheck(&NamedCulpritCheck, b.Build());
+    ASSERT_EQ(fs.size(), 1u);  // the header is the report's, not a stall of its own
+    EXPECT_EQ(fs[0].culprit_ranks, Ranks{4});
+    EXPECT_EQ(fs[0].kind, waited_ms == 60000 ? Kind::kStraggler : Kind::kMissingRank);
+    EXPECT_EQ(fs[0].hang, waited_ms != 60000);
+  }
+}
+
+TEST(NamedCulpritCheck, ReadyRanksOfAStatusLineAtTheSameSeqCount) {
+  // llamafactory#9496: the desync report names pg ranks 0-3 as joined and
+  // not finished; its snapshot line lists 0-3 as started at the same seq.
+  JobBuilder b;
+  LogEvent culprit = Report(RankRange(0, 4), {}, 6);
+  culprit.seq = 730;
+  culprit.ranks_pg_local = true;
+  LogEvent started;
+  started.kind = LogEvent::Kind::kOther;
+  started.seq = 730;
+  started.ready_ranks = RankRange(0, 4);
+  started.ranks_pg_local = true;
+  started.line = 8;
+  b.Event(2, culprit).Event(2, started).FromLog(2).World(16);
+  std::vector<Finding> fs = RunCheck(&NamedCulpritCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  // Pg-local ranks 0-3 are the whole pg as the report knows it, whatever the world.
+  EXPECT_EQ(fs[0].kind, Kind::kResourceDeadlock);
+  EXPECT_TRUE(fs[0].culprit_ranks.empty());
+}
+
+TEST(NamedCulpritCheck, ReportsNamingMoreRanksThanTheInferredWorldWidenIt) {
+  // automl#563: only rank 0's log (world inferred 1); the stall inspector
+  // names ranks 0 and 1 as stalled: each waits for the other, a mismatch.
+  JobBuilder b;
+  b.Event(0, Report({0, 1}, {}, 2)).FromLog(0);
+  std::vector<Finding> fs = RunCheck(&NamedCulpritCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kCollectiveMismatch);
+  EXPECT_EQ(fs[0].culprit_ranks, (Ranks{0, 1}));
+}
+
 TEST(NamedCulpritCheck, ReportsThatBlameDifferentRanksInTurnAreASlowJob) {
   // horovod#334: one report names rank 1, the next rank 2.
   JobBuilder b;
