@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -22,74 +23,75 @@ constexpr int64_t kMaxRank = int64_t{1} << 24;  // more ranks than any job has h
 
 struct PNode {
   const PickleValue* v;
-  bool null() const { return !v || v->kind == PickleValue::Kind::kNone; }
+  bool null() const { return !v || v->kind() == PickleValue::Kind::kNone; }
   bool is_dict() const { return v && v->is_dict(); }
   bool is_seq() const { return v && v->is_seq(); }
   bool str(std::string_view* out) const {
-    if (!v || v->kind != PickleValue::Kind::kStr) return false;
-    *out = v->s;
+    if (!v || v->kind() != PickleValue::Kind::kStr) return false;
+    *out = v->s();
     return true;
   }
   bool integer(int64_t* out) const {
     if (!v) return false;
-    if (v->kind == PickleValue::Kind::kInt) {
-      *out = v->i;
+    if (v->kind() == PickleValue::Kind::kInt) {
+      *out = v->i();
       return true;
     }
-    if (v->kind == PickleValue::Kind::kBool) {
-      *out = v->b;
+    if (v->kind() == PickleValue::Kind::kBool) {
+      *out = v->b();
       return true;
     }
-    if (v->kind == PickleValue::Kind::kStr) {  // seq ids passed as strings in PyTorch's tests
-      auto r = std::from_chars(v->s.data(), v->s.data() + v->s.size(), *out);
-      return r.ec == std::errc() && r.ptr == v->s.data() + v->s.size();
+    if (v->kind() == PickleValue::Kind::kStr) {  // seq ids passed as strings in PyTorch's tests
+      std::string_view t = v->s();
+      auto r = std::from_chars(t.data(), t.data() + t.size(), *out);
+      return r.ec == std::errc() && r.ptr == t.data() + t.size();
     }
     return false;
   }
   bool number(double* out) const {
     if (!v) return false;
-    if (v->kind == PickleValue::Kind::kFloat) {
-      *out = v->f;
+    if (v->kind() == PickleValue::Kind::kFloat) {
+      *out = v->f();
       return true;
     }
-    if (v->kind == PickleValue::Kind::kInt) {
-      *out = static_cast<double>(v->i);
+    if (v->kind() == PickleValue::Kind::kInt) {
+      *out = static_cast<double>(v->i());
       return true;
     }
     return false;
   }
   bool boolean(bool* out) const {
     if (!v) return false;
-    if (v->kind == PickleValue::Kind::kBool) {
-      *out = v->b;
+    if (v->kind() == PickleValue::Kind::kBool) {
+      *out = v->b();
       return true;
     }
-    if (v->kind == PickleValue::Kind::kInt) {
-      *out = v->i != 0;
+    if (v->kind() == PickleValue::Kind::kInt) {
+      *out = v->i() != 0;
       return true;
     }
     return false;
   }
   PNode get(std::string_view key) const { return PNode{v ? v->Get(key) : nullptr}; }
   size_t size() const { return v && (v->is_seq() || v->is_dict()) ? v->size() : 0; }
-  PNode at(size_t i) const { return PNode{&v->c->items[i]}; }
+  PNode at(size_t i) const { return PNode{&v->c()->items[i]}; }
   template <typename F>
   void items_view(F f) const {  // dict items with string keys, no copies
     if (!is_dict()) return;
-    const auto& it = v->c->items;
+    const auto& it = v->c()->items;
     for (size_t i = 0; i + 1 < it.size(); i += 2)
-      if (it[i].kind == PickleValue::Kind::kStr) f(it[i].s, PNode{&it[i + 1]});
+      if (it[i].kind() == PickleValue::Kind::kStr) f(it[i].s(), PNode{&it[i + 1]});
   }
   template <typename F>
   void items(F f) const {  // dict items with string keys
     if (!is_dict()) return;
-    const auto& it = v->c->items;
+    const auto& it = v->c()->items;
     for (size_t i = 0; i + 1 < it.size(); i += 2) {
       std::string key;
-      if (it[i].kind == PickleValue::Kind::kStr)
-        key = std::string(it[i].s);
-      else if (it[i].kind == PickleValue::Kind::kInt)
-        key = std::to_string(it[i].i);
+      if (it[i].kind() == PickleValue::Kind::kStr)
+        key = std::string(it[i].s());
+      else if (it[i].kind() == PickleValue::Kind::kInt)
+        key = std::to_string(it[i].i());
       else
         continue;
       f(key, PNode{&it[i + 1]});
@@ -97,7 +99,7 @@ struct PNode {
   }
   bool present() const { return v != nullptr; }
   // Identity of a shared container: memoised frame dicts are one object.
-  const void* identity() const { return v && v->c ? static_cast<const void*>(v->c) : v; }
+  const void* identity() const { return v && v->c() ? static_cast<const void*>(v->c()) : v; }
 };
 
 struct JNode {
@@ -171,14 +173,44 @@ struct JNode {
   const void* identity() const { return v; }
 };
 
+// The work converting one file may cause, in values visited: 16 per byte
+// of the file, and a million for any file. A dump visits each value about
+// once (shared frame dicts are read once, InternFrame), so real dumps stay
+// far below it; a pickle whose memo shares one container many times (a
+// 20,000-integer shape referenced 20,000 times: 80 KB that would expand to
+// 400 million integers) runs out of it, and the converter stops with a
+// diagnostic instead of running for minutes or exhausting memory.
+class WorkBudget {
+ public:
+  static constexpr uint64_t kPerByte = 16;
+  static constexpr uint64_t kFloor = uint64_t{1} << 20;
+  explicit WorkBudget(uint64_t bytes) : limit_(kPerByte * bytes + kFloor), left_(limit_) {}
+  // Takes `n` units; false (and exhausted() from then on) when fewer are left.
+  bool Spend(uint64_t n) {
+    if (n > left_) {
+      left_ = 0;
+      exhausted_ = true;
+      return false;
+    }
+    left_ -= n;
+    return true;
+  }
+  bool exhausted() const { return exhausted_; }
+  uint64_t limit() const { return limit_; }
+
+ private:
+  uint64_t limit_, left_;
+  bool exhausted_ = false;
+};
+
 template <typename N>
-bool ReadShapes(N n, std::vector<model::Shape>* out) {
+bool ReadShapes(N n, WorkBudget* budget, std::vector<model::Shape>* out) {
   out->clear();  // keeps the capacity of the outer vector
   if (n.null()) return true;
-  if (!n.is_seq()) return false;
+  if (!n.is_seq() || !budget->Spend(n.size())) return false;
   for (size_t i = 0; i < n.size(); ++i) {
     N s = n.at(i);
-    if (!s.is_seq()) {
+    if (!s.is_seq() || !budget->Spend(s.size())) {
       out->clear();
       return false;
     }
@@ -197,7 +229,7 @@ bool ReadShapes(N n, std::vector<model::Shape>* out) {
 }
 
 template <typename N>
-bool ReadStrings(N n, std::vector<std::string>* out) {
+bool ReadStrings(N n, WorkBudget* budget, std::vector<std::string>* out) {
   out->clear();
   if (n.null()) return true;
   std::string_view s;
@@ -205,7 +237,7 @@ bool ReadStrings(N n, std::vector<std::string>* out) {
     out->emplace_back(s);
     return true;
   }
-  if (!n.is_seq()) return false;
+  if (!n.is_seq() || !budget->Spend(n.size())) return false;
   for (size_t i = 0; i < n.size(); ++i) {
     if (!n.at(i).str(&s)) return false;
     out->emplace_back(s);
@@ -236,7 +268,7 @@ bool ParseRankText(std::string_view s, std::vector<model::Rank>* out) {
 
 // Also accepts a real list (re-pickled or hand-written dumps).
 template <typename N>
-bool ReadRankList(N n, RankListCache* cache, model::SharedRanks* out) {
+bool ReadRankList(N n, RankListCache* cache, WorkBudget* budget, model::SharedRanks* out) {
   std::string_view s;
   if (n.str(&s)) {
     if (cache) {
@@ -250,7 +282,7 @@ bool ReadRankList(N n, RankListCache* cache, model::SharedRanks* out) {
     *out = model::SharedRanks(std::move(v));
     return true;
   }
-  if (!n.is_seq()) return false;
+  if (!n.is_seq() || !budget->Spend(n.size())) return false;
   std::vector<model::Rank> v;
   for (size_t i = 0; i < n.size(); ++i) {
     int64_t r;
@@ -328,8 +360,9 @@ model::OpState ParseState(std::string_view s) {
 template <typename N>
 class Converter {
  public:
-  Converter(model::Rank rank, RecordSink* out, RankListCache* cache)
-      : rank_(rank), out_(out), pool_(out->Strings(rank)), cache_(cache) {}
+  // Converts a dump of `bytes` bytes (the size sets the WorkBudget).
+  Converter(model::Rank rank, RecordSink* out, RankListCache* cache, uint64_t bytes)
+      : rank_(rank), out_(out), pool_(out->Strings(rank)), cache_(cache), budget_(bytes) {}
 
   bool Run(N root) {
     N entries{nullptr};
@@ -352,7 +385,13 @@ class Converter {
       return false;
     }
     size_t n = entries.present() ? entries.size() : 0;
-    for (size_t i = 0; i < n; ++i) ReadEntry(entries.at(i), i);
+    FindShared(entries, n);
+    for (size_t i = 0; i < n && !budget_.exhausted(); ++i) ReadEntryOnce(entries.at(i));
+    if (budget_.exhausted())
+      Add(Sev::kError, "the pickle shares containers through its memo so often that reading it would visit more than " +
+                           std::to_string(budget_.limit()) + " values (" + std::to_string(WorkBudget::kPerByte) +
+                           " per byte of the file: an amplification attack?); stopped at entry " +
+                           std::to_string(read_) + " of " + std::to_string(n) + ", the entries before it are used");
     if (n > 0 && read_ == 0) {
       Add(Sev::kError, "none of its " + std::to_string(n) + " entries could be read");
       return false;
@@ -361,6 +400,34 @@ class Converter {
   }
 
  private:
+  // Marks the entries that appear more than once in `entries` (one
+  // memoised dict referenced again: only a crafted pickle does that), so
+  // each is converted once and repeated as is (ReadEntryOnce).
+  void FindShared(N entries, size_t n) {
+    std::unordered_map<const void*, uint32_t> uses;
+    for (size_t i = 0; i < n; ++i)
+      if (entries.at(i).is_dict()) ++uses[entries.at(i).identity()];
+    for (const auto& [id, count] : uses)
+      if (count > 1) shared_.emplace(id, std::nullopt);
+  }
+
+  // ReadEntry, converting a shared entry (FindShared) only the first time
+  // it is met; a repeat adds the same op again at the cost of one value.
+  void ReadEntryOnce(N e) {
+    auto shared = shared_.find(e.identity());
+    if (shared != shared_.end() && shared->second) {
+      if (!budget_.Spend(1)) return;
+      out_->AddOp(rank_, *shared->second);
+      ++read_;
+      return;
+    }
+    model::OpRecord op;
+    if (!ReadEntry(e, &op)) return;
+    if (shared != shared_.end()) shared->second = op;
+    out_->AddOp(rank_, op);
+    ++read_;
+  }
+
   void ReadHeader(N root) {
     std::string_view s;
     N version = root.get("version");
@@ -385,12 +452,13 @@ class Converter {
       }
     }
     root.get("pg_config").items([&](const std::string& name, N cfg) {
+      if (!budget_.Spend(1 + cfg.size())) return;
       model::PgConfig pc;
       std::string_view v;
       pc.name = cfg.get("name").str(&v) ? std::string(v) : name;
       if (cfg.get("desc").str(&v)) pc.desc = std::string(v);
       N ranks = cfg.get("ranks");
-      if (ranks.present() && !ReadRankList(ranks, cache_, &pc.ranks)) {
+      if (ranks.present() && !ReadRankList(ranks, cache_, &budget_, &pc.ranks)) {
         Warn("pg_config '" + name + "': cannot read 'ranks'");
         pc.ranks = model::SharedRanks();
       }
@@ -399,6 +467,7 @@ class Converter {
       out_->PgConfig(rank_, name) = std::move(pc);
     });
     root.get("pg_status").items([&](const std::string& key, N st) {
+      if (!budget_.Spend(1 + st.size())) return;
       int64_t pg_id;
       auto r = std::from_chars(key.data(), key.data() + key.size(), pg_id);
       if (r.ec != std::errc()) {
@@ -418,6 +487,7 @@ class Converter {
     const void* key = f.identity();
     auto it = frame_ids_.find(key);
     if (it != frame_ids_.end()) return it->second;
+    budget_.Spend(f.size());  // a new frame: read once
     model::Frame fr;
     std::string_view s;
     if (f.get("name").str(&s)) fr.name = std::string(s);
@@ -428,13 +498,15 @@ class Converter {
     return id;
   }
 
-  void ReadEntry(N e, size_t index) {
-    std::string where = "entry " + std::to_string(index);
+  // Reads entry `e` into *out; false when it is skipped (a warning says
+  // why) or the WorkBudget ran out while reading it.
+  bool ReadEntry(N e, model::OpRecord* out) {
     if (!e.is_dict()) {
       Warn("an entry is not a dict; skipped");
-      return;
+      return false;
     }
-    model::OpRecord op;
+    if (!budget_.Spend(e.size())) return false;
+    model::OpRecord& op = *out;
     std::string_view s;
     N field[kFieldCount];
     for (auto& f : field) f = N{nullptr};
@@ -444,7 +516,7 @@ class Converter {
     });
     if (!field[kProfilingName].str(&s)) {
       Warn("an entry has no 'profiling_name'; skipped");
-      return;
+      return false;
     }
     model::Interner& pool = pool_;
     op.profiling_name = pool.StrFromBuffer(s);
@@ -471,14 +543,23 @@ class Converter {
     }
     // Scratch buffers keep their capacity between entries; interning looks
     // the value up before copying it, so a repeated shape costs no allocation.
-    if (!ReadShapes(field[kInputSizes], &shapes_)) Warn("field 'input_sizes' is malformed");
-    op.input_sizes = pool.InternCopy(shapes_);
-    if (!ReadShapes(field[kOutputSizes], &shapes_)) Warn("field 'output_sizes' is malformed");
-    op.output_sizes = pool.InternCopy(shapes_);
-    if (!ReadStrings(field[kInputDtypes], &dtypes_)) Warn("field 'input_dtypes' is malformed");
-    op.input_dtypes = pool.InternCopy(dtypes_);
-    if (!ReadStrings(field[kOutputDtypes], &dtypes_)) Warn("field 'output_dtypes' is malformed");
-    op.output_dtypes = pool.InternCopy(dtypes_);
+    // A field the budget cut short is not "malformed": the entry is dropped
+    // and Run says why.
+    auto shapes = [&](Field f, const char* key, model::Ref<model::Shapes>* to) {
+      if (!ReadShapes(field[f], &budget_, &shapes_) && !budget_.exhausted())
+        Warn(std::string("field '") + key + "' is malformed");
+      *to = pool.InternCopy(shapes_);
+    };
+    auto strings = [&](Field f, const char* key, model::Ref<model::Dtypes>* to) {
+      if (!ReadStrings(field[f], &budget_, &dtypes_) && !budget_.exhausted())
+        Warn(std::string("field '") + key + "' is malformed");
+      *to = pool.InternCopy(dtypes_);
+    };
+    shapes(kInputSizes, "input_sizes", &op.input_sizes);
+    shapes(kOutputSizes, "output_sizes", &op.output_sizes);
+    strings(kInputDtypes, "input_dtypes", &op.input_dtypes);
+    strings(kOutputDtypes, "output_dtypes", &op.output_dtypes);
+    if (budget_.exhausted()) return false;
     if (field[kState].str(&s)) {
       op.state = ParseState(s);
       if (op.state == model::OpState::kUnknown) Warn("unknown state '" + std::string(s) + "'");
@@ -492,13 +573,13 @@ class Converter {
     if (field[kThreadId].str(&s)) op.thread_id = pool.StrFromBuffer(s);
     N frames = field[kFrames];
     if (frames.is_seq()) {
+      if (!budget_.Spend(frames.size())) return false;
       stack_.clear();
       for (size_t i = 0; i < frames.size(); ++i)
         if (frames.at(i).is_dict()) stack_.push_back(InternFrame(frames.at(i)));
       op.frames = pool.InternCopy(stack_);
     }
-    out_->AddOp(rank_, op);
-    ++read_;
+    return true;
   }
 
   // A problem of the whole dump, or of one entry (repeats are counted by
@@ -510,7 +591,10 @@ class Converter {
   RecordSink* out_;
   model::Interner& pool_;
   RankListCache* cache_;
+  WorkBudget budget_;
   size_t read_ = 0;  // entries read
+  // Entries that appear more than once (FindShared), with their op once read.
+  std::unordered_map<const void*, std::optional<model::OpRecord>> shared_;
   std::unordered_map<const void*, uint32_t> frame_ids_;
   model::Shapes shapes_;
   model::Dtypes dtypes_;
@@ -570,7 +654,7 @@ bool ParseFlightRecorderPickle(const Artifact& in, RecordSink* out) {
     return false;
   }
   out->SetFromFlightRecorder(rank);
-  Converter<PNode> conv(rank, out, in.rank_lists);
+  Converter<PNode> conv(rank, out, in.rank_lists, in.data.size());
   bool ok = conv.Run(PNode{&doc.root()});
   out->Strings(rank).ForgetAddresses();  // the strings pointed into `in.data`
   if (!ok) out->MarkUnreadable(rank);
@@ -588,7 +672,7 @@ bool ParseFlightRecorderJson(const Artifact& in, RecordSink* out) {
     return false;
   }
   out->SetFromFlightRecorder(rank);
-  Converter<JNode> conv(rank, out, in.rank_lists);
+  Converter<JNode> conv(rank, out, in.rank_lists, in.data.size());
   bool ok = conv.Run(JNode{&j});
   out->Strings(rank).ForgetAddresses();
   if (!ok) out->MarkUnreadable(rank);

@@ -2,26 +2,66 @@
 
 #include <charconv>
 #include <cstring>
+#include <deque>
 #include <string>
 
 namespace hangdx::ingest {
+namespace {
+
+// The one empty container that unshared empty lists, tuples, dicts and sets
+// point to. The machine never adds to it: a container gets its own storage
+// when it is first filled, memoised or duplicated (Machine::Own).
+PickleContainer* SharedEmpty() {
+  static PickleContainer empty;
+  return &empty;
+}
+
+}  // namespace
+
+PickleValue PickleValue::Float(double f) {
+  PickleValue v;
+  v.kind_ = static_cast<uint64_t>(Kind::kFloat);
+  v.u_.f = f;
+  return v;
+}
+
+PickleValue PickleValue::Text(Kind kind, std::string_view s) {
+  PickleValue v;
+  v.kind_ = static_cast<uint64_t>(kind);
+  v.size_ = s.size();
+  v.u_.p = s.data();
+  return v;
+}
+
+PickleValue PickleValue::Container(Kind kind, PickleContainer* c) {
+  PickleValue v;
+  v.kind_ = static_cast<uint64_t>(kind);
+  v.u_.c = c;
+  return v;
+}
+
+std::string_view PickleValue::s() const {
+  Kind k = kind();
+  if (k != Kind::kStr && k != Kind::kBytes && k != Kind::kBigInt) return {};
+  return {u_.p, static_cast<size_t>(size_)};
+}
 
 const PickleValue* PickleValue::Get(std::string_view key) const {
-  if (kind != Kind::kDict) return nullptr;
-  const auto& it = c->items;
+  if (kind() != Kind::kDict) return nullptr;
+  const auto& it = u_.c->items;
   for (size_t i = 0; i + 1 < it.size(); i += 2)
-    if (it[i].kind == Kind::kStr && it[i].s == key) return &it[i + 1];
+    if (it[i].kind() == Kind::kStr && it[i].s() == key) return &it[i + 1];
   return nullptr;
 }
 
 size_t PickleValue::size() const {
-  switch (kind) {
+  switch (kind()) {
     case Kind::kDict:
-      return c->items.size() / 2;
+      return u_.c->items.size() / 2;
     case Kind::kList:
     case Kind::kTuple:
     case Kind::kSet:
-      return c->items.size();
+      return u_.c->items.size();
     default:
       return 0;
   }
@@ -122,10 +162,19 @@ class Machine {
     ++used_;
     return &arena_->emplace_back();
   }
-  PickleValue MakeContainer(PickleValue::Kind k) {
-    PickleValue v;
-    v.kind = k;
-    v.c = NewContainer();
+  // An empty container of kind `k` that owns no storage yet (SharedEmpty).
+  static PickleValue EmptyContainer(PickleValue::Kind k) { return PickleValue::Container(k, SharedEmpty()); }
+  // Gives *v (a container) storage of its own before it is filled or shared.
+  PickleContainer* Own(PickleValue* v) {
+    if (v->c() == SharedEmpty()) *v = PickleValue::Container(v->kind(), NewContainer());
+    return v->c();
+  }
+  // A container of kind `k` holding stack_[from, end), which leave the stack.
+  PickleValue Collect(PickleValue::Kind k, size_t from) {
+    if (from == stack_.size()) return EmptyContainer(k);
+    PickleValue v = PickleValue::Container(k, NewContainer());
+    v.c()->items.assign(stack_.begin() + from, stack_.end());
+    stack_.resize(from);
     return v;
   }
   bool PopMark(size_t* mark) {
@@ -152,10 +201,11 @@ class Machine {
     if (idx > d_.size()) return Fail("memo index " + std::to_string(idx) + " out of range");
     if (memo_.size() <= idx) {
       memo_.resize(idx + 1);
-      memo_set_.resize(idx + 1, 0);
+      memo_set_.resize(idx + 1, false);
     }
+    if (stack_.back().is_container()) Own(&stack_.back());  // the memo and the stack share it
     memo_[idx] = stack_.back();
-    memo_set_[idx] = 1;
+    memo_set_[idx] = true;
     return true;
   }
   bool Fetch(uint64_t idx) {
@@ -164,35 +214,25 @@ class Machine {
     return true;
   }
   bool PushInt(int64_t v) {
-    PickleValue x;
-    x.kind = PickleValue::Kind::kInt;
-    x.i = v;
-    stack_.push_back(x);
+    stack_.push_back(PickleValue::Int(v));
     return true;
   }
   bool PushLong(size_t n) {
     if (!Need(n, "LONG")) return false;
-    PickleValue x;
     if (n <= 8) {
       uint64_t u = ReadLE(n);
       if (n > 0 && n < 8 && (u >> (8 * n - 1)) & 1) u |= ~uint64_t{0} << (8 * n);
-      x.kind = PickleValue::Kind::kInt;
-      x.i = static_cast<int64_t>(u);
+      stack_.push_back(PickleValue::Int(static_cast<int64_t>(u)));
     } else {
-      x.kind = PickleValue::Kind::kBigInt;
-      x.s = d_.substr(pos_, n);
+      stack_.push_back(PickleValue::Text(PickleValue::Kind::kBigInt, d_.substr(pos_, n)));
       pos_ += n;
     }
-    stack_.push_back(x);
     return true;
   }
   bool PushStr(size_t n, PickleValue::Kind kind, const char* what) {
     if (!Need(n, what)) return false;
-    PickleValue x;
-    x.kind = kind;
-    x.s = d_.substr(pos_, n);
+    stack_.push_back(PickleValue::Text(kind, d_.substr(pos_, n)));
     pos_ += n;
-    stack_.push_back(x);
     return true;
   }
 
@@ -203,7 +243,7 @@ class Machine {
   std::vector<PickleValue>& stack_;
   std::vector<size_t>& marks_;
   std::vector<PickleValue>& memo_;
-  std::vector<uint8_t>& memo_set_;
+  std::vector<bool>& memo_set_;
   PickleError* err_ = nullptr;
 };
 
@@ -249,9 +289,10 @@ bool Machine::Run(PickleValue* root, int* protocol, PickleError* err) {
         stack_.resize(m);
         break;
       }
-      case '2': {
+      case '2': {  // DUP: the copy shares the container
         PickleValue* t;
         if (!Top(&t)) return false;
+        if (t->is_container()) Own(t);
         stack_.push_back(*t);
         break;
       }
@@ -259,13 +300,9 @@ bool Machine::Run(PickleValue* root, int* protocol, PickleError* err) {
         stack_.push_back(PickleValue{});
         break;
       case 0x88:
-      case 0x89: {
-        PickleValue x;
-        x.kind = K::kBool;
-        x.b = op == 0x88;
-        stack_.push_back(x);
+      case 0x89:
+        stack_.push_back(PickleValue::Bool(op == 0x88));
         break;
-      }
       case 'J':
         if (!Need(4, "BININT")) return false;
         PushInt(static_cast<int32_t>(static_cast<uint32_t>(ReadLE(4))));
@@ -295,10 +332,7 @@ bool Machine::Run(PickleValue* root, int* protocol, PickleError* err) {
         if (!ReadLine(&line)) return false;
         if (op == 'L' && !line.empty() && line.back() == 'L') line.remove_suffix(1);
         if (line == "00" || line == "01") {
-          PickleValue x;
-          x.kind = K::kBool;
-          x.b = line == "01";
-          stack_.push_back(x);
+          stack_.push_back(PickleValue::Bool(line == "01"));
           break;
         }
         int64_t v;
@@ -314,10 +348,7 @@ bool Machine::Run(PickleValue* root, int* protocol, PickleError* err) {
         char* end = nullptr;
         double v = std::strtod(tmp.c_str(), &end);
         if (tmp.empty() || end != tmp.c_str() + tmp.size()) return Fail("malformed text float");
-        PickleValue x;
-        x.kind = K::kFloat;
-        x.f = v;
-        stack_.push_back(x);
+        stack_.push_back(PickleValue::Float(v));
         break;
       }
       case 'G': {
@@ -325,10 +356,9 @@ bool Machine::Run(PickleValue* root, int* protocol, PickleError* err) {
         uint64_t u = 0;
         for (int k = 0; k < 8; ++k) u = (u << 8) | static_cast<unsigned char>(d_[pos_ + k]);
         pos_ += 8;
-        PickleValue x;
-        x.kind = K::kFloat;
-        std::memcpy(&x.f, &u, 8);  // big-endian IEEE double
-        stack_.push_back(x);
+        double f;
+        std::memcpy(&f, &u, 8);  // big-endian IEEE double
+        stack_.push_back(PickleValue::Float(f));
         break;
       }
       case 'X': {
@@ -372,16 +402,16 @@ bool Machine::Run(PickleValue* root, int* protocol, PickleError* err) {
         break;
       }
       case ']':
-        stack_.push_back(MakeContainer(K::kList));
+        stack_.push_back(EmptyContainer(K::kList));
         break;
       case ')':
-        stack_.push_back(MakeContainer(K::kTuple));
+        stack_.push_back(EmptyContainer(K::kTuple));
         break;
       case '}':
-        stack_.push_back(MakeContainer(K::kDict));
+        stack_.push_back(EmptyContainer(K::kDict));
         break;
       case 0x8f:
-        stack_.push_back(MakeContainer(K::kSet));
+        stack_.push_back(EmptyContainer(K::kSet));
         break;
       case 'l':
       case 't':
@@ -391,9 +421,7 @@ bool Machine::Run(PickleValue* root, int* protocol, PickleError* err) {
         if (!PopMark(&m)) return false;
         K kind = op == 'l' ? K::kList : op == 't' ? K::kTuple : op == 'd' ? K::kDict : K::kSet;
         if (kind == K::kDict && (stack_.size() - m) % 2) return Fail("DICT with an odd number of items");
-        PickleValue v = MakeContainer(kind);
-        v.c->items.assign(stack_.begin() + m, stack_.end());
-        stack_.resize(m);
+        PickleValue v = Collect(kind, m);
         stack_.push_back(v);
         break;
       }
@@ -402,9 +430,7 @@ bool Machine::Run(PickleValue* root, int* protocol, PickleError* err) {
       case 0x87: {  // TUPLE1..3
         size_t n = op - 0x84;
         if (stack_.size() < BaseIndex() + n) return Fail("stack underflow in TUPLE" + std::to_string(n));
-        PickleValue v = MakeContainer(K::kTuple);
-        v.c->items.assign(stack_.end() - n, stack_.end());
-        stack_.resize(stack_.size() - n);
+        PickleValue v = Collect(K::kTuple, stack_.size() - n);
         stack_.push_back(v);
         break;
       }
@@ -413,8 +439,8 @@ bool Machine::Run(PickleValue* root, int* protocol, PickleError* err) {
         if (!Pop(&item)) return false;
         PickleValue* list;
         if (!Top(&list)) return false;
-        if (list->kind != K::kList) return Fail("APPEND to a non-list");
-        list->c->items.push_back(item);
+        if (list->kind() != K::kList) return Fail("APPEND to a non-list");
+        Own(list)->items.push_back(item);
         break;
       }
       case 'e':
@@ -425,9 +451,12 @@ bool Machine::Run(PickleValue* root, int* protocol, PickleError* err) {
         if (m == 0 || m <= BaseIndex()) return Fail("no container below MARK");
         PickleValue& target = stack_[m - 1];
         K want = op == 'e' ? K::kList : op == 'u' ? K::kDict : K::kSet;
-        if (target.kind != want) return Fail("container of the wrong kind below MARK");
+        if (target.kind() != want) return Fail("container of the wrong kind below MARK");
         if (op == 'u' && (stack_.size() - m) % 2) return Fail("SETITEMS with an odd number of items");
-        target.c->items.insert(target.c->items.end(), stack_.begin() + m, stack_.end());
+        if (stack_.size() > m) {
+          PickleContainer* items = Own(&target);
+          items->items.insert(items->items.end(), stack_.begin() + m, stack_.end());
+        }
         stack_.resize(m);
         break;
       }
@@ -436,9 +465,10 @@ bool Machine::Run(PickleValue* root, int* protocol, PickleError* err) {
         if (!Pop(&v) || !Pop(&k)) return false;
         PickleValue* dict;
         if (!Top(&dict)) return false;
-        if (dict->kind != K::kDict) return Fail("SETITEM on a non-dict");
-        dict->c->items.push_back(k);
-        dict->c->items.push_back(v);
+        if (dict->kind() != K::kDict) return Fail("SETITEM on a non-dict");
+        PickleContainer* items = Own(dict);
+        items->items.push_back(k);
+        items->items.push_back(v);
         break;
       }
       case 'q':
@@ -478,17 +508,42 @@ bool Machine::Run(PickleValue* root, int* protocol, PickleError* err) {
 
 }  // namespace
 
+namespace {
+
+// Scratch past this many elements is freed rather than kept for the next
+// file: a document lives as long as its parser thread, and one hostile
+// pickle must not pin its peak memory for the rest of the load.
+constexpr size_t kKeptScratch = size_t{1} << 16;
+
+template <typename V>
+void ClearScratch(V* v) {
+  if (v->capacity() > kKeptScratch)
+    V().swap(*v);
+  else
+    v->clear();
+}
+
+}  // namespace
+
 bool PickleDocument::Run(std::string_view data, PickleError* err) {
   PickleScratch& sc = *scratch_;
   sc.used = 0;
-  sc.stack.clear();
-  sc.marks.clear();
-  sc.memo.clear();
-  sc.memo_set.clear();
+  if (sc.arena.size() > kKeptScratch) std::deque<PickleContainer>().swap(sc.arena);
+  ClearScratch(&sc.stack);  // also after a parse that ran out of memory
+  ClearScratch(&sc.marks);
+  ClearScratch(&sc.memo);
+  ClearScratch(&sc.memo_set);
   root_ = PickleValue{};
   protocol_ = 0;
   Machine m(data, &sc);
-  return m.Run(&root_, &protocol_, err);
+  bool ok = m.Run(&root_, &protocol_, err);
+  // The values are reached from root_ now (containers live in the arena):
+  // the stack and the memo are done with.
+  ClearScratch(&sc.stack);
+  ClearScratch(&sc.marks);
+  ClearScratch(&sc.memo);
+  ClearScratch(&sc.memo_set);
+  return ok;
 }
 
 bool PickleDocument::Parse(std::string data, PickleError* err) {

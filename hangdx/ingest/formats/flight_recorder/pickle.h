@@ -30,26 +30,60 @@ namespace hangdx::ingest {
 
 struct PickleContainer;
 
-// One unpickled value. Strings and bytes are views into the document's input
-// buffer (or its arena), containers are pointers into the document's arena:
-// a PickleValue is valid only while its PickleDocument lives.
-struct PickleValue {
+// One unpickled value, 16 bytes: a kind and one payload. Strings and bytes
+// are views into the document's input buffer, containers are pointers into
+// the document's arena: a PickleValue is valid only while its
+// PickleDocument lives. An empty container that nothing shares (an EMPTY_LIST
+// never memoised) points to one shared empty container and costs no
+// allocation, so a pickle of ten million `]` takes its stack and no more
+// (it took about 100 bytes per input byte).
+class PickleValue {
+ public:
   enum class Kind : uint8_t { kNone, kBool, kInt, kBigInt, kFloat, kStr, kBytes, kList, kTuple, kDict, kSet };
-  Kind kind = Kind::kNone;
-  bool b = false;
-  int64_t i = 0;
-  double f = 0;
-  std::string_view s;            // kStr (UTF-8), kBytes, kBigInt (LE two's complement)
-  PickleContainer* c = nullptr;  // kList, kTuple, kSet, kDict
 
-  bool is_dict() const { return kind == Kind::kDict; }
-  bool is_seq() const { return kind == Kind::kList || kind == Kind::kTuple; }
+  PickleValue() : kind_(static_cast<uint64_t>(Kind::kNone)), size_(0) { u_.i = 0; }
+  static PickleValue Bool(bool b) { return Scalar(Kind::kBool, b ? 1 : 0); }
+  static PickleValue Int(int64_t i) { return Scalar(Kind::kInt, i); }
+  static PickleValue Float(double f);
+  // kStr (UTF-8), kBytes or kBigInt (little-endian two's complement): a view.
+  static PickleValue Text(Kind kind, std::string_view s);
+  // kList, kTuple, kDict or kSet; `c` non-null.
+  static PickleValue Container(Kind kind, PickleContainer* c);
+
+  Kind kind() const { return static_cast<Kind>(kind_); }
+  bool b() const { return kind() == Kind::kBool && u_.i != 0; }
+  int64_t i() const { return kind() == Kind::kInt || kind() == Kind::kBool ? u_.i : 0; }
+  double f() const { return kind() == Kind::kFloat ? u_.f : 0; }
+  std::string_view s() const;  // "" unless kStr, kBytes or kBigInt
+  // The items of a container kind (never null for those), nullptr otherwise.
+  PickleContainer* c() const { return is_container() ? u_.c : nullptr; }
+
+  bool is_dict() const { return kind() == Kind::kDict; }
+  bool is_seq() const { return kind() == Kind::kList || kind() == Kind::kTuple; }
+  bool is_container() const { return kind() >= Kind::kList; }
   // Dict lookup by string key; nullptr if absent or not a dict. Linear in the
   // dict's size (Flight Recorder dicts have at most ~25 keys).
   const PickleValue* Get(std::string_view key) const;
   // Number of items (pairs for a dict); 0 for scalars.
   size_t size() const;
+
+ private:
+  static PickleValue Scalar(Kind kind, int64_t i) {
+    PickleValue v;
+    v.kind_ = static_cast<uint64_t>(kind);
+    v.u_.i = i;
+    return v;
+  }
+  uint64_t kind_ : 8;
+  uint64_t size_ : 56;  // length of a string, bytes or big int
+  union {
+    int64_t i;
+    double f;
+    const char* p;
+    PickleContainer* c;
+  } u_;
 };
+static_assert(sizeof(PickleValue) == 16, "a pickle of N values takes 16N bytes of stack");
 
 // Items of a list, tuple or set; a dict stores key, value, key, value, ...
 struct PickleContainer {
@@ -70,7 +104,7 @@ struct PickleScratch {
   std::vector<PickleValue> stack;
   std::vector<size_t> marks;
   std::vector<PickleValue> memo;
-  std::vector<uint8_t> memo_set;
+  std::vector<bool> memo_set;
 };
 
 // Owns the input bytes and every container built from them.
