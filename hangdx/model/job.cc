@@ -27,6 +27,7 @@ std::string_view Interner::Str(std::string_view s) {
 }
 
 std::string_view Interner::StrFromBuffer(std::string_view s) {
+  if (cache_.empty()) cache_.resize(kCacheSlots);
   size_t h = (reinterpret_cast<uintptr_t>(s.data()) >> 3) ^ s.size();
   Slot& slot = cache_[h & (cache_.size() - 1)];
   if (slot.data == s.data() && slot.size == s.size() && s.data()) return slot.value;

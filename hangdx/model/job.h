@@ -25,6 +25,10 @@
 namespace hangdx::model {
 
 using Rank = int64_t;  // global rank
+// Ranks are below this (2^24, more than any job has had): a rank number a
+// file or flag names past it is refused, since rank lists, world sizes and
+// the ranks "without a dump" would grow with it.
+inline constexpr Rank kMaxRank = Rank{1} << 24;
 using Shape = std::vector<int64_t>;
 
 // A problem with the input data: never fatal. `offset` is a byte offset into
@@ -98,7 +102,10 @@ class Interner {
   // same address (a memoised pickle string) skip the lookup. Call
   // ForgetAddresses() before the buffer goes away.
   std::string_view StrFromBuffer(std::string_view s);
-  void ForgetAddresses() { cache_.assign(cache_.size(), Slot{}); }
+  // Frees the address cache (StrFromBuffer builds it again on first use).
+  void ForgetAddresses() { std::vector<Slot>().swap(cache_); }
+  // Slots of the address cache now held (0 or 1,024): its memory, for tests.
+  size_t CacheSlots() const { return cache_.size(); }
   Ref<Shapes> Intern(Shapes v) { return Ref<Shapes>(&*shapes_.insert(std::move(v)).first); }
   Ref<Dtypes> Intern(Dtypes v) { return Ref<Dtypes>(&*dtypes_.insert(std::move(v)).first); }
   Ref<Stack> Intern(Stack v) { return Ref<Stack>(&*stacks_.insert(std::move(v)).first); }
@@ -114,13 +121,16 @@ class Interner {
  private:
   std::set<std::string, std::less<>> strings_;
   // Pickle dumps memoise strings: the same bytes come back at the same
-  // address, so a pointer-keyed cache skips most lookups.
+  // address, so a pointer-keyed cache skips most lookups. 1,024 slots (32
+  // KB), made on the first StrFromBuffer and freed by ForgetAddresses: a
+  // rank that holds one wait (a 100,000-rank snapshot) carries none.
+  static constexpr size_t kCacheSlots = 1024;
   struct Slot {
     const char* data = nullptr;
     size_t size = 0;
     std::string_view value;
   };
-  std::vector<Slot> cache_ = std::vector<Slot>(1024);
+  std::vector<Slot> cache_;
   std::set<Shapes> shapes_;
   std::set<Dtypes> dtypes_;
   std::set<Stack> stacks_;
