@@ -78,6 +78,24 @@ int Register(void* addr, size_t size) {
   return -1;
 }
 
+// Reads what `fd` gives until end of file into *out, in 64 KiB steps; false
+// when it gives more than `max_bytes` (a /proc file of unknown size).
+bool ReadUnsized(int fd, uint64_t max_bytes, std::string* out) {
+  constexpr size_t kStep = size_t{1} << 16;
+  while (true) {
+    size_t have = out->size();
+    out->resize(have + kStep);
+    ssize_t n = ::read(fd, out->data() + have, kStep);
+    if (n < 0 && errno == EINTR) {
+      out->resize(have);
+      continue;
+    }
+    out->resize(have + (n > 0 ? static_cast<size_t>(n) : 0));
+    if (n <= 0) return true;  // end, or an error (EAGAIN of a non-blocking file): what was read counts
+    if (out->size() > max_bytes) return false;
+  }
+}
+
 // Reads the whole file into *out with read(2): the fallback when every
 // slot is taken (a shrinking file then just reads short).
 bool ReadAll(int fd, size_t size, std::string* out) {
@@ -104,6 +122,7 @@ void MappedFile::Release() {
   addr_ = nullptr;
   size_ = 0;
   slot_ = -1;
+  read_without_size_ = false;
 }
 
 MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
@@ -114,6 +133,7 @@ MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
     addr_ = owned ? owned_.data() : o.addr_;
     size_ = o.size_;
     slot_ = o.slot_;
+    read_without_size_ = o.read_without_size_;
     o.addr_ = nullptr;
     o.size_ = 0;
     o.slot_ = -1;
@@ -148,7 +168,21 @@ StatusOr<MappedFile> MappedFile::Open(const std::string& path, uint64_t max_byte
                            std::to_string(max_bytes));
   }
   MappedFile m;
-  if (st.st_size > 0) {
+  if (st.st_size == 0) {
+    bool fits = ReadUnsized(fd, max_bytes, &m.owned_);
+    ::close(fd);
+    if (!fits)
+      return InvalidArgument(path + ": reports size 0 but gives more than the limit of " + std::to_string(max_bytes) +
+                             " bytes when read");
+    if (!m.owned_.empty()) {
+      m.owned_.shrink_to_fit();
+      m.addr_ = m.owned_.data();
+      m.size_ = m.owned_.size();
+      m.read_without_size_ = true;
+    }
+    return m;
+  }
+  {
     size_t size = static_cast<size_t>(st.st_size);
     void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {

@@ -34,13 +34,19 @@ class MappedFile {
 
   // Maps `path`. Errors: kNotFound (no such file), kInvalidArgument (not a
   // regular file, or larger than `max_bytes`), kIo (open/mmap failed).
-  // An empty file maps to an empty view.
+  // A file that reports size 0 is read with read(2) instead, up to
+  // `max_bytes`: a /proc or sysfs file has content but no size
+  // (read_without_size() then says so); a truly empty file gives an empty
+  // view.
   static StatusOr<MappedFile> Open(const std::string& path, uint64_t max_bytes = uint64_t{1} << 40);
 
   std::string_view data() const { return {static_cast<const char*>(addr_), size_}; }
   // True when the file shrank while mapped and a read past its new end
   // found zeros instead of data: what was read cannot be trusted.
   bool shrank() const;
+  // True when the file reported size 0 but held bytes when read (a /proc
+  // or sysfs file): data() holds what read(2) gave.
+  bool read_without_size() const { return read_without_size_; }
 
  private:
   void Release();
@@ -48,6 +54,7 @@ class MappedFile {
   size_t size_ = 0;
   int slot_ = -1;      // registration with the SIGBUS handler, -1 none
   std::string owned_;  // the bytes, when read instead of mapped
+  bool read_without_size_ = false;
 };
 
 }  // namespace hangdx

@@ -5,7 +5,10 @@
 #include <cctype>
 #include <cstring>
 #include <filesystem>
+#include <new>
 #include <set>
+#include <stdexcept>
+#include <system_error>
 #include <thread>
 
 #include "hangdx/base/mapped_file.h"
@@ -13,6 +16,7 @@
 #include "hangdx/ingest/formats.h"
 #include "hangdx/ingest/merge.h"
 #include "hangdx/ingest/record_sink.h"
+#include "hangdx/ingest/walk.h"
 
 namespace hangdx::ingest {
 namespace fs = std::filesystem;
@@ -103,14 +107,25 @@ struct FileResult {
   std::vector<model::RankDump> dumps;
   std::vector<model::DeviceJob> device;  // device snapshots and schedules
   model::DiagnosticSink diags;
+  bool out_of_memory = false;  // reading it ran out of memory (LoadOneGuarded); diagnosed when merged
 };
+
+// The size of `path` in bytes, 0 when it cannot be told.
+uint64_t FileBytes(const std::string& path) {
+  std::error_code ec;
+  uint64_t n = fs::file_size(path, ec);
+  return ec ? 0 : n;
+}
 
 // "path: why" from the file layer -> "why" (the diagnostic names the file).
 std::string WithoutPath(const std::string& msg, const std::string& path) {
   return msg.rfind(path + ": ", 0) == 0 ? msg.substr(path.size() + 2) : msg;
 }
 
-// Maps `path` and reads it with the formats it is in (ReadArtifact).
+// Maps `path` and reads it with the formats it is in (ReadArtifact). A
+// file that shrank while it was read (MappedFile::shrank: a log rotated
+// with copytruncate under a live job) read zeros past its new end: what it
+// gave is dropped and one error says why.
 void LoadOne(const std::string& path, int64_t rank_hint, const LoadOptions& opt, RankListCache* cache,
              FileResult* res) {
   res->path = path;
@@ -122,9 +137,20 @@ void LoadOne(const std::string& path, int64_t rank_hint, const LoadOptions& opt,
     return;
   }
   res->bytes = file->data().size();
-  DumpBuilder out(path, &res->diags);
+  model::DiagnosticSink parse_diags;  // kept only when the file stayed whole
+  DumpBuilder out(path, &parse_diags);
   ArtifactResult read = ReadArtifact(Artifact{file->data(), path, rank_hint, cache}, &out);
   DumpBuilder::Result got = out.Finish();
+  if (file->shrank()) {
+    res->diags.Add(Sev::kError, path,
+                   "the file shrank while it was read (truncated or rotated under hangdx, e.g. by copytruncate): "
+                   "what it gave is dropped; read it again once it is complete",
+                   rank_hint);
+    res->outcome = ArtifactResult::Outcome::kUnreadable;
+    res->unreadable_rank = rank_hint >= 0 ? rank_hint : got.dumps.size() == 1 ? got.dumps[0].rank : -1;
+    return;
+  }
+  res->diags.Merge(std::move(parse_diags));
   res->outcome = read.outcome;
   res->fr_pickle = read.format && read.format->name == kFrPickle;
   if (read.outcome == ArtifactResult::Outcome::kUnreadable) {
@@ -135,27 +161,55 @@ void LoadOne(const std::string& path, int64_t rank_hint, const LoadOptions& opt,
   res->device = std::move(got.device);
 }
 
-void Walk(const fs::path& p, std::vector<std::string>* out, model::DiagnosticSink* diags) {
-  std::error_code ec;
-  if (fs::is_directory(p, ec)) {
-    std::vector<fs::path> kids;
-    for (fs::recursive_directory_iterator it(p, fs::directory_options::skip_permission_denied, ec), end; it != end;
-         it.increment(ec)) {
-      if (ec) break;
-      std::string name = it->path().filename().string();
-      if (!name.empty() && name[0] == '.') {
-        if (it->is_directory(ec)) it.disable_recursion_pending();
-        continue;
-      }
-      if (it->is_regular_file(ec)) kids.push_back(it->path());
-    }
-    if (ec) diags->Add(Sev::kWarning, p.string(), "cannot list folder completely: " + ec.message());
-    std::sort(kids.begin(), kids.end());
-    if (kids.empty() && !ec) diags->Add(Sev::kWarning, p.string(), "folder holds no files");
-    for (auto& k : kids) out->push_back(k.string());
-  } else {
-    out->push_back(p.string());
+// LoadOne, with running out of memory on one file (std::bad_alloc, or a
+// container asked to grow past its limits) turned into that file's error:
+// what it gave in part is freed and dropped, the other files are read.
+void LoadOneGuarded(const std::string& path, int64_t rank_hint, const LoadOptions& opt, RankListCache* cache,
+                    FileResult* res) {
+  try {
+    LoadOne(path, rank_hint, opt, cache, res);
+    return;
+  } catch (const std::bad_alloc&) {
+  } catch (const std::length_error&) {
   }
+  *res = FileResult();  // frees what the file gave in part
+  res->outcome = ArtifactResult::Outcome::kUnreadable;
+  res->unreadable_rank = rank_hint;
+  res->out_of_memory = true;
+  try {
+    res->path = path;
+  } catch (const std::bad_alloc&) {
+    // The merge names the file from its index (LoadJob's files[i]).
+  }
+}
+
+// The rank each input's name suggests (InferRanks over the files to read,
+// so that a FIFO or a dangling link in a folder does not change how its
+// files' names are read), or what --rank says; -1 for what is not read.
+std::vector<int64_t> RankHints(const std::vector<WalkEntry>& inputs, const LoadOptions& opt) {
+  std::vector<std::string> readable;
+  for (const WalkEntry& e : inputs)
+    if (e.kind == WalkEntry::Kind::kFile) readable.push_back(e.path);
+  std::vector<int64_t> inferred = InferRanks(readable);
+  std::vector<int64_t> hints(inputs.size(), -1);
+  for (size_t i = 0, k = 0; i < inputs.size(); ++i) {
+    if (inputs[i].kind != WalkEntry::Kind::kFile) continue;
+    auto it = opt.rank_of.find(inputs[i].path);
+    hints[i] = it != opt.rank_of.end() ? it->second : inferred[k];
+    ++k;
+  }
+  return hints;
+}
+
+// The result of an input the walk found but that is not read: skipped
+// (info for one already read by another path, a warning otherwise) or
+// unreadable (an error), with what it was.
+void NotRead(const WalkEntry& e, FileResult* res) {
+  res->path = e.path;
+  bool unreadable = e.kind == WalkEntry::Kind::kUnreadable;
+  res->outcome = unreadable ? ArtifactResult::Outcome::kUnreadable : ArtifactResult::Outcome::kSkipped;
+  Sev sev = unreadable ? Sev::kError : e.kind == WalkEntry::Kind::kAgain ? Sev::kInfo : Sev::kWarning;
+  res->diags.Add(sev, e.path, e.why);
 }
 
 // Merges a second artifact of the same rank into *have: live wait states,
@@ -216,29 +270,34 @@ void MergeRank(model::RankDump* have, bool* have_pickle, model::RankDump d, bool
 }  // namespace
 
 StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOptions& opt) {
+  if (opt.world_size == 0 || opt.world_size > model::kMaxRank)
+    return InvalidArgument("world size " + std::to_string(opt.world_size) + " is out of range (1 to " +
+                           std::to_string(model::kMaxRank) + ")");
+  for (const auto& [path, rank] : opt.rank_of)
+    if (rank < 0 || rank >= model::kMaxRank)
+      return InvalidArgument("rank " + std::to_string(rank) + " given for " + path + " is out of range (0 to " +
+                             std::to_string(model::kMaxRank - 1) + ")");
   model::Job job;
   job.world_size = opt.world_size;
   model::DiagnosticSink diags;
-  std::vector<std::string> files;
   size_t missing = 0;
   for (const auto& p : paths) {
     std::error_code ec;
     if (!fs::exists(p, ec)) {
       diags.Add(Sev::kError, p, "no such file or folder");  // the others are still worth reading
       ++missing;
-      continue;
     }
-    Walk(p, &files, &diags);
   }
   if (missing == paths.size()) return NotFound(paths.front() + ": no such file or folder");
+  // Every input counts, also what is not read (a FIFO, a dangling symlink,
+  // a folder that cannot be listed): its FileResult says what it was.
+  std::vector<WalkEntry> inputs = WalkInputs(paths, &diags);
+  std::vector<std::string> files;
+  for (const WalkEntry& e : inputs) files.push_back(e.path);
   for (const auto& [path, rank] : opt.rank_of)
     if (std::find(files.begin(), files.end(), path) == files.end())
       diags.Add(Sev::kWarning, path, "--rank names a file that is not among the inputs");
-  std::vector<int64_t> hints = InferRanks(files);
-  for (size_t i = 0; i < files.size(); ++i) {
-    auto it = opt.rank_of.find(files[i]);
-    if (it != opt.rank_of.end()) hints[i] = it->second;
-  }
+  std::vector<int64_t> hints = RankHints(inputs, opt);
   job.files = files;
   std::vector<FileResult> results(files.size());
   int threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::thread::hardware_concurrency());
@@ -248,24 +307,36 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
   std::atomic<uint64_t> bytes{0};
   auto worker = [&] {
     for (size_t i; (i = next.fetch_add(1)) < files.size();) {
-      LoadOne(files[i], hints[i], opt, &cache, &results[i]);
+      if (inputs[i].kind == WalkEntry::Kind::kFile)
+        LoadOneGuarded(files[i], hints[i], opt, &cache, &results[i]);
+      else
+        NotRead(inputs[i], &results[i]);
       uint64_t b = bytes.fetch_add(results[i].bytes) + results[i].bytes;
       size_t d = done.fetch_add(1) + 1;
       if (opt.progress) opt.progress(d, files.size(), b);
     }
   };
-  if (threads <= 1) {
-    worker();
-  } else {
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
-    for (auto& t : pool) t.join();
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(worker);
+    } catch (const std::system_error&) {
+      break;  // no memory or thread left for another: the ones started (and this one) read the rest
+    }
   }
+  worker();
+  for (auto& t : pool) t.join();
   // Merge in file order (deterministic whatever the thread count).
   std::map<model::Rank, model::RankDump> by_rank;
   std::map<model::Rank, bool> pickle_base;  // per rank: its base is a Flight Recorder pickle
   job.inputs.files = files.size();
-  for (auto& r : results) {
+  for (size_t i = 0; i < results.size(); ++i) {
+    FileResult& r = results[i];
+    if (r.out_of_memory)
+      r.diags.Add(Sev::kError, files[i],
+                  "ran out of memory while reading this file (" + std::to_string(FileBytes(files[i])) +
+                      " bytes): what it gave is dropped; give hangdx more memory, or fewer files at once",
+                  r.unreadable_rank);
     diags.Merge(std::move(r.diags));
     switch (r.outcome) {
       case ArtifactResult::Outcome::kUsed:
@@ -277,7 +348,7 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
       case ArtifactResult::Outcome::kUnreadable:
         ++job.inputs.unreadable;
         if (r.unreadable_rank >= 0 && !job.unreadable.count(r.unreadable_rank))
-          job.unreadable[r.unreadable_rank] = r.path;
+          job.unreadable[r.unreadable_rank] = files[i];
         break;
     }
     for (auto& dj : r.device) job.device.push_back(std::move(dj));
