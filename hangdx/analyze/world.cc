@@ -42,26 +42,46 @@ World ResolveWorld(const model::Job& job, model::DiagnosticSink* diags) {
   World world;
   int64_t w = job.world_size;
   world.inferred = w < 0;
+  const char* source = w >= 0 ? "--world-size" : "the default pg config";
   if (w < 0) {
     w = RecordedWorldSize(job);
     if (w >= 0) world.inferred = false;
   }
-  w = std::max(w, HighestRankSeen(job));
+  int64_t seen = HighestRankSeen(job);
+  if (seen > w) source = "the rank numbers";
+  w = std::max(w, seen);
   // Rank numbers far above the number of ranks with data (a typo, a
-  // hostile file) must not make a million-member default pg.
+  // hostile file) must not make a million-member default pg. A given or
+  // recorded size is believed further, up to kMaxListedWorld: each rank
+  // without data costs a summary (about 1 KB), so 2^24 of them from a 2 KB
+  // dump would take gigabytes.
   int64_t with_data = static_cast<int64_t>(job.dumps.size() + job.unreadable.size());
-  if (world.inferred && w > 4 * with_data + 64) {
+  int64_t believable = 4 * with_data + 64;
+  if (world.inferred && w > believable) {
     diags->Add(model::Diagnostic::Severity::kWarning, "",
                "rank numbers go up to " + std::to_string(w - 1) + " but only " +
                    Count(with_data, "rank has", "ranks have") +
                    " data; not guessing the world size (pass --world-size)");
     w = -1;
+  } else if (w > std::max(believable, kMaxListedWorld)) {
+    // The world is made of the ranks with data instead (the highest of them
+    // + 1, when that is believable), so that world_size and
+    // ranks_without_dump still agree with every rank the report lists.
+    int64_t highest = job.dumps.empty() ? 0 : job.dumps.back().rank + 1;
+    diags->Add(model::Diagnostic::Severity::kWarning, "",
+               "a world of " + std::to_string(w) + " ranks (from " + source + ") but only " +
+                   Count(with_data, "rank has", "ranks have") +
+                   " data: the ranks without data are not listed one by one " + "(at most " +
+                   std::to_string(kMaxListedWorld) + " are); the world is taken as the ranks with data");
+    world.inferred = true;
+    w = highest > 0 && highest <= believable ? highest : -1;
   }
-  world.size = w;
   if (w < 0) {
+    world.size = -1;
     world.reported_size = static_cast<int64_t>(job.dumps.size());
     return world;
   }
+  world.size = w;
   world.reported_size = w;
   size_t k = 0;
   for (model::Rank r = 0; r < w; ++r) {

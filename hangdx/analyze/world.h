@@ -3,7 +3,9 @@
 // form the job. The world size comes from --world-size, else from a default
 // pg config that lists its members, else from the highest rank any file
 // names -- unless that rank is far above the number of ranks with data (a
-// typo, a hostile file), when it is left unknown rather than guessed.
+// typo, a hostile file), when it is left unknown rather than guessed; a
+// given or recorded size past kMaxListedWorld with few ranks with data is
+// left unknown too, since every rank without data costs a summary.
 //
 //   World w = ResolveWorld(job, &diags);
 //   if (w.size >= 0) ... ranks 0 .. w.size - 1; w.without_dump lists the silent ones
@@ -16,6 +18,11 @@
 #include "hangdx/model/job.h"
 
 namespace hangdx::analyze {
+
+// The largest world whose ranks without data are listed one by one when
+// --world-size or a default pg config gives it (a larger one with few
+// ranks with data is left unknown, with a warning).
+inline constexpr int64_t kMaxListedWorld = int64_t{1} << 16;
 
 struct World {
   int64_t size = -1;                      // ranks 0 .. size-1 form the world; -1: unknown (not guessed)

@@ -57,6 +57,29 @@ TEST(ResolveWorld, UnbelievableRankNumbersAreNotAWorld) {
             "rank numbers go up to 1000 but only 1 rank has data; not guessing the world size (pass --world-size)");
 }
 
+TEST(ResolveWorld, AGivenWorldFarPastTheDataIsNotListedRankByRank) {
+  // --world-size 2^24 with a dump of rank 2: the 2^24 - 1 ranks without
+  // data would cost gigabytes of summaries, so the world is taken as the
+  // ranks with data (0-2, rank 0 and 1 without a dump), with a warning; a
+  // given size up to kMaxListedWorld is still believed.
+  model::Job job = JobBuilder().Steps(2, "0", 1, 1).World(int64_t{1} << 24).Build();
+  model::DiagnosticSink diags;
+  World w = ResolveWorld(job, &diags);
+  EXPECT_EQ(w.size, 3);
+  EXPECT_EQ(w.reported_size, 3);
+  EXPECT_TRUE(w.inferred);
+  EXPECT_EQ(w.without_dump, (Ranks{0, 1}));
+  std::vector<model::Diagnostic> d = diags.Take();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_NE(d[0].message.find("a world of 16777216 ranks (from --world-size) but only 1 rank has data"),
+            std::string::npos)
+      << d[0].message;
+  model::Job fits = JobBuilder().Steps(0, "0", 1, 1).World(kMaxListedWorld).Build();
+  World f = ResolveWorld(fits, &diags);
+  EXPECT_EQ(f.size, kMaxListedWorld);
+  EXPECT_EQ(f.without_dump.size(), static_cast<size_t>(kMaxListedWorld - 1));
+}
+
 TEST(Crashed, OnlyACrashEventMakesARankDead) {
   model::Job job = JobBuilder()
                        .Event(0, model::LogEvent::Kind::kCrash, "CUDA error")

@@ -25,7 +25,7 @@ namespace hangdx {
 // what failed (file, offset, field). Cheap to copy; not thread-affine.
 class [[nodiscard]] Status {
  public:
-  enum class Code { kOk, kInvalidArgument, kNotFound, kIo, kDataLoss, kUnimplemented };
+  enum class Code { kOk, kInvalidArgument, kNotFound, kIo, kDataLoss, kUnimplemented, kResourceExhausted };
 
   Status() = default;
   Status(Code code, std::string message) : code_(code), message_(std::move(message)) {}
@@ -44,6 +44,8 @@ inline Status InvalidArgument(std::string m) { return {Status::Code::kInvalidArg
 inline Status NotFound(std::string m) { return {Status::Code::kNotFound, std::move(m)}; }
 inline Status IoError(std::string m) { return {Status::Code::kIo, std::move(m)}; }
 inline Status DataLoss(std::string m) { return {Status::Code::kDataLoss, std::move(m)}; }
+// Out of memory: the message says what was being done and with what input.
+inline Status ResourceExhausted(std::string m) { return {Status::Code::kResourceExhausted, std::move(m)}; }
 
 // StatusOr<T>: a T, or the Status that explains why there is none.
 // Never holds an ok Status without a value.
@@ -79,10 +81,10 @@ class [[nodiscard]] StatusOr {
 
 // Returns from the enclosing function (which returns Status or StatusOr)
 // when `expr`, a Status, is not ok.
-#define HANGDX_RETURN_IF_ERROR(expr)                  \
-  do {                                                \
-    ::hangdx::Status hangdx_status_ = (expr);         \
-    if (!hangdx_status_.ok()) return hangdx_status_;  \
+#define HANGDX_RETURN_IF_ERROR(expr)                 \
+  do {                                               \
+    ::hangdx::Status hangdx_status_ = (expr);        \
+    if (!hangdx_status_.ok()) return hangdx_status_; \
   } while (0)
 
 #define HANGDX_STATUS_CONCAT_INNER_(a, b) a##b

@@ -1,19 +1,63 @@
 #include "hangdx/pipeline/pipeline.h"
 
 #include <algorithm>
+#include <new>
+#include <stdexcept>
 
 #include "hangdx/ingest/cross_rank.h"
 #include "hangdx/ingest/formats.h"
 #include "hangdx/report/report.h"
 
 namespace hangdx::pipeline {
+namespace {
+
+// "dumps/" or "dumps/ and 3 more paths": the input of a stage, for its
+// out-of-memory message.
+std::string PathsWords(const std::vector<std::string>& paths) {
+  std::string s = paths.empty() ? "no path" : paths.front();
+  if (paths.size() > 1) s += " and " + std::to_string(paths.size() - 1) + " more paths";
+  return s;
+}
+
+// Runs one stage; out of memory in it (std::bad_alloc, or a container
+// asked to grow past its limits) becomes kResourceExhausted naming the
+// stage, so the front-ends report it and exit 2 instead of aborting. The
+// loader already turns one file's exhaustion into a diagnostic for that
+// file; this catches the rest (merging, analysis, rendering).
+template <typename T, typename F>
+StatusOr<T> Guarded(const std::string& stage, F f) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+  } catch (const std::length_error&) {
+  }
+  return ResourceExhausted("out of memory while " + stage);
+}
+
+// Loads `paths` and runs the cross-rank passes (the first stage of every
+// command).
+StatusOr<model::Job> Load(const std::vector<std::string>& paths, const PipelineOptions& options) {
+  return Guarded<model::Job>("reading " + PathsWords(paths), [&]() -> StatusOr<model::Job> {
+    StatusOr<model::Job> job = ingest::LoadJob(paths, options.load);
+    if (job.ok()) ingest::InferAcrossRanks(&*job);
+    return job;
+  });
+}
+
+// "3 ranks and 2 device jobs read from dumps/".
+std::string JobWords(const model::Job& job, const std::vector<std::string>& paths) {
+  return std::to_string(job.dumps.size()) + " ranks and " + std::to_string(job.device.size()) +
+         " device jobs read from " + PathsWords(paths);
+}
+
+}  // namespace
 
 StatusOr<analyze::Diagnosis> Diagnose(const std::vector<std::string>& paths, const PipelineOptions& options) {
   if (paths.empty()) return InvalidArgument("no input paths given");
-  StatusOr<model::Job> job = ingest::LoadJob(paths, options.load);
+  StatusOr<model::Job> job = Load(paths, options);
   if (!job.ok()) return job.status();
-  ingest::InferAcrossRanks(&*job);
-  return analyze::Analyze(*job, options.analyze);
+  return Guarded<analyze::Diagnosis>("analyzing the " + JobWords(*job, paths),
+                                     [&] { return analyze::Analyze(*job, options.analyze); });
 }
 
 StatusOr<std::string> Stacks(const std::vector<std::string>& paths, const PipelineOptions& options,
@@ -21,18 +65,23 @@ StatusOr<std::string> Stacks(const std::vector<std::string>& paths, const Pipeli
   if (format != "text" && format != "json")
     return InvalidArgument("unknown format '" + format + "' for stacks (want text or json)");
   if (paths.empty()) return InvalidArgument("no input paths given");
-  StatusOr<model::Job> job = ingest::LoadJob(paths, options.load);
+  StatusOr<model::Job> job = Load(paths, options);
   if (!job.ok()) return job.status();
-  ingest::InferAcrossRanks(&*job);
-  analyze::StackTree tree = analyze::MergeStacks(*job);
-  return format == "json" ? report::RenderStacksJson(tree) : report::RenderStacksText(tree);
+  return Guarded<std::string>("merging the stacks of the " + JobWords(*job, paths), [&] {
+    analyze::StackTree tree = analyze::MergeStacks(*job);
+    return format == "json" ? report::RenderStacksJson(tree) : report::RenderStacksText(tree);
+  });
 }
 
 StatusOr<std::string> Render(const analyze::Diagnosis& d, const std::string& format) {
-  if (format == "text") return report::RenderText(d);
-  if (format == "json") return report::RenderJson(d);
-  if (format == "dot") return report::RenderDot(d);
-  return InvalidArgument("unknown format '" + format + "' (want text, json or dot)");
+  if (format != "text" && format != "json" && format != "dot")
+    return InvalidArgument("unknown format '" + format + "' (want text, json or dot)");
+  return Guarded<std::string>("rendering the " + format + " report of " + std::to_string(d.ranks.size()) + " ranks",
+                              [&] {
+                                if (format == "text") return report::RenderText(d);
+                                if (format == "json") return report::RenderJson(d);
+                                return report::RenderDot(d);
+                              });
 }
 
 std::vector<InputFormat> InputFormats() {

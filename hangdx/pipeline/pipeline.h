@@ -22,8 +22,11 @@ struct PipelineOptions {
 };
 
 // Loads every path (file or folder) and analyzes the job. Errors only for
-// unusable invocations (a path that does not exist); unreadable files are
-// diagnostics inside the Diagnosis.
+// unusable invocations (kNotFound: no path exists; kInvalidArgument: a
+// rank or world size out of range) and kResourceExhausted when memory runs
+// out (the message names the stage and the input); unreadable files, and a
+// file whose reading ran out of memory, are diagnostics inside the
+// Diagnosis.
 StatusOr<analyze::Diagnosis> Diagnose(const std::vector<std::string>& paths, const PipelineOptions& options);
 
 // Loads every path and merges all ranks' stacks into one tree (hangdx
@@ -32,7 +35,8 @@ StatusOr<analyze::Diagnosis> Diagnose(const std::vector<std::string>& paths, con
 StatusOr<std::string> Stacks(const std::vector<std::string>& paths, const PipelineOptions& options,
                              const std::string& format);
 
-// Renders as "text", "json" or "dot". Errors: kInvalidArgument for another format.
+// Renders as "text", "json" or "dot". Errors: kInvalidArgument for another
+// format, kResourceExhausted when memory runs out.
 StatusOr<std::string> Render(const analyze::Diagnosis& d, const std::string& format);
 
 // One input format hangdx reads (a row of ingest/formats.h).

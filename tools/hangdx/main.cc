@@ -4,12 +4,16 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <mutex>
+#include <new>
+#include <stdexcept>
+#include <string_view>
 
 #include "hangdx/pipeline/pipeline.h"
 #include "hangdx/sim/simulate.h"
@@ -114,9 +118,25 @@ int RunSimulate(const std::string& path, const std::string& format, const hangdx
   return rc ? rc : hangdx::sim::ExitCode(*report);
 }
 
-}  // namespace
+// Splits a --rank value "FILE=RANK" at its last '='. False unless RANK is
+// all digits and below model::kMaxRank ("5x", "-1" and 2^62 are refused:
+// a rank number no job has would make every later rank list that long).
+bool ParseRankOverride(const std::string& value, std::string* file, int64_t* rank) {
+  size_t eq = value.rfind('=');
+  if (eq == std::string::npos || eq == 0) return false;
+  std::string_view digits = std::string_view(value).substr(eq + 1);
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), *rank);
+  if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty() || digits[0] == '-') return false;
+  if (*rank < 0 || *rank >= hangdx::model::kMaxRank) return false;
+  *file = value.substr(0, eq);
+  return true;
+}
 
-int main(int argc, char** argv) {
+// What the command is doing, for the out-of-memory message of main():
+// "analyze dumps/", "simulate s.json". Set once the flags are parsed.
+std::string g_doing = "hangdx";
+
+int Main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "watch") return hangdx::tools::WatchMain(argc - 1, argv + 1);
   CLI::App app{"hangdx: names the hang in a distributed deep-learning job from what its ranks left behind", "hangdx"};
   app.require_subcommand(1);
@@ -188,19 +208,18 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : 2;
   }
   for (const auto& o : rank_overrides) {
-    size_t eq = o.rfind('=');
-    int64_t r = -1;
-    try {
-      if (eq != std::string::npos) r = std::stoll(o.substr(eq + 1));
-    } catch (...) {
-      r = -1;
-    }
-    if (eq == std::string::npos || r < 0) {
-      std::cerr << "hangdx: --rank wants FILE=RANK, got '" << o << "'\n";
+    std::string file;
+    int64_t rank = -1;
+    if (!ParseRankOverride(o, &file, &rank)) {
+      std::cerr << "hangdx: --rank wants FILE=RANK with RANK a whole number from 0 to " << hangdx::model::kMaxRank - 1
+                << ", got '" << o << "'\n";
       return 2;
     }
-    options.load.rank_of[o.substr(0, eq)] = r;
+    options.load.rank_of[file] = rank;
   }
+  g_doing = app.get_subcommands().empty() ? "hangdx" : app.get_subcommands().front()->get_name();
+  for (const auto& p : *analyze ? paths : *stacks ? stack_paths : std::vector<std::string>{schedule})
+    if (!p.empty()) g_doing += " " + p;
   if (*formats) return WriteOut(hangdx::pipeline::FormatsText(), "");
   if (*analyze) return RunAnalyze(paths, format, output, options);
   if (*simulate) {
@@ -215,6 +234,22 @@ int main(int argc, char** argv) {
       return 2;
     }
     return WriteOut(*text, stack_output);
+  }
+  return 2;
+}
+
+}  // namespace
+
+// Out of memory anywhere (the pipeline reports its own stage as a Status;
+// this catches the rest: flag parsing, simulate, a renderer's output) is a
+// message and exit 2, never an abort.
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "hangdx: out of memory in %s; giving up (exit 2)\n", g_doing.c_str());
+  } catch (const std::length_error&) {  // a container asked for more than it can hold
+    std::fprintf(stderr, "hangdx: out of memory in %s (a size past the limits); giving up (exit 2)\n", g_doing.c_str());
   }
   return 2;
 }

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Hostile input: rank numbers far past the evidence, and running out of memory.
+
+Issue 14: a 2 KB Flight Recorder dump whose `pg_config` lists rank 16777215, `--world-size
+16777216` or `--rank F=4611686018427387904` allocated about 1.2 KB per rank without data
+(7.5 GB, then an abort), and `--rank F=5x` was read as rank 5. `--check` runs each within
+time and memory bounds and checks that
+
+  - the analysis does not grow with the rank numbers (the memory bound is far below what
+    16 million ranks would take) and the JSON's `world_size` agrees with its rank lists;
+  - `--rank` with a rank out of range or not a number, and `--world-size` out of range,
+    are refused with exit 2 and a message;
+
+    tests/hostile/rank_bounds.py --check           # CI
+    tests/hostile/rank_bounds.py --out DIR         # just write the inputs
+"""
+import argparse
+import json
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bounds import ROOT, check  # noqa: E402
+
+BASE = os.path.join(ROOT, "testdata", "torch", "c_detail", "pickle", "fr_trace_rank_2")
+
+
+def write(folder, snapshot_ranks):
+    """Writes the inputs into `folder`; returns their paths by name."""
+    os.makedirs(folder, exist_ok=True)
+    with open(BASE, "rb") as f:
+        o = pickle.load(f)
+    o["pg_config"] = {"0": {"name": "0", "desc": "d", "ranks": "[16777215]"}}
+    paths = {"far_pg": os.path.join(folder, "fr_trace_rank_3")}
+    with open(paths["far_pg"], "wb") as f:
+        f.write(pickle.dumps(o, 2))
+    # A snapshot naming a waited-for rank far past the ranks that report.
+    paths["far_wait"] = os.path.join(folder, "far_wait.json")
+    with open(paths["far_wait"], "w") as f:
+        json.dump({"0": {"current_op": "all_reduce", "waiting_for_ranks": [16777215], "op_seq": 7}}, f)
+    # A snapshot big enough that parsing it cannot fit in the address-space bound below.
+    paths["big"] = os.path.join(folder, "big_wait.json")
+    with open(paths["big"], "w") as f:
+        f.write("{")
+        for i in range(snapshot_ranks):
+            f.write('%s"%d":{"current_op":"all_reduce","waiting_for_ranks":[%d],"op_seq":7}'
+                    % ("," if i else "", i, (i + 1) % snapshot_ranks))
+        f.write("}")
+    return paths
+
+
+def rank_lists(doc):
+    """Every rank number the JSON report lists (ranks, groups' members, edges, without a dump)."""
+    out = set(doc.get("ranks_without_dump", []))
+    for r in doc.get("ranks", []):
+        out.add(r["rank"])
+    for e in doc.get("edges", []):
+        out.update((e["from"], e["to"]))
+    return out
+
+
+def analyze_json(argv, name):
+    p = check(["analyze", "--format", "json"] + argv, 20, 600, name=name, stdout=subprocess.PIPE)
+    doc = json.loads(p.stdout)
+    listed = rank_lists(doc)
+    ws = doc["world_size"]
+    print("hostile: %s: world_size %d, %d ranks listed, %d diagnostics"
+          % (name, ws, len(listed), len(doc.get("diagnostics", []))))
+    if len(listed) > 1000:
+        sys.exit("hostile: FAIL: %s: lists %d ranks for a few files" % (name, len(listed)))
+    if ws < 0 or ws > 1000:
+        sys.exit("hostile: FAIL: %s: world_size %d is not bounded by the evidence" % (name, ws))
+    if any(r >= ws for r in doc.get("ranks_without_dump", [])):
+        sys.exit("hostile: FAIL: %s: ranks_without_dump past world_size %d" % (name, ws))
+    return doc
+
+
+def refused(argv, name, words):
+    p = check(argv, 10, 600, expect_exit={2}, name=name)
+    err = p.stderr.decode("utf-8", "replace")
+    if words not in err:
+        sys.exit("hostile: FAIL: %s: the message does not say %r:\n%s" % (name, words, err))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out")
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--long", action="store_true")
+    a = ap.parse_args()
+    snapshot_ranks = 600000 if a.long else 200000
+    if a.out:
+        write(a.out, snapshot_ranks)
+        return 0
+    with tempfile.TemporaryDirectory() as d:
+        paths = write(d, snapshot_ranks)
+        analyze_json([paths["far_pg"]], "pg_config rank 16777215")
+        analyze_json([paths["far_wait"]], "a wait for rank 16777215")
+        analyze_json([paths["far_pg"], "--world-size", "16777216"], "--world-size 16777216")
+        analyze_json([paths["far_pg"], "--rank", paths["far_pg"] + "=16777215"], "--rank F=16777215")
+        refused(["analyze", paths["far_pg"], "--rank", paths["far_pg"] + "=4611686018427387904"],
+                "--rank F=2^62", "RANK a whole number")
+        refused(["analyze", paths["far_pg"], "--rank", paths["far_pg"] + "=5x"], "--rank F=5x", "RANK a whole number")
+        refused(["analyze", paths["far_pg"], "--rank", paths["far_pg"] + "=-1"], "--rank F=-1", "RANK a whole number")
+        refused(["analyze", paths["far_pg"], "--world-size", "4611686018427387904"], "--world-size 2^62",
+                "range")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
