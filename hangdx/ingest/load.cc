@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "hangdx/base/mapped_file.h"
+#include "hangdx/base/memory_reserve.h"
 #include "hangdx/ingest/artifact.h"
 #include "hangdx/ingest/formats.h"
 #include "hangdx/ingest/merge.h"
@@ -172,7 +173,8 @@ void LoadOneGuarded(const std::string& path, int64_t rank_hint, const LoadOption
   } catch (const std::bad_alloc&) {
   } catch (const std::length_error&) {
   }
-  *res = FileResult();  // frees what the file gave in part
+  *res = FileResult();    // frees what the file gave in part
+  RefillMemoryReserve();  // for the next file that runs out
   res->outcome = ArtifactResult::Outcome::kUnreadable;
   res->unreadable_rank = rank_hint;
   res->out_of_memory = true;

@@ -4,6 +4,7 @@
 #include <new>
 #include <stdexcept>
 
+#include "hangdx/base/memory_reserve.h"
 #include "hangdx/ingest/cross_rank.h"
 #include "hangdx/ingest/formats.h"
 #include "hangdx/report/report.h"
@@ -31,6 +32,7 @@ StatusOr<T> Guarded(const std::string& stage, F f) {
   } catch (const std::bad_alloc&) {
   } catch (const std::length_error&) {
   }
+  RefillMemoryReserve();  // what the stage built is freed by now
   return ResourceExhausted("out of memory while " + stage);
 }
 

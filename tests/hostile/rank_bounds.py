@@ -10,6 +10,8 @@ time and memory bounds and checks that
     16 million ranks would take) and the JSON's `world_size` agrees with its rank lists;
   - `--rank` with a rank out of range or not a number, and `--world-size` out of range,
     are refused with exit 2 and a message;
+  - running out of memory on a file (a wait snapshot under an address-space limit too
+    small for it) is that file's error and a normal exit, never an abort.
 
     tests/hostile/rank_bounds.py --check           # CI
     tests/hostile/rank_bounds.py --out DIR         # just write the inputs
@@ -107,6 +109,13 @@ def main():
         refused(["analyze", paths["far_pg"], "--rank", paths["far_pg"] + "=-1"], "--rank F=-1", "RANK a whole number")
         refused(["analyze", paths["far_pg"], "--world-size", "4611686018427387904"], "--world-size 2^62",
                 "range")
+        # Out of memory while reading one file: that file's error, the other file is read.
+        mb = os.path.getsize(paths["big"]) / 1e6
+        p = check(["analyze", "--format", "json", paths["big"], paths["far_wait"]], 60, 120,
+                  name="analyze a %.0f MB snapshot in 120 MiB" % mb, stdout=subprocess.PIPE)
+        doc = json.loads(p.stdout)
+        if not any("out of memory" in g["message"] for g in doc["diagnostics"]):
+            sys.exit("hostile: FAIL: no diagnostic says the snapshot ran out of memory")
     return 0
 
 

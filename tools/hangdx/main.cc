@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "hangdx/base/memory_reserve.h"
 #include "hangdx/pipeline/pipeline.h"
 #include "hangdx/sim/simulate.h"
 #include "tools/hangdx/watch_main.h"
@@ -244,6 +245,7 @@ int Main(int argc, char** argv) {
 // this catches the rest: flag parsing, simulate, a renderer's output) is a
 // message and exit 2, never an abort.
 int main(int argc, char** argv) {
+  hangdx::InstallMemoryReserve();  // so that unwinding out of memory has memory to run in
   try {
     return Main(argc, argv);
   } catch (const std::bad_alloc&) {
