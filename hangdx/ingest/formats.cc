@@ -78,9 +78,14 @@ std::string FormatNames() {
   return s;
 }
 
-ArtifactResult ReadArtifact(const Artifact& in, RecordSink* out) {
+ArtifactResult ReadArtifact(const Artifact& given, RecordSink* out) {
   using Outcome = ArtifactResult::Outcome;
   ArtifactResult res;
+  // A UTF-8 byte order mark (editors on Windows write one before JSON and
+  // logs) is no part of any format: read what follows it.
+  constexpr std::string_view kBom = "\xEF\xBB\xBF";
+  Artifact in = given;
+  if (in.data.substr(0, kBom.size()) == kBom) in.data.remove_prefix(kBom.size());
   if (in.data.empty()) {
     out->Diag(Sev::kWarning, "empty file; skipped", -1, 0);
     res.outcome = Outcome::kSkipped;

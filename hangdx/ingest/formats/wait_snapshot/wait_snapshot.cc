@@ -107,7 +107,11 @@ bool ParseWaitSnapshot(const Artifact& in, RecordSink* out) {
                      "stall_after_ms: int > 0); skipped");
       continue;
     }
-    if (seen.insert(rank).second) out->SetWait(rank, std::move(w));
+    if (seen.insert(rank).second)
+      out->SetWait(rank, std::move(w));
+    else  // "007" after "7", or "7" after "07" (keys come sorted as text)
+      diag(rank, "rank key '" + it.key() + "' names rank " + std::to_string(rank) +
+                     " again (another key did too): the first wait counts, this one is skipped");
   }
   return !seen.empty();
 }
