@@ -10,6 +10,7 @@ The returned dict is the same JSON document as ``hangdx analyze --format json``
 from __future__ import annotations
 
 import json
+import operator
 import os
 from typing import Dict, Iterable, List, Optional, Tuple, Union
 
@@ -20,9 +21,26 @@ __version__ = "0.1.0"
 
 PathLike = Union[str, "os.PathLike[str]"]
 
+# The CLI's bounds (hangdx/model/job.h kMaxRank): checked here too, so that an
+# out-of-range value is refused with the CLI's words instead of silently
+# dropping a rank (negative) or allocating per rank until MemoryError (huge).
+_MAX_WORLD_SIZE = 1 << 24
+
 
 class Error(ValueError):
     """Unusable invocation: a path that does not exist, an unknown format."""
+
+
+def _checked_int(value, what: str, lo: int, hi: int) -> int:
+    """Returns ``value`` as an int if it is an integer in ``lo..hi``; raises
+    :class:`Error` worded as the CLI's range check otherwise."""
+    try:
+        n = operator.index(value)  # an int (not a float or a str that looks like one)
+    except TypeError:
+        raise Error("%s: %r is not an integer" % (what, value)) from None
+    if not lo <= n <= hi:
+        raise Error("%s: Value %d not in range %d to %d" % (what, n, lo, hi))
+    return n
 
 
 def render(paths: Union[PathLike, Iterable[PathLike]], format: str = "text", *,
@@ -32,16 +50,19 @@ def render(paths: Union[PathLike, Iterable[PathLike]], format: str = "text", *,
 
     ``format`` is "text", "json" or "dot"; ``exit_code`` is the CLI's: 0 nothing
     wrong found, 1 a hang or mismatch found, 2 unusable input. ``world_size``
-    (ranks) is needed for gloo dumps of jobs whose last rank left no dump;
-    ``rank_of`` maps a file path to its rank when the name does not say it;
-    ``threads`` = 0 parses with all cores. Raises :class:`Error`.
+    (ranks, 1 to 16777216) is needed for gloo dumps of jobs whose last rank
+    left no dump; ``rank_of`` maps a file path to its rank (0 to
+    16777215) when the name does not say it, e.g. ``{"dumps/a.pkl": 3}``;
+    ``threads`` = 0 parses with all cores. Raises :class:`Error`, also for
+    a world size or rank out of those ranges.
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
+    size = -1 if world_size is None else _checked_int(world_size, "world_size", 1, _MAX_WORLD_SIZE)
+    ranks = {os.fspath(k): _checked_int(v, "rank given for %s" % os.fspath(k), 0, _MAX_WORLD_SIZE - 1)
+             for k, v in (rank_of or {}).items()}
     try:
-        text, code = _hangdx.run([os.fspath(p) for p in paths], format,
-                                 -1 if world_size is None else int(world_size), int(threads),
-                                 {os.fspath(k): int(v) for k, v in (rank_of or {}).items()},
+        text, code = _hangdx.run([os.fspath(p) for p in paths], format, size, int(threads), ranks,
                                  bool(assume_timed_out))
     except ValueError as e:
         raise Error(str(e)) from None

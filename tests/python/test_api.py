@@ -82,3 +82,24 @@ def test_hostile_pickle_has_no_side_effect(tmp_path):
     d = hangdx.analyze(str(tmp_path))
     assert not marker.exists()
     assert any("refused opcode GLOBAL" in g["message"] for g in d["diagnostics"])
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    # The CLI's bounds: --world-size 1..16777216, a rank 0..16777215 (1 << 24 ranks).
+    (dict(world_size=-5), "world_size: Value -5 not in range 1 to 16777216"),
+    (dict(world_size=0), "world_size: Value 0 not in range 1 to 16777216"),
+    (dict(world_size=2**40), "world_size: Value 1099511627776 not in range 1 to 16777216"),
+    (dict(rank_of={os.path.join(EXAMPLE, "fr_trace_rank_0"): -7}), "Value -7 not in range 0 to 16777215"),
+    (dict(rank_of={os.path.join(EXAMPLE, "fr_trace_rank_0"): 2**24}), "Value 16777216 not in range 0 to 16777215"),
+    (dict(world_size="4"), "world_size: '4' is not an integer"),
+])
+def test_out_of_range_world_size_and_rank_are_refused(kwargs, message):
+    # Before, -5/0/-7 silently dropped data and 2**40 allocated until MemoryError.
+    with pytest.raises(hangdx.Error) as e:
+        hangdx.analyze(EXAMPLE, **kwargs)
+    assert message in str(e.value)
+
+
+def test_bounds_themselves_are_accepted():
+    d = hangdx.analyze(EXAMPLE, world_size=3, rank_of={os.path.join(EXAMPLE, "fr_trace_rank_0"): 0})
+    assert d["findings"][0]["culprit_ranks"] == [2]
