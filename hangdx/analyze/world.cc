@@ -1,6 +1,7 @@
 #include "hangdx/analyze/world.h"
 
 #include <algorithm>
+#include <set>
 #include <string>
 
 #include "hangdx/base/rank_set.h"
@@ -83,10 +84,17 @@ World ResolveWorld(const model::Job& job, model::DiagnosticSink* diags) {
   }
   world.size = w;
   world.reported_size = w;
+  // A rank whose only data is a device snapshot or schedule has data too:
+  // the report lists it among the ranks with data, so it must not also be
+  // "without" (a schedule of ranks 0-1 next to a dump of rank 3 said both).
+  std::set<model::Rank> device_ranks;
+  for (const auto& dj : job.device)
+    for (const auto& dr : dj.ranks) device_ranks.insert(dr.rank);
   size_t k = 0;
   for (model::Rank r = 0; r < w; ++r) {
     while (k < job.dumps.size() && job.dumps[k].rank < r) ++k;
-    if (k >= job.dumps.size() || job.dumps[k].rank != r) world.without_dump.push_back(r);
+    bool dumped = k < job.dumps.size() && job.dumps[k].rank == r;
+    if (!dumped && !device_ranks.count(r)) world.without_dump.push_back(r);
   }
   return world;
 }

@@ -22,6 +22,20 @@ TEST(ResolveWorld, GivenSizeNamesTheRanksWithoutADump) {
   EXPECT_TRUE(diags.empty());
 }
 
+TEST(ResolveWorld, RanksOfADeviceScheduleAreNotWithoutData) {
+  // A schedule of ranks 0 and 1 plus a dump of rank 3 (tester's `misnamed`):
+  // world 4 inferred, only rank 2 left nothing (before: "without: 0-2").
+  model::Job job = JobBuilder().Steps(3, "0", 1, 1).Build();
+  job.device.emplace_back();
+  job.device[0].ranks.resize(2);
+  job.device[0].ranks[0].rank = 0;
+  job.device[0].ranks[1].rank = 1;
+  model::DiagnosticSink diags;
+  World w = ResolveWorld(job, &diags);
+  EXPECT_EQ(w.size, 4);
+  EXPECT_EQ(w.without_dump, Ranks{2});
+}
+
 TEST(ResolveWorld, DefaultPgConfigGivesTheSize) {
   // Two dumps, but pg 0's config lists ranks 0-5: ranks 2-5 left none.
   model::Job job = JobBuilder().Steps(0, "0", 1, 1).Steps(1, "0", 1, 1).Members("0", {0, 1, 2, 3, 4, 5}).Build();
