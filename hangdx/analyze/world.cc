@@ -99,12 +99,23 @@ World ResolveWorld(const model::Job& job, model::DiagnosticSink* diags) {
   return world;
 }
 
+bool KilledBySigkill(const model::LogEvent& e) {
+  return e.kind == model::LogEvent::Kind::kExit &&
+         (e.signal == 9 || e.exit_code == -9 || e.message.find("exitcode: -9)") != std::string::npos ||
+          e.message.find("Signals.SIGKILL") != std::string::npos);
+}
+
 bool Crashed(const model::Job& job, model::Rank r) {
   const model::RankDump* d = job.Find(r);
   if (!d) return false;
-  for (const auto& e : d->events)
+  bool killed = false, timed_out = false;
+  for (const auto& e : d->events) {
     if (e.kind == model::LogEvent::Kind::kCrash) return true;
-  return false;
+    killed = killed || KilledBySigkill(e);
+    timed_out = timed_out || e.kind == model::LogEvent::Kind::kTimeout || e.kind == model::LogEvent::Kind::kAbort;
+  }
+  // A kill the rank's own timeout did not bring on: it died by itself.
+  return killed && !timed_out;
 }
 
 }  // namespace hangdx::analyze

@@ -35,8 +35,16 @@ struct World {
 // `diags` when the rank numbers are too high to believe. Never fails.
 World ResolveWorld(const model::Job& job, model::DiagnosticSink* diags);
 
-// True when a log of rank r says it crashed (CUDA error, abort, ...): the
-// rank is dead whether or not anyone was seen waiting for it.
+// True when a log of rank r says it crashed (CUDA error, abort, ...), or
+// that it was killed with SIGKILL (OOM killer, scheduler) without having
+// timed out itself (an exit after its own timeout is the watchdog's
+// teardown, a consequence): the rank is dead whether or not anyone was seen
+// waiting for it.
 bool Crashed(const model::Job& job, model::Rank r);
+
+// True when exit event `e` says the process was killed with SIGKILL (the
+// OOM killer, the scheduler): torchelastic's "exitcode: -9", the message
+// catalogue's exit_code -9 or signal 9, "Signals.SIGKILL".
+bool KilledBySigkill(const model::LogEvent& e);
 
 }  // namespace hangdx::analyze

@@ -104,5 +104,23 @@ TEST(Crashed, OnlyACrashEventMakesARankDead) {
   EXPECT_FALSE(Crashed(job, 7));  // no dump at all
 }
 
+TEST(Crashed, AKillBySigkillIsADeathUnlessTheRanksOwnTimeoutBroughtItOn) {
+  // colossalai#3514: torchelastic reports local rank 3 "failed (exitcode: -9)".
+  model::testing::JobBuilder b;
+  b.Event(3, model::LogEvent::Kind::kExit, "[default0]: failed (exitcode: -9) local_rank: 3 (pid: 812917)").FromLog(3);
+  b.Event(1, model::LogEvent::Kind::kExit, "failed (exitcode: 1) local_rank: 1").FromLog(1);
+  b.Event(2, model::LogEvent::Kind::kTimeout, "Watchdog caught collective operation timeout").FromLog(2);
+  b.Event(2, model::LogEvent::Kind::kExit, "failed (exitcode: -9) local_rank: 2").FromLog(2);
+  model::LogEvent sig;
+  sig.kind = model::LogEvent::Kind::kExit;
+  sig.signal = 9;
+  b.Event(4, sig).FromLog(4);
+  model::Job job = b.Build();
+  EXPECT_TRUE(Crashed(job, 3));
+  EXPECT_FALSE(Crashed(job, 1));  // an exit code is no kill: whose consequence it is, the log does not say
+  EXPECT_FALSE(Crashed(job, 2));  // killed after its own timeout: the teardown
+  EXPECT_TRUE(Crashed(job, 4));
+}
+
 }  // namespace
 }  // namespace hangdx::analyze

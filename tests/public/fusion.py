@@ -38,7 +38,7 @@ def main():
     worse = []
     for case in score.cases():
         d = os.path.join(score.ROOT, case)
-        files = sorted(os.path.join(case, f) for f in os.listdir(d) if f not in ("expected.json", "README.md"))
+        files = score.inputs(case)
         if len(files) < 2:
             continue
         with open(os.path.join(d, "expected.json")) as f:

@@ -63,8 +63,15 @@ def judge(expected, doc, code):
     return kind == want and got == culprits, kind == want, said
 
 
+def inputs(case):
+    """The case's artifacts: every file but the verdict (expected.json) and the README, which
+    hangdx must not read (their text quotes the very lines it would take for evidence)."""
+    return sorted(os.path.join(case, f) for f in os.listdir(os.path.join(ROOT, case))
+                  if f not in ("expected.json", "README.md"))
+
+
 def run(binary, case):
-    p = subprocess.run([binary, "analyze", case, "--format", "json"], cwd=ROOT, stdout=subprocess.PIPE,
+    p = subprocess.run([binary, "analyze", *inputs(case), "--format", "json"], cwd=ROOT, stdout=subprocess.PIPE,
                        stderr=subprocess.DEVNULL, timeout=120)
     try:
         return json.loads(p.stdout.decode("utf-8", "replace")), p.returncode

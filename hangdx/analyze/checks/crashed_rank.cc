@@ -2,6 +2,7 @@
 
 #include "hangdx/analyze/checks/absent_ranks.h"
 #include "hangdx/analyze/checks/finding_util.h"
+#include "hangdx/analyze/world.h"
 #include "hangdx/base/rank_set.h"
 
 namespace hangdx::analyze {
@@ -15,7 +16,7 @@ Finding CrashedRankFinding(const RankAnalysis& a, const std::vector<model::Rank>
   std::string what;
   for (model::Rank r : crashed) {
     for (const auto& e : a.job.Find(r)->events) {
-      if (e.kind != model::LogEvent::Kind::kCrash) continue;
+      if (e.kind != model::LogEvent::Kind::kCrash && !KilledBySigkill(e)) continue;
       if (what.empty()) what = e.message;
       f.evidence.push_back({e.file, r, -1, "line " + std::to_string(e.line) + ": " + e.message});
       if (!e.pg.empty() && f.pg_name.empty()) f.pg_name = e.pg;
