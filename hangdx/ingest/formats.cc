@@ -3,6 +3,7 @@
 #include "hangdx/ingest/formats/device_json/device_json.h"
 #include "hangdx/ingest/formats/flight_recorder/flight_recorder.h"
 #include "hangdx/ingest/formats/hccl_plog/hccl_plog.h"
+#include "hangdx/ingest/formats/messages/messages.h"
 #include "hangdx/ingest/formats/nccl_log/nccl_log.h"
 #include "hangdx/ingest/formats/nccl_ras/nccl_ras.h"
 #include "hangdx/ingest/formats/stack_dump/stack_dump.h"
@@ -35,6 +36,12 @@ constexpr Format kFormats[] = {
     {kHcclPlog, "Ascend HCCL plog and CANN console errors (notify-wait timeouts, task exceptions)", Kind::kText,
      SniffHcclPlog, ParseHcclPlog},
     {kStackDump, "py-spy (text or JSON), gdb or faulthandler stack dump", Kind::kText, SniffStackDump, ParseStackDump},
+    // Last: the formats above keep their record numbering, and own the
+    // catalogue rows they read (a row's `reader`).
+    {kMessages,
+     "hang messages of PyTorch c10d, NCCL/RCCL, HCCL, Horovod, DeepSpeed, Megatron, vLLM, SGLang, Ray "
+     "(the message catalogue: hangdx messages)",
+     Kind::kText, SniffMessages, ParseMessages},
 };
 
 // "binary data", "UTF-16 text (read as its ASCII characters)": what a
@@ -46,20 +53,36 @@ std::string SkipMessage(logs::TextEncoding enc) {
   return std::string(what) + "not a format hangdx reads (" + FormatNames() + "; see hangdx formats); skipped";
 }
 
+// Adds format `name` to the formats that read the file ("torch-log, messages").
+void AddReader(model::FileRead* read, std::string_view name) {
+  if (!read->format.empty()) read->format += ", ";
+  read->format += name;
+}
+
 // Runs every text format that recognizes `in.data`; false when none does.
 bool ReadText(const Artifact& in, RecordSink* out) {
   if (logs::LooksBinary(in.data)) return false;
   bool any = false;
   for (const Format& f : kFormats) {
-    if (f.kind != Kind::kText || f.sniff(in.data) <= 0) continue;
-    f.parse(in, out);
+    if (f.kind != Kind::kText || f.sniff(in.data) <= 0 || !f.parse(in, out)) continue;
+    AddReader(&out->Reading(), f.name);
     any = true;
   }
-  if (any && out->empty())
-    out->Diag(Sev::kInfo,
-              "a text log hangdx reads, but nothing in it names an operation, a stack or an error of a known rank",
-              in.rank_hint);
-  return any;
+  if (!any || !out->empty()) return any;
+  // A format's sniff accepted the text but nothing was recorded: recognized
+  // only if some message of the catalogue was (then its rank is unknown);
+  // otherwise the file is skipped with what it resembles.
+  const model::FileRead& read = out->Reading();
+  if (read.messages.empty()) {
+    out->Reading().format.clear();
+    return false;
+  }
+  out->Diag(Sev::kInfo,
+            "recognized " + std::to_string(read.messages.size()) +
+                " kind(s) of message (first: " + read.messages.front().message_id + ", " + read.messages.front().event +
+                "), but none names a rank hangdx can tell (hangdx messages FILE shows them)",
+            in.rank_hint);
+  return true;
 }
 
 }  // namespace
@@ -98,7 +121,10 @@ ArtifactResult ReadArtifact(const Artifact& given, RecordSink* out) {
     if (confidence > best) best = confidence, res.format = &f;
   }
   if (res.format) {
-    if (!res.format->parse(in, out)) res.outcome = Outcome::kUnreadable;
+    if (!res.format->parse(in, out))
+      res.outcome = Outcome::kUnreadable;
+    else
+      AddReader(&out->Reading(), res.format->name);
     return res;
   }
   // Binary that no exclusive format claims (NUL or control bytes in its
@@ -118,7 +144,9 @@ ArtifactResult ReadArtifact(const Artifact& given, RecordSink* out) {
       return res;
     }
   }
-  out->Diag(Sev::kInfo, SkipMessage(enc));
+  std::string near = enc == logs::TextEncoding::kBinary ? "" : NearMiss(decoded.empty() ? in.data : decoded);
+  out->Reading().looks_like = near;
+  out->Diag(Sev::kInfo, near.empty() ? SkipMessage(enc) : SkipMessage(enc) + "; it " + near);
   res.outcome = Outcome::kSkipped;
   return res;
 }

@@ -42,6 +42,7 @@ inline constexpr std::string_view kNcclLog = "nccl-log";
 inline constexpr std::string_view kTorchLog = "torch-log";
 inline constexpr std::string_view kHcclPlog = "hccl-plog";
 inline constexpr std::string_view kStackDump = "stack-dump";
+inline constexpr std::string_view kMessages = "messages";
 
 // One input format.
 struct Format {
@@ -57,9 +58,11 @@ struct Format {
   // the head or a substring search, never a full parse.
   int (*sniff)(std::string_view data);
   // Reads `in` into `out`: records, and a diagnostic for every data problem
-  // (never fatal). Returns false when nothing usable was found (the file
-  // counts as unreadable and its records are dropped); text formats always
-  // return true.
+  // (never fatal). Returns false when nothing usable was found: for an
+  // exclusive format the file counts as unreadable and its records are
+  // dropped; for a text format, it recognized nothing after all (the
+  // messages format: an anchor, but no known message), as if its sniff had
+  // said 0.
   bool (*parse)(const Artifact& in, RecordSink* out);
 };
 
@@ -85,7 +88,10 @@ struct ArtifactResult {
 // format, else (after logs::DecodeText: NUL padding dropped, UTF-16 read as
 // its ASCII) every text format that recognizes it. An empty file, binary
 // data and text no format recognizes are skipped with a diagnostic that
-// names the formats. Records and diagnostics go to *out.
+// names the formats and, for text that looks like a producer's, which one
+// and what was not understood (NearMiss, also in FileRead::looks_like).
+// The formats that read it are in out->Reading().format, comma-separated in
+// table order ("torch-log, messages"). Records and diagnostics go to *out.
 ArtifactResult ReadArtifact(const Artifact& in, RecordSink* out);
 
 }  // namespace hangdx::ingest

@@ -107,6 +107,7 @@ struct FileResult {
   bool fr_pickle = false;        // a Flight Recorder pickle (it carries stack frames; JSON dumps do not)
   std::vector<model::RankDump> dumps;
   std::vector<model::DeviceJob> device;  // device snapshots and schedules
+  model::FileRead read;                  // what ingest made of it (Job::file_reads)
   model::DiagnosticSink diags;
   bool out_of_memory = false;  // reading it ran out of memory (LoadOneGuarded); diagnosed when merged
 };
@@ -130,6 +131,7 @@ std::string WithoutPath(const std::string& msg, const std::string& path) {
 void LoadOne(const std::string& path, int64_t rank_hint, const LoadOptions& opt, RankListCache* cache,
              FileResult* res) {
   res->path = path;
+  res->read.file = path;
   StatusOr<MappedFile> file = MappedFile::Open(path, opt.max_file_bytes);
   if (!file.ok()) {
     res->diags.Add(Sev::kError, path, WithoutPath(file.status().message(), path));
@@ -153,6 +155,7 @@ void LoadOne(const std::string& path, int64_t rank_hint, const LoadOptions& opt,
   }
   res->diags.Merge(std::move(parse_diags));
   res->outcome = read.outcome;
+  res->read = std::move(got.read);
   res->fr_pickle = read.format && read.format->name == kFrPickle;
   if (read.outcome == ArtifactResult::Outcome::kUnreadable) {
     res->unreadable_rank = got.unreadable_rank;
@@ -354,6 +357,7 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
         break;
     }
     for (auto& dj : r.device) job.device.push_back(std::move(dj));
+    job.file_reads.push_back(std::move(r.read));
     for (auto& d : r.dumps) {
       if (d.rank < 0) {
         if (d.from_flight_recorder)

@@ -49,9 +49,12 @@ DumpBuilder::Result DumpBuilder::Finish() {
   }
   r.device = std::move(device_);
   r.unreadable_rank = unreadable_rank_;
+  r.read = std::move(read_);
+  r.read.file = file_;
   dumps_.clear();
   device_.clear();
   unreadable_rank_ = -1;
+  read_ = model::FileRead{};
   return r;
 }
 

@@ -101,6 +101,10 @@ class RecordSink {
   // dead, its data is lost (model::Job::unreadable).
   virtual void MarkUnreadable(model::Rank rank) = 0;
 
+  // What ingest makes of this file (model::FileRead): the formats that read
+  // it, the messages recognised in it (the messages format), what it resembles.
+  virtual model::FileRead& Reading() = 0;
+
   // True while nothing but diagnostics was recorded (no rank, no device job).
   virtual bool empty() const = 0;
 };
@@ -114,6 +118,7 @@ class DumpBuilder final : public RecordSink {
     std::vector<model::RankDump> dumps;    // by rank, rank -1 first when present
     std::vector<model::DeviceJob> device;  // in the order added
     model::Rank unreadable_rank = -1;      // MarkUnreadable's rank, -1 if none
+    model::FileRead read;                  // what was recognized (file = the file)
   };
 
   // Records of `file`; diagnostics go to *diags, which must outlive this.
@@ -145,6 +150,7 @@ class DumpBuilder final : public RecordSink {
   model::PgStatus& PgStatus(model::Rank rank, int64_t pg_id) override { return Dump(rank).pg_status[pg_id]; }
   void SetWait(model::Rank rank, model::WaitSnapshot wait) override { Dump(rank).wait = std::move(wait); }
   void MarkUnreadable(model::Rank rank) override { unreadable_rank_ = rank; }
+  model::FileRead& Reading() override { return read_; }
   bool empty() const override { return dumps_.empty() && device_.empty(); }
 
   // Ends the file: derives completion of the ops of Flight Recorder dumps
@@ -160,6 +166,7 @@ class DumpBuilder final : public RecordSink {
   std::map<model::Rank, model::RankDump> dumps_;
   std::vector<model::DeviceJob> device_;
   model::Rank unreadable_rank_ = -1;
+  model::FileRead read_;
 };
 
 }  // namespace hangdx::ingest

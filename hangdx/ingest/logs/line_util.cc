@@ -44,6 +44,10 @@ size_t MpiPrefix(std::string_view s, int64_t* rank) {
   if (end == std::string_view::npos) return 0;
   size_t open = head.rfind('[', tag);
   if (open == std::string_view::npos) return 0;
+  // Only a date may come before the tag ("Fri Aug 11 12:31:45 2023[1,0]"):
+  // a tag mpirun wrote into the middle of another line's prefix
+  // ("[2019-04-13 13:53:31.[1,0]<stderr>:851588: W") is not peeled with it.
+  if (head.substr(0, open).find('[') != std::string_view::npos) return 0;
   std::string_view inside = head.substr(open + 1, tag - open - 1);
   size_t comma = inside.find(',');
   int64_t r;
@@ -632,6 +636,63 @@ std::string_view Between(std::string_view s, std::string_view open, std::string_
   if (b == std::string_view::npos) return {};
   if (found) *found = true;
   return s.substr(a, b - a);
+}
+
+namespace {
+
+// Days from 1970-01-01 to y-m-d (proleptic Gregorian; H. Hinnant's
+// days_from_civil).
+int64_t DaysFromCivil(int64_t y, int64_t m, int64_t d) {
+  y -= m <= 2;
+  int64_t era = (y >= 0 ? y : y - 399) / 400;
+  int64_t yoe = y - era * 400;
+  int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+// The `n` digits at s[i..] as a number; -1 when they are not all digits.
+int64_t Digits(std::string_view s, size_t i, size_t n) {
+  if (i + n > s.size()) return -1;
+  int64_t v = 0;
+  for (size_t k = i; k < i + n; ++k) {
+    if (s[k] < '0' || s[k] > '9') return -1;
+    v = v * 10 + (s[k] - '0');
+  }
+  return v;
+}
+
+// The ISO-8601 stamp that starts at s[i] (see LineTimeNs), or 0.
+int64_t StampAt(std::string_view s, size_t i) {
+  int64_t y = Digits(s, i, 4), mo = Digits(s, i + 5, 2), d = Digits(s, i + 8, 2);
+  if (y < 1970 || y > 2200 || s[i + 4] != '-' || s[i + 7] != '-' || mo < 1 || mo > 12 || d < 1 || d > 31) return 0;
+  if (i + 19 > s.size() || (s[i + 10] != ' ' && s[i + 10] != 'T') || s[i + 13] != ':' || s[i + 16] != ':') return 0;
+  int64_t h = Digits(s, i + 11, 2), mi = Digits(s, i + 14, 2), sec = Digits(s, i + 17, 2);
+  if (h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 60) return 0;
+  int64_t ns = ((DaysFromCivil(y, mo, d) * 24 + h) * 60 + mi) * 60 + sec;
+  ns *= 1000000000;
+  size_t k = i + 19;
+  if (k < s.size() && (s[k] == '.' || s[k] == ',')) {
+    int64_t scale = 100000000;
+    for (++k; k < s.size() && s[k] >= '0' && s[k] <= '9'; ++k, scale /= 10) ns += (s[k] - '0') * scale;
+  }
+  if (k < s.size() && (s[k] == '+' || s[k] == '-')) {
+    int64_t oh = Digits(s, k + 1, 2), om = Digits(s, k + 4, 2);
+    if (oh >= 0 && oh <= 14 && k + 3 < s.size() && s[k + 3] == ':' && om >= 0 && om < 60)
+      ns -= (s[k] == '+' ? 1 : -1) * (oh * 60 + om) * 60 * int64_t{1000000000};
+  }
+  return ns;
+}
+
+}  // namespace
+
+int64_t LineTimeNs(std::string_view raw) {
+  std::string_view head = raw.substr(0, 96);
+  for (size_t i = 0; i + 19 <= head.size(); ++i) {
+    if (head[i] < '1' || head[i] > '2' || (i > 0 && head[i - 1] >= '0' && head[i - 1] <= '9')) continue;
+    if (int64_t ns = StampAt(head, i)) return ns;
+  }
+  return 0;
 }
 
 bool LooksBinary(std::string_view data) {

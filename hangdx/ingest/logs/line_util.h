@@ -180,6 +180,17 @@ bool Contains(std::string_view s, std::string_view needle);
 // Empty and *found=false when absent.
 std::string_view Between(std::string_view s, std::string_view open, std::string_view close, bool* found = nullptr);
 
+// The wall-clock time a log line carries, ns since the epoch (UTC unless the
+// stamp gives its offset), or 0 when its head (first 96 bytes) holds none.
+// Read: ISO-8601 date and time with a year, `YYYY-MM-DD[T ]HH:MM:SS` with an
+// optional `.`/`,` fraction and `Z` or `+HH:MM` -- kubectl --timestamps, the
+// bracketed stamps of NCCL 2.26 WARN, DeepSpeed, SGLang and Horovod
+// (`[2019-04-13 13:53:31.851506: W ...`), Python logging's asctime. Stamps
+// without a year (glog `I1114 16:43:23`, vLLM `07-26 10:12:01`) give 0: their
+// time since the epoch is unknown. `raw` is the line as written, before
+// its prefixes were peeled.
+int64_t LineTimeNs(std::string_view raw);
+
 // True when `data` holds NUL bytes or mostly non-text bytes in its head: a
 // binary file that no text format can be.
 bool LooksBinary(std::string_view data);

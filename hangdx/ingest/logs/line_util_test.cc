@@ -29,6 +29,11 @@ TEST(LineUtil, PeelsForeignPrefixes) {
   EXPECT_EQ(r, 12);
   EXPECT_EQ(Peel("[1803] text", &r, &lr), "text");
   EXPECT_EQ(r, -1);
+  // mpirun splitting Horovod's prefix (horovod/horovod#1012): the inner tag is not a prefix.
+  EXPECT_EQ(
+      Peel("[1,0]<stderr>:[2019-04-13 13:53:31.[1,0]<stderr>:851588: W horovod/common/operations.cc:588] x", &r, &lr),
+      "[2019-04-13 13:53:31.[1,0]<stderr>:851588: W horovod/common/operations.cc:588] x");
+  EXPECT_EQ(r, 0);
   // Not prefixes: c10 severity brackets, PG prefixes.
   EXPECT_EQ(Peel("[E ProcessGroupNCCL.cpp:457] [Rank 3] W", &r, &lr), "[E ProcessGroupNCCL.cpp:457] [Rank 3] W");
 }
@@ -294,6 +299,23 @@ TEST(DecodeText, Utf16) {
   EXPECT_EQ(text, "NCCL\n");
   EXPECT_EQ(DecodeText(std::string("\0N\0C\0C\0L\0\n", 10), &text), TextEncoding::kUtf16);
   EXPECT_EQ(text, "NCCL\n");
+}
+
+TEST(LineUtil, LineTimeNs) {
+  constexpr int64_t kS = 1000000000;
+  // kubectl --timestamps, with nanoseconds.
+  EXPECT_EQ(LineTimeNs("2025-11-24T03:20:21.001125857Z [rank0]: x"), 1763954421 * kS + 1125857);
+  // Horovod's bracketed stamp after an mpirun tag; Python logging's comma.
+  EXPECT_EQ(LineTimeNs("[1,0]<stderr>:[2019-04-13 13:53:31.851506: W horovod/common/operations.cc:588] x"),
+            1555163611 * kS + 851506000);
+  EXPECT_EQ(LineTimeNs("2024-01-01 00:00:00,5 - INFO - x"), 1704067200 * kS + 500000000);
+  // An offset is UTC's.
+  EXPECT_EQ(LineTimeNs("2024-01-01T01:00:00+01:00 x"), 1704067200 * kS);
+  // No year, no stamp, a date alone: unknown.
+  EXPECT_EQ(LineTimeNs("I1114 16:43:23.344583 1233050 x.cc:1] y"), 0);
+  EXPECT_EQ(LineTimeNs("INFO 07-26 10:12:01 shm_broadcast.py:404] No available block"), 0);
+  EXPECT_EQ(LineTimeNs("released 2024-01-01"), 0);
+  EXPECT_EQ(LineTimeNs(""), 0);
 }
 
 }  // namespace

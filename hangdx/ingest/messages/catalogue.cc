@@ -33,6 +33,16 @@ constexpr std::pair<EventKind, const char*> kEventNames[] = {
     {EventKind::kInfo, "info"},
 };
 
+constexpr std::pair<RankScope, const char*> kScopeNames[] = {
+    {RankScope::kGlobal, "global"},
+    {RankScope::kPg, "pg"},
+    {RankScope::kGroup, "group"},
+    {RankScope::kNode, "node"},
+};
+
+// The captures whose numbers are ranks: a row that has one says what they count in.
+constexpr const char* kRankCaptures[] = {"rank", "ranks", "ready_ranks", "peer", "reporter"};
+
 // A row being read: its lines' keys, then checked and converted.
 class RowReader {
  public:
@@ -44,19 +54,22 @@ class RowReader {
   Status Error(int64_t line, const std::string& what) const {
     return InvalidArgument(row_.file + ":" + std::to_string(line) + ": " + what);
   }
-  Status CheckPattern(const std::string& pattern, int64_t line) const;
+  Status CheckPattern(const std::string& pattern, int64_t line);
   Row row_;
+  bool captures_ranks_ = false;  // a pattern names a capture of kRankCaptures
   std::set<std::string> seen_;
   RowTest pending_;  // example / instance lines waiting for their expect
   std::string pending_url_;
   int64_t pending_line_ = 0;
 };
 
-Status RowReader::CheckPattern(const std::string& pattern, int64_t line) const {
+Status RowReader::CheckPattern(const std::string& pattern, int64_t line) {
   RE2 re(pattern, RE2::Quiet);
   if (!re.ok()) return Error(line, "pattern does not compile: " + re.error());
-  for (const auto& [name, index] : re.NamedCapturingGroups())
+  for (const auto& [name, index] : re.NamedCapturingGroups()) {
     if (!IsKnownField(name)) return Error(line, "capture '" + name + "' is not in the vocabulary (fields.h)");
+    for (const char* r : kRankCaptures) captures_ranks_ = captures_ranks_ || name == r;
+  }
   return Status::Ok();
 }
 
@@ -92,6 +105,14 @@ Status RowReader::Add(std::string_view key, std::string_view value, int64_t line
   } else if (key == "subject") {
     if (v != "self" && v != "captured") return Error(line, "subject must be self or captured");
     row_.subject_captured = v == "captured";
+  } else if (key == "rank_scope") {
+    if (!ParseRankScope(v, &row_.rank_scope)) return Error(line, "rank_scope must be global, pg, group or node");
+  } else if (key == "pg_from") {
+    if (v != "timeout") return Error(line, "pg_from must be timeout");
+    row_.pg_from_timeout = true;
+  } else if (key == "reader") {
+    if (v.empty() || v.find(' ') != std::string::npos) return Error(line, "reader names one input format");
+    row_.reader = v;
   } else if (key == "seq_base") {
     if (v != "0" && v != "1") return Error(line, "seq_base must be 0 or 1");
     row_.seq_base = v == "0" ? 0 : 1;
@@ -156,6 +177,11 @@ StatusOr<Row> RowReader::Finish() {
   for (const char* key : {"producer", "versions", "source", "format", "layout", "anchor", "pattern", "event", "proves"})
     if (!seen_.count(key)) return Error(row_.line, "row " + row_.id + " has no '" + key + "'");
   if (row_.tests.empty()) return Error(row_.line, "row " + row_.id + " has no example");
+  if (captures_ranks_ && row_.rank_scope == RankScope::kNone)
+    return Error(row_.line,
+                 "row " + row_.id + " captures ranks: say what they count in (rank_scope global|pg|group|node)");
+  if (!captures_ranks_ && row_.rank_scope != RankScope::kNone)
+    return Error(row_.line, "row " + row_.id + " has a rank_scope but captures no rank");
   if (row_.layout == Row::Layout::kLine && (!row_.continuation.empty() || !row_.end.empty()))
     return Error(row_.line, "row " + row_.id + ": continuation and end are for layout block");
   if (row_.layout == Row::Layout::kBlock && row_.continuation.empty())
@@ -209,6 +235,21 @@ const char* EventKindName(EventKind kind) {
   for (const auto& [k, name] : kEventNames)
     if (k == kind) return name;
   return "info";
+}
+
+const char* RankScopeName(RankScope scope) {
+  for (const auto& [k, name] : kScopeNames)
+    if (k == scope) return name;
+  return "none";
+}
+
+bool ParseRankScope(std::string_view name, RankScope* scope) {
+  for (const auto& [k, n] : kScopeNames)
+    if (name == n) {
+      *scope = k;
+      return true;
+    }
+  return false;
 }
 
 bool ParseEventKind(std::string_view name, EventKind* kind) {

@@ -9,7 +9,7 @@
 // from the format string and, where found, real lines from public reports.
 // docs/field-messages.md is generated from it (`hangdx messages --markdown`).
 //
-// Row syntax (docs/messages.md has the full reference): rows separated by
+// Row syntax (data/README.md lists every key): rows separated by
 // blank lines, one `key value` per line, value verbatim (regexes raw):
 //
 //   message torch.nccl.watchdog_timeout
@@ -21,6 +21,7 @@
 //   anchor Watchdog caught collective operation timeout
 //   pattern Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)
 //   event timeout
+//   reader torch-log
 //   proves this rank waited past its timeout in collective `seq`
 //   example Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, ...
 //   expect seq=5 op=all_reduce
@@ -69,6 +70,22 @@ struct RowTest {
   std::string url;    // the report, for real ones
 };
 
+// What the rank-like captures of a row (`rank`, `ranks`, `ready_ranks`,
+// `peer`, `reporter`) count in: the `rank_scope` key, required on every row
+// that captures one of them.
+enum class RankScope {
+  kNone,    // the row captures no rank
+  kGlobal,  // `global`: global ranks of the job (Horovod, fr_trace, torchelastic's rank)
+  kPg,      // `pg`: ranks inside the message's pg (c10d prefix or `pg` capture) or NCCL
+            // communicator; global when that pg is the default pg
+  kGroup,   // `group`: an index inside a serving framework's parallel group (vLLM's
+            // VllmWorker-N, SGLang's scheduler i); global when the file shows TP only
+  kNode,    // `node`: launcher agents' ranks (one per node), never a process's rank
+};
+// The row spelling ("pg"); ParseRankScope returns false for others.
+const char* RankScopeName(RankScope scope);
+bool ParseRankScope(std::string_view name, RankScope* scope);
+
 // One message wording of one producer.
 struct Row {
   std::string id;        // "torch.nccl.watchdog_timeout"
@@ -84,7 +101,21 @@ struct Row {
   EventKind event = EventKind::kInfo;
   bool subject_captured = false;  // the `rank` capture is not the printing rank
   int seq_base = 1;               // 0: the producer counts seq from 0 (PyTorch DETAIL)
-  std::string proves;             // one sentence
+  RankScope rank_scope = RankScope::kNone;
+  // `pg_from timeout`: the message names no pg because it follows a timeout
+  // and is about that timeout's pg (c10d's desync report, printed by the
+  // watchdog of the pg whose work timed out): its pg is the pg of the last
+  // timeout the same rank reported in the file.
+  bool pg_from_timeout = false;
+  // The input format whose own parser turns this message into records when
+  // it reads the file (`reader torch-log`: a name of `hangdx formats`); ""
+  // (no key): the catalogue's format, `messages`, does. Either way one
+  // reader owns each message, so nothing is counted twice; the messages
+  // format still recognizes an owned message (it is evidence the file was
+  // read, and `hangdx messages FILE` shows it) and handles it itself when
+  // the owner does not read the file.
+  std::string reader;
+  std::string proves;  // one sentence
   std::vector<RowTest> tests;
   std::vector<std::string> notes;
   std::string file;  // catalogue file the row came from

@@ -72,6 +72,12 @@ TEST(Catalogue, NamesTheFileAndLineOfEachError) {
   std::string bad_re = row;
   bad_re.replace(bad_re.find("pattern Watchdog"), 16, "pattern Watch(dog");
   EXPECT_THAT(error_of(bad_re), HasSubstr("bad.msgs:9: pattern does not compile"));
+  std::string no_scope = row;
+  no_scope.replace(no_scope.find("(?P<op>"), 7, "(?P<rank>\\d+)(?P<op>");
+  EXPECT_THAT(error_of(no_scope), HasSubstr("bad.msgs:2: row t.timeout captures ranks: say what they count in"));
+  std::string bad_scope = row;
+  bad_scope.replace(bad_scope.find("event timeout"), 13, "event timeout\nrank_scope world");
+  EXPECT_THAT(error_of(bad_scope), HasSubstr("bad.msgs:11: rank_scope must be global, pg, group or node"));
   std::string no_url = row;
   no_url.erase(no_url.find("real https"), std::string("real https://example.org/issue/1\n").size());
   EXPECT_THAT(error_of(no_url), HasSubstr("instance lines need a `real URL` before them"));

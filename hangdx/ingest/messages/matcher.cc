@@ -35,12 +35,16 @@ RE2::Options Opts() {
   return o;
 }
 
-// Sets every named group of `re` that matched in `text`.
+// Sets every named group of `re` that matched in `text`; with `f` null,
+// only says whether `re` matches (no submatches: RE2's fast path).
 bool Capture(const RE2& re, std::string_view text, MessageFields* f, std::vector<std::string>* problems) {
+  re2::StringPiece sp(text.data(), text.size());
+  if (f == nullptr) return re.Match(sp, 0, text.size(), RE2::UNANCHORED, nullptr, 0);
   int n = re.NumberOfCapturingGroups();
-  std::vector<re2::StringPiece> groups(n + 1);
-  if (!re.Match(re2::StringPiece(text.data(), text.size()), 0, text.size(), RE2::UNANCHORED, groups.data(), n + 1))
-    return false;
+  // One buffer per thread for the groups: no allocation per line.
+  thread_local std::vector<re2::StringPiece> groups;
+  if (groups.size() < static_cast<size_t>(n) + 1) groups.resize(n + 1);
+  if (!re.Match(sp, 0, text.size(), RE2::UNANCHORED, groups.data(), n + 1)) return false;
   for (const auto& [name, index] : re.NamedCapturingGroups()) {
     const re2::StringPiece& g = groups[index];
     if (g.data() == nullptr) continue;  // an optional group that did not take part
@@ -97,6 +101,21 @@ CompiledCatalogue::CompiledCatalogue(const Catalogue& catalogue) : impl_(std::ma
 
 CompiledCatalogue::~CompiledCatalogue() = default;
 
+bool CompiledCatalogue::AnyAnchor(std::string_view text) const {
+  RE2::Set::ErrorInfo info{};
+  if (impl_->anchors->Match(re2::StringPiece(text.data(), text.size()), nullptr, &info)) return true;
+  // RE2 gives up on a DFA out of memory (a huge input): say "maybe" then,
+  // the line scan decides.
+  return info.kind == RE2::Set::kOutOfMemory;
+}
+
+void CompiledCatalogue::RowsWithAnchor(std::string_view text, std::vector<const Row*>* rows) const {
+  std::vector<int> hits;
+  if (!impl_->anchors->Match(re2::StringPiece(text.data(), text.size()), &hits)) return;
+  std::sort(hits.begin(), hits.end());
+  for (int h : hits) rows->push_back(impl_->rows[impl_->set_to_row[h]].row);
+}
+
 const CompiledCatalogue& CompiledCatalogue::Builtin() {
   static const CompiledCatalogue* c = new CompiledCatalogue(Catalogue::Builtin());
   return *c;
@@ -106,16 +125,17 @@ MessageMatcher::MessageMatcher(const CompiledCatalogue& compiled) : compiled_(co
 
 bool MessageMatcher::Continue(std::string_view text, std::string_view before_tag, std::vector<MessageMatch>* out) {
   const CompiledRow& c = compiled_.impl().rows[block_row_];
+  MessageFields* fields = block_.captured ? &block_.fields : nullptr;
   for (std::string_view t : {text, before_tag}) {
     if (t.data() == nullptr) continue;
-    if (c.end && Capture(*c.end, t, &block_.fields, &block_.problems)) {
+    if (c.end && Capture(*c.end, t, fields, &block_.problems)) {
       FinishFields(*c.row, &block_.fields);
       out->push_back(std::move(block_));
       block_open_ = false;
       return true;
     }
     for (const auto& re : c.continuation)
-      if (Capture(*re, t, &block_.fields, &block_.problems)) {
+      if (Capture(*re, t, fields, &block_.problems)) {
         if (++block_lines_ >= kMaxBlockLines) Finish(out);
         return true;
       }
@@ -131,20 +151,53 @@ bool MessageMatcher::Feed(std::string_view text, int64_t line, int64_t offset, s
   return before_tag.data() != nullptr && Start(before_tag, line, offset, out);
 }
 
+void MessageMatcher::SetWanted(const std::function<bool(const Row&)>& wanted) {
+  wanted_fn_ = wanted;
+  wanted_.assign(compiled_.impl().rows.size(), -1);
+}
+
+bool MessageMatcher::Wanted(size_t row) {
+  if (!wanted_fn_ || row >= wanted_.size()) return true;
+  if (wanted_[row] < 0) wanted_[row] = wanted_fn_(*compiled_.impl().rows[row].row) ? 1 : 0;
+  return wanted_[row] == 1;
+}
+
+bool MessageMatcher::Feed(const logs::Line& l, std::vector<MessageMatch>* out, const logs::LinePrefix* tags) {
+  if (tags != nullptr) {
+    tags_ = *tags;
+  } else {
+    tags_.rank = l.rank, tags_.local_rank = l.local_rank;
+    tags_.tp = l.tp, tags_.dp = l.dp, tags_.pp = l.pp;
+    tags_.repeated = l.repeated;
+  }
+  tags_.before_tag = {};
+  bool got = Feed(l.text, l.number, l.offset, out, l.before_tag);
+  tags_ = logs::LinePrefix{};
+  return got;
+}
+
 bool MessageMatcher::Start(std::string_view text, int64_t line, int64_t offset, std::vector<MessageMatch>* out) {
   const CompiledCatalogue::Impl& impl = compiled_.impl();
+  re2::StringPiece sp(text.data(), text.size());
+  // Most lines hold no anchor: the earliest-match scan says so without the
+  // match set RE2 allocates when asked which anchors hit.
   hits_.clear();
-  if (!impl.anchors->Match(re2::StringPiece(text.data(), text.size()), &hits_)) return false;
+  if (!impl.anchors->Match(sp, &hits_)) return false;
   std::sort(hits_.begin(), hits_.end());  // catalogue order: the first row that matches wins
   for (int h : hits_) {
-    const CompiledRow& c = impl.rows[impl.set_to_row[h]];
+    size_t index = static_cast<size_t>(impl.set_to_row[h]);
+    const CompiledRow& c = impl.rows[index];
     MessageMatch m;
-    if (!Capture(*c.pattern, text, &m.fields, &m.problems)) continue;
+    m.captured = Wanted(index);
+    if (!Capture(*c.pattern, text, m.captured ? &m.fields : nullptr, &m.problems)) continue;
     m.row = c.row;
-    m.c10d_prefix = FindC10dPrefix(text);
     m.line = line;
     m.offset = offset;
-    m.text = std::string(text.substr(0, kMaxEvidenceBytes));
+    m.tags = tags_;
+    if (m.captured) {
+      m.c10d_prefix = FindC10dPrefix(text);
+      m.text = std::string(text.substr(0, kMaxEvidenceBytes));
+    }
     if (c.row->layout == Row::Layout::kBlock) {
       block_ = std::move(m);
       block_open_ = true;

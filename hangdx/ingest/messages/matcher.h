@@ -22,11 +22,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "hangdx/ingest/logs/line_util.h"
 #include "hangdx/ingest/messages/catalogue.h"
 #include "hangdx/ingest/messages/fields.h"
 
@@ -51,6 +53,12 @@ struct MessageMatch {
   int64_t offset = 0;                 // byte offset of the first line
   std::string text;                   // the first line (cut at 2 KiB), for evidence
   std::vector<std::string> problems;  // captures that did not parse
+  // What the launcher prefixes of the first line named (Feed(const
+  // logs::Line&) fills it; before_tag is not kept).
+  logs::LinePrefix tags;
+  // False when the row's captures were not wanted (SetWanted): only row,
+  // line, offset and tags are set.
+  bool captured = true;
 };
 
 // The catalogue's patterns, compiled once. Immutable, shared by matchers.
@@ -62,6 +70,11 @@ class CompiledCatalogue {
   ~CompiledCatalogue();
   static const CompiledCatalogue& Builtin();
   const std::vector<std::string>& errors() const { return errors_; }
+  // True when `text` holds some row's anchor: one scan that stops at the
+  // first (a file's sniff). `text` may be a whole file.
+  bool AnyAnchor(std::string_view text) const;
+  // Appends the rows whose anchor `text` holds, in catalogue order.
+  void RowsWithAnchor(std::string_view text, std::vector<const Row*>* rows) const;
   struct Impl;
   const Impl& impl() const { return *impl_; }
 
@@ -80,13 +93,28 @@ class MessageMatcher {
   // prefix, "[1] finished collective" in a desync report no launcher tag.
   bool Feed(std::string_view text, int64_t line, int64_t offset, std::vector<MessageMatch>* out,
             std::string_view before_tag = {});
+  // The same for a line of logs::LineReader: its text, number, offset and
+  // before_tag, and its prefixes' ranks (or `tags`, when given: what the
+  // caller counts the line as having) into MessageMatch::tags.
+  bool Feed(const logs::Line& line, std::vector<MessageMatch>* out, const logs::LinePrefix* tags = nullptr);
+  // Says which rows' captures the caller needs (the default: every row's).
+  // The others are still recognized, but matched without extracting groups
+  // or copying the line, several times cheaper on a log where most lines
+  // are such a row (an NCCL INFO log that nccl-log reads).
+  void SetWanted(const std::function<bool(const Row&)>& wanted);
   // Closes an open block at the end of the input.
   void Finish(std::vector<MessageMatch>* out);
 
  private:
   bool Continue(std::string_view text, std::string_view before_tag, std::vector<MessageMatch>* out);
   bool Start(std::string_view text, int64_t line, int64_t offset, std::vector<MessageMatch>* out);
+  bool Wanted(size_t row);
   const CompiledCatalogue& compiled_;
+  // Per compiled row: -1 not asked yet, else whether its captures are wanted
+  // (asked when the row first matches: the caller's test may be costly).
+  std::function<bool(const Row&)> wanted_fn_;
+  std::vector<int8_t> wanted_;
+  logs::LinePrefix tags_;  // of the line being fed
   bool block_open_ = false;
   size_t block_row_ = 0;
   MessageMatch block_;

@@ -57,6 +57,7 @@ pattern ^Stalled ranks:$
 continuation ^(?P<ranks>\d+)!?: \[
 end Will shutdown\.
 event culprit
+rank_scope global
 proves the listed ranks are missing
 example Stalled ranks:
 example 3: [t1, t2]

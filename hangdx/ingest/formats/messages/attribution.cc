@@ -1,0 +1,143 @@
+#include "hangdx/ingest/formats/messages/attribution.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace hangdx::ingest::messages_format {
+namespace {
+
+using messages::MessageMatch;
+using messages::RankScope;
+
+constexpr size_t kMaxPrefixRanks = 1 << 16;  // a hostile file must not grow the set without end
+
+bool HasRankTag(const logs::LinePrefix& p) { return p.rank >= 0 || p.tp >= 0 || p.dp >= 0 || p.pp >= 0; }
+
+// c10d's pg name of a prefix: the PG GUID, else the PG ID (as torch_log and
+// Flight Recorder name pgs).
+std::string PgName(const messages::C10dPrefix& p) { return !p.pg_guid.empty() ? p.pg_guid : p.pg_id; }
+
+int64_t ToInt(const std::string& s) {
+  int64_t v = -1;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size() ? v : -1;
+}
+
+// The message's pg: c10d's prefix, else the `pg` capture.
+void FillPg(const MessageMatch& m, Attribution* a) {
+  const messages::C10dPrefix& p = m.c10d_prefix;
+  if (p.found) {
+    a->pg = PgName(p);
+    a->pg_desc = p.pg_desc;
+    // A prefix without a PG ("[Rank 3]", PyTorch 1.x-2.1) or PG 0 / the
+    // default_pg desc: the default pg, whose ranks are global.
+    a->pg_default = a->pg.empty() || a->pg == "0" || p.pg_desc == "default_pg";
+    if (a->pg.empty()) a->pg = "0";
+    if (a->pg_desc.empty() && a->pg == "0") a->pg_desc = "default_pg";
+    a->pg_id = p.pg_id.empty() ? 0 : ToInt(p.pg_id);
+    a->pg_rank = p.pg_rank;
+  } else if (!m.fields.pg.empty()) {
+    a->pg = m.fields.pg;
+    a->pg_desc = m.fields.pg_desc;
+    a->pg_default = a->pg_desc == "default_pg" || a->pg == "0";
+  }
+  if (a->pg_rank < 0) a->pg_rank = m.fields.pg_rank;
+}
+
+// Whether the row's rank captures are global ranks here.
+bool ScopeIsGlobal(RankScope scope, const Attribution& a, const FileFacts& facts) {
+  switch (scope) {
+    case RankScope::kGlobal:
+      return true;
+    case RankScope::kPg:
+      return a.pg_default;
+    case RankScope::kGroup:
+      return facts.tp_only();
+    case RankScope::kNone:
+    case RankScope::kNode:
+      return false;
+  }
+  return false;
+}
+
+}  // namespace
+
+void FileFacts::Observe(const logs::Line& l) {
+  logs::LinePrefix own;
+  own.rank = l.rank, own.local_rank = l.local_rank;
+  own.tp = l.tp, own.dp = l.dp, own.pp = l.pp;
+  own.repeated = l.repeated;
+  bool indented = !l.text.empty() && (l.text[0] == ' ' || l.text[0] == '\t');
+  if (HasRankTag(own) || own.local_rank >= 0 || !indented) tags_ = own;  // else: keeps the line it continues
+  if (l.text.empty()) return;
+  if (l.rank >= 0 && prefix_ranks_.size() < kMaxPrefixRanks) prefix_ranks_.insert(l.rank);
+  seen_tp_ = seen_tp_ || l.tp >= 0;
+  seen_dp_ = seen_dp_ || l.dp >= 0;
+  seen_pp_ = seen_pp_ || l.pp >= 0;
+  if (!HasRankTag(tags_)) ++untagged_lines_;
+}
+
+void FileFacts::Finish(int64_t rank_hint) {
+  tp_only_ = seen_tp_ && !seen_dp_ && !seen_pp_;
+  // Ranks 1..K prefixed, rank 0 never, and lines without a prefix: the
+  // launcher's own process (rank 0) writes to the console unprefixed.
+  implicit_rank0_ = !prefix_ranks_.empty() && *prefix_ranks_.begin() == 1 &&
+                    *prefix_ranks_.rbegin() == static_cast<int64_t>(prefix_ranks_.size()) && untagged_lines_ > 0;
+  rank_hint_ = prefix_ranks_.size() >= 2 ? -1 : rank_hint;
+}
+
+Attribution Attribute(const MessageMatch& m, const FileFacts& facts) {
+  Attribution a;
+  FillPg(m, &a);
+  const messages::Row& row = *m.row;
+  const messages::MessageFields& f = m.fields;
+  bool global = ScopeIsGlobal(row.rank_scope, a, facts);
+  a.ranks = f.ranks;
+  a.ready_ranks = f.ready_ranks;
+  a.peer = f.peer;
+  a.ranks_pg_local = !global && row.rank_scope == RankScope::kPg;
+  a.ranks_usable = global || a.ranks_pg_local;
+  if (!a.ranks_usable) a.ranks.clear(), a.ready_ranks.clear(), a.peer = -1;
+  // The precedence of attribution.h, in order.
+  const logs::LinePrefix& t = m.tags;
+  auto set = [&](int64_t rank, const char* how) {
+    if (a.rank >= 0 || rank < 0) return;
+    a.rank = rank;
+    a.how = how;
+  };
+  if (f.rank >= 0) {
+    if (global)
+      set(f.rank, "the rank the message names");
+    else if (row.subject_captured && a.ranks_pg_local && a.ranks.empty())
+      a.ranks.push_back(f.rank);  // about another rank of the pg: named, not the printer
+  }
+  set(t.rank, "launcher prefix");
+  if (m.c10d_prefix.found && a.pg_default) set(m.c10d_prefix.pg_rank, "c10d default-pg prefix");
+  if (row.rank_scope == RankScope::kGlobal) set(f.reporter, "the reporting rank the message names");
+  if (a.pg_default) set(f.pg_rank, "the rank in the default pg the message names");
+  if (facts.tp_only()) set(t.tp, "TP index of a TP-only file");
+  if (facts.implicit_rank0() && !HasRankTag(t)) set(0, "unprefixed line of a log whose other lines are ranks 1..K");
+  set(facts.rank_hint(), "file name");
+  // A subject captured in another scope is not the printer: a row about
+  // another process whose rank is not global cannot be placed.
+  if (row.subject_captured && f.rank >= 0 && !global && !a.ranks_pg_local) a.rank = -1, a.how = "";
+  return a;
+}
+
+void TimeoutPgs::Apply(const MessageMatch& m, Attribution* a) {
+  if (a->rank < 0) return;
+  if (m.row->event == messages::EventKind::kTimeout && !a->pg.empty() && !m.row->pg_from_timeout) {
+    last_[a->rank] = *a;
+    return;
+  }
+  if (!m.row->pg_from_timeout || !a->pg.empty()) return;
+  auto it = last_.find(a->rank);
+  if (it == last_.end()) return;
+  const Attribution& t = it->second;
+  a->pg = t.pg, a->pg_desc = t.pg_desc, a->pg_default = t.pg_default, a->pg_id = t.pg_id;
+  if (a->pg_rank < 0) a->pg_rank = t.pg_rank;
+  // Ranks inside the default pg are global ranks.
+  if (a->ranks_pg_local && a->pg_default) a->ranks_pg_local = false;
+}
+
+}  // namespace hangdx::ingest::messages_format

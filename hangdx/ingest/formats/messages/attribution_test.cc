@@ -1,0 +1,126 @@
+#include "hangdx/ingest/formats/messages/attribution.h"
+
+#include <gtest/gtest.h>
+
+#include "hangdx/ingest/formats/messages/messages.h"
+
+namespace hangdx::ingest::messages_format {
+namespace {
+
+// The attribution of each recognized message of `text` (a file whose name
+// says `hint`), as the messages format makes it.
+std::vector<Recognized> Scan(const std::string& text, int64_t hint = -1) {
+  return ScanMessages(Artifact{text, "f.log", hint});
+}
+
+// Lines from the rows' examples (hangdx/ingest/messages/data).
+constexpr const char* kStore =
+    "RuntimeError: Timed out initializing process group in store based barrier on rank: 3, for key: "
+    "store_based_barrier_key:1 (world_size=8, worker_count=7, timeout=0:30:00)";
+
+TEST(Attribution, LauncherPrefixBeatsTheFileName) {
+  auto r = Scan(std::string("[rank5]:") + kStore + "\n", 2);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].who.rank, 5);
+  EXPECT_STREQ(r[0].who.how, "launcher prefix");
+  r = Scan(std::string(kStore) + "\n", 2);
+  EXPECT_EQ(r[0].who.rank, 2);
+  EXPECT_STREQ(r[0].who.how, "file name");
+  EXPECT_EQ(Scan(std::string(kStore) + "\n")[0].who.rank, -1);  // never invented
+}
+
+TEST(Attribution, C10dPrefixIsGlobalOnlyInTheDefaultPg) {
+  std::string dflt =
+      "[PG ID 0 PG GUID 0(default_pg) Rank 1] Exception (either an error or timeout) detected by watchdog at work: "
+      "808, last enqueued NCCL work: 811, last completed NCCL work: 807.\n";
+  auto r = Scan(dflt);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].who.rank, 1);
+  EXPECT_TRUE(r[0].who.pg_default);
+  // PG 2's "Rank 7" is a rank inside that pg: the file name decides, or nothing.
+  std::string sub =
+      "[PG ID 2 PG GUID 9 Rank 7] Exception (either an error or timeout) detected by watchdog at work: 4486, last "
+      "enqueued NCCL work: 4489, last completed NCCL work: 4485.\n";
+  r = Scan(sub);
+  EXPECT_EQ(r[0].who.rank, -1);
+  EXPECT_EQ(r[0].who.pg, "9");
+  EXPECT_EQ(r[0].who.pg_rank, 7);
+  EXPECT_EQ(r[0].who.pg_id, 2);
+  EXPECT_EQ(Scan(sub, 97)[0].who.rank, 97);
+}
+
+TEST(Attribution, AMessageAboutAnotherProcessBelongsToIt) {
+  // horovodrun prints it, about process 3 (= rank 3 in static runs).
+  auto r = Scan("[1,0]<stderr>:Process 3 exit with status code 137.\n");
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].who.rank, 3);
+  EXPECT_STREQ(r[0].who.how, "the rank the message names");
+}
+
+TEST(Attribution, ServingGroupIndicesAreGlobalOnlyInATpOnlyFile) {
+  std::string died =
+      "(EngineCore_0 pid=271) ERROR 08-25 12:24:19 [multiproc_executor.py:146] Worker proc VllmWorker-1 died "
+      "unexpectedly, shutting down executor.\n";
+  std::string tp = "(VllmWorker TP0 pid=405) INFO 08-25 12:24:19 [multiproc_executor.py:520] Parent process exited\n";
+  // testdata/public/vllm23582: TP indices only (EngineCore_0 is DP 0, its own group).
+  auto r = Scan(tp + died);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].who.rank, -1);  // a DP tag in the file: the worker index is inside an engine
+  std::string shm =
+      "(Worker_TP1 pid=78023) INFO 10-22 09:43:49 [shm_broadcast.py:466] No available shared memory "
+      "broadcast block found in 60 second.\n";
+  std::string died_plain =
+      "ERROR 07-09 10:01:02 [multiproc_executor.py:140] Worker proc VllmWorker-2 died unexpectedly, shutting down "
+      "executor.\n";
+  r = Scan(shm + died_plain);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].who.rank, 1);
+  EXPECT_STREQ(r[0].who.how, "TP index of a TP-only file");
+  EXPECT_EQ(r[1].who.rank, 2);
+}
+
+TEST(Attribution, CombinedLogs) {
+  std::string shm = "No available shared memory broadcast block found in 60 second.";
+  // Ranks 1..2 prefixed, the launcher's rank 0 unprefixed.
+  auto r = Scan("[rank1]:" + shm + "\n[rank2]:" + shm + "\n" + shm + "\n", 7);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[2].who.rank, 0);
+  // Ranks 2 and 5 prefixed: the unprefixed line is nobody's, and the file
+  // name's number is not one rank's.
+  r = Scan("[rank2]:" + shm + "\n[rank5]:" + shm + "\n" + shm + "\n", 7);
+  EXPECT_EQ(r[2].who.rank, -1);
+}
+
+TEST(Attribution, IndentedLinesCarryThePrefixOfTheLineTheyContinue) {
+  // c10d's desync report (testdata/public/pytorch152623): only its first line is prefixed.
+  std::string report =
+      "[rank3]:[E515 18:36:47.341808597 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught collective operation "
+      "timeout: WorkNCCL(SeqNum=241, OpType=ALLREDUCE, NumelIn=6, NumelOut=6, Timeout(ms)=600000) ran for 600086 "
+      "milliseconds before timing out.\n"
+      "[rank3]:[E515 18:36:47.343377708 ProcessGroupNCCL.cpp:1937] Rank 3\n"
+      "         - [3] Timeout at collective: ALLREDUCE, #315\n"
+      "             [7] finished collective #182, but didn't join collective #183 (count from 1)\n"
+      "not indented\n";
+  auto r = Scan(report);
+  ASSERT_GE(r.size(), 3u);
+  const Recognized& culprit = r.back();
+  EXPECT_EQ(culprit.match.row->id, "torch.desync.finished_not_joined");
+  EXPECT_EQ(culprit.who.rank, 3);
+  // Its pg is the timeout's (the default pg): the named ranks are global.
+  EXPECT_EQ(culprit.who.pg, "0");
+  EXPECT_FALSE(culprit.who.ranks_pg_local);
+  EXPECT_EQ(culprit.who.ranks, std::vector<int64_t>{7});
+}
+
+TEST(Attribution, LauncherAgentRanksAreNotProcessRanks) {
+  auto r = Scan(
+      "torch.distributed.DistStoreError: Timed out waiting on barrier on rank 0, for key prefix: "
+      "torchelastic/agent/terminal_state (world_size=4, missing_ranks=[2, 3], timeout=300)\n",
+      1);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_TRUE(r[0].who.ranks.empty());
+  EXPECT_FALSE(r[0].who.ranks_usable);
+}
+
+}  // namespace
+}  // namespace hangdx::ingest::messages_format

@@ -1,0 +1,269 @@
+#include "hangdx/ingest/formats/messages/handlers.h"
+
+#include <algorithm>
+
+namespace hangdx::ingest::messages_format {
+namespace {
+
+using messages::EventKind;
+using messages::MessageMatch;
+using Kind = model::LogEvent::Kind;
+
+constexpr int kMaxEventsPerRank = 500;
+constexpr size_t kMaxEventText = 1024;
+constexpr size_t kMaxPendingTimeouts = 1 << 16;
+
+// The handler of each event kind: the only place that says what a kind of
+// message becomes.
+struct HandlerRow {
+  EventKind event;
+  void (Handlers::*handle)(const Message&);
+};
+constexpr HandlerRow kHandlers[] = {
+    {EventKind::kTimeout, &Handlers::OnTimeout}, {EventKind::kStatus, &Handlers::OnStatus},
+    {EventKind::kOp, &Handlers::OnOp},           {EventKind::kInit, &Handlers::OnInit},
+    {EventKind::kMismatch, &Handlers::OnEvent},  {EventKind::kCulprit, &Handlers::OnEvent},
+    {EventKind::kStall, &Handlers::OnEvent},     {EventKind::kPeerLost, &Handlers::OnEvent},
+    {EventKind::kCrash, &Handlers::OnEvent},     {EventKind::kExit, &Handlers::OnEvent},
+    {EventKind::kAbort, &Handlers::OnEvent},     {EventKind::kHeartbeat, &Handlers::OnEvent},
+    {EventKind::kConfig, &Handlers::OnEvent},    {EventKind::kProgress, &Handlers::OnEvent},
+};
+
+// The LogEvent kind of a catalogue event kind (kOther for those that are
+// not events of their own).
+Kind EventKindOf(EventKind e) {
+  switch (e) {
+    case EventKind::kTimeout:
+      return Kind::kTimeout;
+    case EventKind::kMismatch:
+      return Kind::kMismatch;
+    case EventKind::kCulprit:
+      return Kind::kCulprit;
+    case EventKind::kStall:
+      return Kind::kStall;
+    case EventKind::kPeerLost:
+      return Kind::kPeerLost;
+    case EventKind::kCrash:
+      return Kind::kCrash;
+    case EventKind::kExit:
+      return Kind::kExit;
+    case EventKind::kAbort:
+      return Kind::kAbort;
+    case EventKind::kHeartbeat:
+      return Kind::kHeartbeat;
+    case EventKind::kConfig:
+      return Kind::kConfig;
+    case EventKind::kProgress:
+      return Kind::kProgress;
+    case EventKind::kOp:
+    case EventKind::kStatus:
+    case EventKind::kInit:
+    case EventKind::kInfo:
+      return Kind::kOther;
+  }
+  return Kind::kOther;
+}
+
+// The communication backend a row's producer runs ("nccl" for c10d's
+// ProcessGroupNCCL), for OpRecord::profiling_name; "" unknown.
+std::string BackendOf(const messages::Row& row) {
+  const std::string& id = row.id;
+  if (id.rfind("torch_npu.", 0) == 0 || id.rfind("hccl.", 0) == 0) return "hccl";
+  if (id.rfind("torch.gloo.", 0) == 0) return "gloo";
+  if (id.rfind("torch.", 0) == 0 || id.rfind("nccl.", 0) == 0) return "nccl";
+  if (id.rfind("rccl.", 0) == 0) return "rccl";
+  return "";
+}
+
+// "20,10" (a normalized shape capture) -> {20, 10}; false on junk.
+bool ParseShape(const std::string& s, model::Shape* out) {
+  if (s.empty() || s.find('[') != std::string::npos) return false;
+  int64_t v = 0;
+  bool digits = false;
+  for (char c : s) {
+    if (c >= '0' && c <= '9') {
+      if (v > (INT64_MAX - 9) / 10) return false;
+      v = v * 10 + (c - '0');
+      digits = true;
+    } else if (c == ',') {
+      if (!digits) return false;
+      out->push_back(v);
+      v = 0, digits = false;
+    } else {
+      return false;
+    }
+  }
+  if (digits) out->push_back(v);
+  return digits;
+}
+
+}  // namespace
+
+model::LogEvent MakeEvent(const Message& m, Kind kind, const std::string& file) {
+  const MessageMatch& x = *m.match;
+  const messages::MessageFields& f = x.fields;
+  model::LogEvent e;
+  e.kind = kind;
+  std::string_view text = x.text;
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  e.message = std::string(text.substr(0, kMaxEventText));
+  e.file = file;
+  e.line = x.line;
+  e.time_ns = m.time_ns;
+  e.pg = m.who.pg;
+  e.seq = f.seq >= 0 ? f.seq : f.p2p_seq;
+  e.op = f.op;
+  e.message_id = x.row->id;
+  e.ranks = m.who.ranks;
+  e.ready_ranks = m.who.ready_ranks;
+  e.ranks_pg_local = m.who.ranks_pg_local;
+  e.peer = m.who.peer;
+  e.peer_addr = f.peer_addr;
+  e.waited_ms = f.elapsed_ms;
+  e.timeout_ms = f.timeout_ms;
+  if (f.exit_code) e.exit_code = *f.exit_code;
+  e.signal = f.signal;
+  e.setting = f.setting;
+  e.value = f.value;
+  return e;
+}
+
+void Handlers::Handle(const Message& m) {
+  for (const HandlerRow& h : kHandlers)
+    if (h.event == m.match->row->event) return (this->*h.handle)(m);
+  // kInfo: recognized, nothing to record.
+}
+
+bool Handlers::Emit(const Message& m, model::LogEvent e) {
+  int64_t rank = m.who.rank;
+  bool names_global = !e.ranks_pg_local && (!e.ranks.empty() || !e.ready_ranks.empty() || e.peer >= 0);
+  if (rank < 0 && !names_global) {
+    ++unranked_[m.match->row];
+    return false;
+  }
+  if (rank >= 0) out_->NoteRank(rank);
+  if (events_of_[rank] >= kMaxEventsPerRank) return false;
+  // The same message repeated (an exception and its what()) counts once.
+  if (!seen_.emplace(rank, static_cast<int>(e.kind), e.message_id + "\n" + e.message).second) return false;
+  ++events_of_[rank];
+  out_->AddEvent(rank, std::move(e));
+  return true;
+}
+
+void Handlers::OnEvent(const Message& m) { Emit(m, MakeEvent(m, EventKindOf(m.match->row->event), out_->file())); }
+
+void Handlers::OnTimeout(const Message& m) {
+  if (!Emit(m, MakeEvent(m, Kind::kTimeout, out_->file()))) return;
+  // The stuck op itself, when the message says which (pg, seq) it is.
+  if (m.who.rank >= 0 && m.match->fields.seq >= 0 && timeouts_.size() < kMaxPendingTimeouts)
+    timeouts_.push_back({m.match, m.who});
+}
+
+void Handlers::OnStatus(const Message& m) {
+  const messages::MessageFields& f = m.match->fields;
+  if (!f.ready_ranks.empty()) {  // other ranks' states (the desync report's snapshot)
+    Emit(m, MakeEvent(m, Kind::kOther, out_->file()));
+    return;
+  }
+  int64_t rank = m.who.rank;
+  if (rank < 0 || (f.enqueued < 0 && f.started < 0 && f.completed < 0)) {
+    ++unranked_[m.match->row];
+    return;
+  }
+  int64_t id = m.who.pg_id >= 0 ? m.who.pg_id : 0;
+  model::PgStatus& ps = out_->PgStatus(rank, id);
+  ps.last_enqueued = std::max(ps.last_enqueued, f.enqueued);
+  ps.last_started = std::max(ps.last_started, f.started);
+  ps.last_completed = std::max(ps.last_completed, f.completed);
+  if (f.seq >= 0 && !m.who.pg.empty()) status_pg_.try_emplace({rank, f.seq}, m.who);
+}
+
+void Handlers::OnOp(const Message& m) {
+  const messages::MessageFields& f = m.match->fields;
+  int64_t seq = f.seq >= 0 ? f.seq : f.opcount;
+  if (m.who.rank < 0) {
+    ++unranked_[m.match->row];
+    return;
+  }
+  out_->NoteRank(m.who.rank);               // the rank ran ops, whichever
+  if (seq < 0 || m.who.pg.empty()) return;  // an op no other rank's record can be matched with
+  model::Interner& pool = out_->Strings(m.who.rank);
+  model::OpRecord r;
+  r.record_id = static_cast<int64_t>(out_->OpCount(m.who.rank));
+  r.pg_name = pool.Str(m.who.pg);
+  r.pg_desc = pool.Str(m.who.pg_desc);
+  r.profiling_name = pool.Str(BackendOf(*m.match->row) + ":" + f.op);
+  model::ParseProfilingName(&r);
+  r.collective_seq = seq;
+  r.state = model::OpState::kScheduled;
+  out_->AddOp(m.who.rank, r);
+}
+
+void Handlers::OnInit(const Message& m) {
+  const messages::MessageFields& f = m.match->fields;
+  int64_t rank = m.who.rank;
+  if (rank < 0) {
+    ++unranked_[m.match->row];
+    return;
+  }
+  out_->NoteRank(rank);
+  if (f.world_size > 0 && f.world_size <= (1 << 20) && (m.who.pg.empty() || m.who.pg_default)) {
+    model::PgConfig& c = out_->PgConfig(rank, "0");
+    if (!c.ranks_known) {
+      std::vector<model::Rank> all(static_cast<size_t>(f.world_size));
+      for (int64_t r = 0; r < f.world_size; ++r) all[static_cast<size_t>(r)] = r;
+      c.ranks = model::SharedRanks(std::move(all));
+      c.ranks_known = true;
+      if (c.desc.empty()) c.desc = "default_pg";
+    }
+  }
+  if (!m.who.pg.empty() && m.who.pg_rank >= 0) out_->PgConfig(rank, m.who.pg).self_local = m.who.pg_rank;
+}
+
+void Handlers::RecordTimeoutOp(const PendingTimeout& t) {
+  const messages::MessageFields& f = t.match->fields;
+  Attribution who = t.who;
+  if (!t.match->c10d_prefix.found && f.pg.empty()) {
+    // No pg on the line: the status line of the same rank and seq names it.
+    auto it = status_pg_.find({who.rank, f.seq});
+    if (it == status_pg_.end()) return;  // the stuck op's pg is unknown: the event alone stands
+    who.pg = it->second.pg, who.pg_desc = it->second.pg_desc;
+  }
+  int64_t rank = who.rank;
+  model::Interner& pool = out_->Strings(rank);
+  model::OpRecord r;
+  r.record_id = static_cast<int64_t>(out_->OpCount(rank));
+  r.pg_name = pool.Str(who.pg);
+  r.pg_desc = pool.Str(who.pg_desc);
+  r.profiling_name = pool.Str(BackendOf(*t.match->row) + ":" + f.op);
+  model::ParseProfilingName(&r);
+  r.is_p2p = f.op == "send" || f.op == "recv" || f.op == "recv_any_source";
+  (r.is_p2p ? r.p2p_seq : r.collective_seq) = f.seq;
+  model::Shape shape;
+  if (f.numel_in >= 0) r.input_sizes = pool.Intern(model::Shapes{{f.numel_in}});
+  if (f.numel_out >= 0) r.output_sizes = pool.Intern(model::Shapes{{f.numel_out}});
+  if (f.numel_in < 0 && f.numel_out < 0 && ParseShape(f.shape, &shape))
+    r.input_sizes = r.output_sizes = pool.Intern(model::Shapes{shape});
+  r.state = model::OpState::kStarted;
+  r.retired = true;
+  r.completed = false;
+  r.timeout_ms = f.timeout_ms;
+  if (f.elapsed_ms >= 0) r.duration_ms = static_cast<double>(f.elapsed_ms);
+  out_->AddOp(rank, r);
+}
+
+void Handlers::Finish() {
+  // One op per (rank, pg, seq): a timeout repeated in an exception's what()
+  // is the same op.
+  std::set<std::tuple<int64_t, std::string, int64_t>> done;
+  for (const PendingTimeout& t : timeouts_)
+    if (done.emplace(t.who.rank, t.who.pg, t.match->fields.seq).second) RecordTimeoutOp(t);
+  timeouts_.clear();
+}
+
+int64_t Handlers::Unranked(const messages::Row* row) const {
+  auto it = unranked_.find(row);
+  return it == unranked_.end() ? 0 : it->second;
+}
+
+}  // namespace hangdx::ingest::messages_format
