@@ -55,6 +55,14 @@ while read -r name _; do
   grep -q "$name" "$tmp/out" || { echo "FAIL analyze --help does not name $name"; fail=1; }
 done <"$tmp/formats"
 
+# The message catalogue: listed, and a log explained line by line.
+check messages_list 0 "$BIN" messages
+grep -q "^torch.nccl.watchdog_timeout_numel " "$tmp/out" || { echo "FAIL messages lists no watchdog timeout"; fail=1; }
+check messages_file 0 "$BIN" messages testdata/public/pytorch152623-desync-report-rank7-lagging/rank0.log
+grep -q "torch.desync.finished_not_joined (culprit" "$tmp/out" \
+  || { echo "FAIL messages FILE does not show the desync report's culprit"; fail=1; }
+check messages_missing 2 "$BIN" messages /nonexistent/hangdx
+
 # Usage and unusable input: exit 2.
 check no_args 2 "$BIN"
 check bad_format 2 "$BIN" analyze examples/mismatch --format xml

@@ -6,7 +6,9 @@
 
 #include "hangdx/base/memory_reserve.h"
 #include "hangdx/ingest/cross_rank.h"
+#include "hangdx/ingest/explain.h"
 #include "hangdx/ingest/formats.h"
+#include "hangdx/ingest/messages/describe.h"
 #include "hangdx/report/report.h"
 
 namespace hangdx::pipeline {
@@ -99,6 +101,14 @@ std::string FormatsText() {
   std::string out;
   for (const auto& f : formats) out += f.name + std::string(width + 2 - f.name.size(), ' ') + f.description + "\n";
   return out;
+}
+
+std::string MessagesTable() { return ingest::messages::CatalogueTable(ingest::messages::Catalogue::Builtin()); }
+
+std::string MessagesMarkdown() { return ingest::messages::CatalogueMarkdown(ingest::messages::Catalogue::Builtin()); }
+
+StatusOr<std::string> ExplainMessages(const std::vector<std::string>& paths, const PipelineOptions& options) {
+  return ingest::ExplainMessages(paths, options.load);
 }
 
 int ExitCode(const analyze::Diagnosis& d) {

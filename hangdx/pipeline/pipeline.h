@@ -52,6 +52,17 @@ std::vector<InputFormat> InputFormats();
 // one "<name>  <description>" line each, names padded to one column.
 std::string FormatsText();
 
+// The message catalogue (`hangdx messages`): one line per row (id,
+// producer, versions, event, reader), and docs/field-messages.md
+// (`hangdx messages --markdown`).
+std::string MessagesTable();
+std::string MessagesMarkdown();
+
+// What hangdx recognizes in each file of `paths` (`hangdx messages FILE...`):
+// every known message with its row, captures and rank, or the producer a
+// file resembles. Errors as Diagnose.
+StatusOr<std::string> ExplainMessages(const std::vector<std::string>& paths, const PipelineOptions& options);
+
 // Process exit code for a diagnosis: 0 nothing wrong found, 1 a hang or
 // mismatch found, 2 unusable input (no file could be read at all).
 int ExitCode(const analyze::Diagnosis& d);

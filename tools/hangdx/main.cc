@@ -18,9 +18,13 @@
 #include "hangdx/base/memory_reserve.h"
 #include "hangdx/pipeline/pipeline.h"
 #include "hangdx/sim/simulate.h"
+#include "tools/hangdx/messages_main.h"
+#include "tools/hangdx/output.h"
 #include "tools/hangdx/watch_main.h"
 
 namespace {
+
+using hangdx::tools::WriteOut;
 
 // A one-line progress bar on stderr, shown only on a terminal and only when
 // reading takes more than a second.
@@ -45,26 +49,6 @@ class Progress {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_;
   bool shown_ = false;
 };
-
-// Writes `text` to stdout ("" or "-") or to the file `output`; 0, or 2 when
-// the file cannot be written.
-int WriteOut(const std::string& text, const std::string& output) {
-  if (output.empty() || output == "-") {
-    // A full disk or a closed pipe must not pass for a report written.
-    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
-      std::cerr << "hangdx: cannot write the report to stdout\n";
-      return 2;
-    }
-    return 0;
-  }
-  std::ofstream f(output, std::ios::binary);
-  f << text;
-  if (!f) {
-    std::cerr << "hangdx: cannot write " << output << "\n";
-    return 2;
-  }
-  return 0;
-}
 
 // True when `output` names an existing file that is one of `inputs` (so
 // `-o` would overwrite a rank's dump).
@@ -139,6 +123,7 @@ std::string g_doing = "hangdx";
 
 int Main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "watch") return hangdx::tools::WatchMain(argc - 1, argv + 1);
+  if (argc > 1 && std::string(argv[1]) == "messages") return hangdx::tools::MessagesMain(argc - 1, argv + 1);
   CLI::App app{"hangdx: names the hang in a distributed deep-learning job from what its ranks left behind", "hangdx"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("hangdx 0.1.0"));
