@@ -28,6 +28,16 @@ def is_input(name):
     return name not in NOT_INPUT and not name.endswith((".py", ".md"))
 
 
+def case_inputs(d):
+    """A case folder's artifacts, as tests/public/score.py passes them: every
+    file but its verdict (expected.json) and README, so that hangdx never reads
+    the verdict as evidence. [] for a folder that is not a case."""
+    if not os.path.exists(os.path.join(d, "expected.json")):
+        return []
+    return sorted(os.path.relpath(os.path.join(dd, f), ROOT)
+                  for dd, _, ff in os.walk(d) for f in ff if is_input(f))
+
+
 def device_kind(path):
     """'schedule', 'snapshot' or None for a JSON file."""
     try:
@@ -66,8 +76,9 @@ def units():
             if subtree_inputs and depth >= 1 and rel not in ("testdata/torch", "testdata/cases", "testdata/public", "testdata/wait"):
                 if not has_inputs and not any(os.path.isdir(os.path.join(d, x)) for x in dirs):
                     continue
-                out.append((rel, [["analyze", rel], ["analyze", rel, "--format", "json"],
-                                  ["stacks", rel], ["stacks", rel, "--format", "json"]]))
+                args = case_inputs(d) or [rel]
+                out.append((rel, [["analyze"] + args, ["analyze"] + args + ["--format", "json"],
+                                  ["stacks"] + args, ["stacks"] + args + ["--format", "json"]]))
     return out
 
 
