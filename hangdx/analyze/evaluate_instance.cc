@@ -38,13 +38,13 @@ bool SameOps(const Group& g, const Instance& in, size_t i, size_t j) {
 }
 
 // Orders signature classes: larger first; on a tie, the signature seen
-// more often in this pg's history; then the class without the lowest rank
-// (rank-0-only code paths are the usual deviation) is the reference.
-void OrderClasses(Instance* in, const Group& g) {
-  std::map<std::string, int64_t> freq;
-  for (size_t m = 0; m < g.members.size(); ++m)
-    for (const auto& [seq, idx] : g.coll[m])
-      if (seq != in->seq) ++freq[Signature(g.dump[m]->ops[idx])];
+// more often in this pg's history (`counts`: all seqs, less this one's ops);
+// then the class without the lowest rank (rank-0-only code paths are the
+// usual deviation) is the reference.
+void OrderClasses(Instance* in, const Group& g, const std::map<std::string, int64_t>& counts) {
+  std::map<std::string, int64_t> freq = counts;
+  for (size_t i = 0; i < in->arrived.size(); ++i)
+    for (uint32_t idx : in->ops(i)) --freq[Signature(g.DumpOf(in->arrived[i])->ops[idx])];
   auto first_sig = [](const std::string& s) { return s.substr(0, s.find(" + ")); };
   std::stable_sort(in->classes.begin(), in->classes.end(), [&](const auto& a, const auto& b) {
     if (a.second.size() != b.second.size()) return a.second.size() > b.second.size();
@@ -107,7 +107,27 @@ bool SortMembers(const Group& g, Instance* in) {
 
 }  // namespace
 
-std::optional<Instance> EvaluateInstance(const GroupTable& groups, int gi, int64_t seq, const AnalyzeOptions& options) {
+std::map<std::string, int64_t> SignatureCounts(const GroupTable& groups, int gi) {
+  const Group& g = groups[gi];
+  std::map<std::string, int64_t> counts;
+  for (size_t m = 0; m < g.members.size(); ++m) {
+    const RankDump* d = g.dump[m];
+    if (!d || d->rank != g.members[m]) continue;
+    const model::OpHistory& h = groups.HistoryOf(*d);
+    // The pg under which this dump records the group (collectives of other
+    // pgs, or of a pg whose members exclude it, are not the group's).
+    std::vector<int> pg_of(h.pgs().size(), 0);
+    for (size_t p = 0; p < h.pgs().size(); ++p) pg_of[p] = groups.GroupOf(*d, h.pgs()[p].name) == gi;
+    std::vector<int64_t> per_variant(h.variants().size(), 0);
+    h.ForEach([&](const model::HistoryItem& c) { per_variant[c.variant] += pg_of[c.pg]; });
+    for (size_t v = 0; v < per_variant.size(); ++v)
+      if (per_variant[v]) counts[Signature(h.variants()[v])] += per_variant[v];
+  }
+  return counts;
+}
+
+std::optional<Instance> EvaluateInstance(const GroupTable& groups, int gi, int64_t seq, const AnalyzeOptions& options,
+                                         std::map<std::string, int64_t>* counts) {
   const Group& g = groups[gi];
   Instance in;
   in.group = gi;
@@ -139,7 +159,12 @@ std::optional<Instance> EvaluateInstance(const GroupTable& groups, int gi, int64
     for (auto& [sig, ranks] : classes) in.classes.emplace_back(sig, ranks);
   }
   in.mismatch = in.classes.size() > 1;
-  if (in.mismatch) OrderClasses(&in, g);
+  if (in.mismatch) {
+    std::map<std::string, int64_t> own;
+    if (!counts) counts = &own;
+    if (counts->empty()) *counts = SignatureCounts(groups, gi);
+    OrderClasses(&in, g, *counts);
+  }
   if (!in.problem()) in.failed = false;
   return in;
 }

@@ -9,36 +9,20 @@ namespace hangdx::analyze {
 using model::OpRecord;
 using model::RankDump;
 
-namespace {
-
-// Each pg name dump `d` records, once, with the description of its first op
-// (one pass over the ops; names are interned, so most compare by address).
-std::vector<std::pair<std::string_view, std::string_view>> PgNamesOf(const RankDump& d) {
-  std::vector<std::pair<std::string_view, std::string_view>> names;
-  for (const auto& op : d.ops) {
-    bool have = false;
-    for (const auto& [n, desc] : names)
-      if (n.data() == op.pg_name.data() || n == op.pg_name) {
-        have = true;
-        break;
-      }
-    if (!have) names.emplace_back(op.pg_name, op.pg_desc);
-  }
-  return names;
-}
-
-}  // namespace
-
-GroupTable GroupTable::Resolve(const model::Job& job, const World& world, model::DiagnosticSink* diags) {
+GroupTable GroupTable::Resolve(const model::Job& job, const World& world, model::DiagnosticSink* diags,
+                               std::vector<std::shared_ptr<const model::OpHistory>> histories) {
   GroupTable t;
   t.dumps_ = job.dumps.data();
+  t.histories_ = histories.size() == job.dumps.size() ? std::move(histories) : model::Histories(job);
   t.per_dump_.resize(job.dumps.size());
   std::map<std::string, std::set<model::Rank>> inferred;  // name -> recording ranks
   std::map<std::string, std::string> inferred_desc;
   std::vector<std::vector<std::pair<std::string_view, std::string_view>>> pending(job.dumps.size());
   for (size_t di = 0; di < job.dumps.size(); ++di) {
     const RankDump& d = job.dumps[di];
-    for (const auto& [name, op_desc] : PgNamesOf(d)) {
+    // Each pg name the dump records, once, with the description of its first op.
+    for (const model::HistoryPg& pg : t.histories_[di]->pgs()) {
+      std::string_view name = pg.name, op_desc = pg.desc;
       std::string desc(op_desc);
       auto cfg = d.pg_config.find(name);
       if (cfg != d.pg_config.end() && cfg->second.ranks_known) {
@@ -71,20 +55,26 @@ void GroupTable::IndexOps(const model::Job& job, model::DiagnosticSink* diags) {
     g.coll.resize(g.members.size());
     g.p2p.resize(g.members.size());
   }
-  for (const auto& d : job.dumps) {
+  for (size_t di = 0; di < job.dumps.size(); ++di) {
+    const RankDump& d = job.dumps[di];
+    // Ops of a pg whose members exclude the dump's rank: one warning per op
+    // recorded (counted by the sink), kept or not.
+    for (const model::HistoryPg& pg : histories_[di]->pgs()) {
+      int gi = GroupOf(d, pg.name);
+      if (gi < 0 || groups_[gi].MemberIndex(d.rank) >= 0) continue;
+      for (size_t k = 0; k < pg.ops; ++k)
+        diags->Add(model::Diagnostic::Severity::kWarning, d.file,
+                   "records pg " + std::string(pg.name) + " whose recorded members (" +
+                       FormatRanks(groups_[gi].members) + ") do not include this rank",
+                   d.rank);
+    }
     for (uint32_t i = 0; i < d.ops.size(); ++i) {
       const OpRecord& op = d.ops[i];
       int gi = GroupOf(d, op.pg_name);
       if (gi < 0) continue;
       Group& g = groups_[gi];
       int m = g.MemberIndex(d.rank);
-      if (m < 0) {
-        diags->Add(model::Diagnostic::Severity::kWarning, d.file,
-                   "records pg " + std::string(op.pg_name) + " whose recorded members (" + FormatRanks(g.members) +
-                       ") do not include this rank",
-                   d.rank);
-        continue;
-      }
+      if (m < 0) continue;
       g.dump[m] = &d;
       if (op.is_p2p)
         g.p2p[m].push_back(i);

@@ -25,6 +25,7 @@
 
 #include "hangdx/analyze/world.h"
 #include "hangdx/model/diagnostic_sink.h"
+#include "hangdx/model/history.h"
 #include "hangdx/model/job.h"
 
 namespace hangdx::analyze {
@@ -57,8 +58,13 @@ class GroupTable {
  public:
   // Resolves the groups of `job` (dumps sorted by rank; the table keeps
   // pointers into it). A dump recording a pg whose members exclude it gets a
-  // warning in `diags`, and those ops are left out. Never fails.
-  static GroupTable Resolve(const model::Job& job, const World& world, model::DiagnosticSink* diags);
+  // warning in `diags` (once per op), and those ops are left out. The pgs a
+  // dump records come from its history (`histories`, one per dump, as
+  // model::Histories gives them; built here when omitted), so a dump whose
+  // records ingest cut down resolves as the complete one would; the ops
+  // indexed are the records it kept. Never fails.
+  static GroupTable Resolve(const model::Job& job, const World& world, model::DiagnosticSink* diags,
+                            std::vector<std::shared_ptr<const model::OpHistory>> histories = {});
 
   int size() const { return static_cast<int>(groups_.size()); }
   const Group& operator[](int gi) const { return groups_[gi]; }
@@ -68,6 +74,11 @@ class GroupTable {
   // records it, -1 when unknown. A short list per dump, looked up by the
   // interned name (views of one dump's interner compare by address first).
   int GroupOf(const model::RankDump& d, std::string_view name) const;
+
+  // The history of dump `d` (an element of the job's dumps): every op it
+  // recorded, also those ingest did not keep.
+  const model::OpHistory& HistoryOf(const model::RankDump& d) const { return *histories_[&d - dumps_]; }
+  const std::vector<std::shared_ptr<const model::OpHistory>>& histories() const { return histories_; }
 
  private:
   // One group per (name, member list); member lists shared between dumps
@@ -80,6 +91,7 @@ class GroupTable {
   std::vector<Group> groups_;
   std::map<std::string, std::vector<int>> by_name_;
   std::vector<std::vector<std::pair<std::string_view, int>>> per_dump_;  // per dump: pg name -> group
+  std::vector<std::shared_ptr<const model::OpHistory>> histories_;       // per dump
   model::SharedRanks world_ranks_;
 };
 

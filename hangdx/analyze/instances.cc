@@ -15,8 +15,9 @@ InstanceTable BuildInstances(const GroupTable& groups, const AnalyzeOptions& opt
       for (const auto& [seq, idx] : list) seqs.push_back(seq);
     std::sort(seqs.begin(), seqs.end());
     seqs.erase(std::unique(seqs.begin(), seqs.end()), seqs.end());
+    std::map<std::string, int64_t> counts;  // the group's SignatureCounts, on first need
     for (int64_t seq : seqs) {
-      std::optional<Instance> in = EvaluateInstance(groups, gi, seq, options);
+      std::optional<Instance> in = EvaluateInstance(groups, gi, seq, options, &counts);
       if (!in) continue;
       t.max_seq[gi] = std::max(t.max_seq[gi], seq);
       if (in->mismatch) ++t.mismatched_seqs[gi];

@@ -73,7 +73,14 @@ struct InstanceTable {
 InstanceTable BuildInstances(const GroupTable& groups, const AnalyzeOptions& options);
 
 // Step 4: the instance (group `gi`, `seq`) judged on its own; nullopt when
-// no member has an entry at that seq.
-std::optional<Instance> EvaluateInstance(const GroupTable& groups, int gi, int64_t seq, const AnalyzeOptions& options);
+// no member has an entry at that seq. `counts`, when given, caches the
+// group's SignatureCounts between calls (filled on the first mismatch).
+std::optional<Instance> EvaluateInstance(const GroupTable& groups, int gi, int64_t seq, const AnalyzeOptions& options,
+                                         std::map<std::string, int64_t>* counts = nullptr);
+
+// Signature (match.h) -> how many collectives of group `gi` its members
+// recorded with it, over their whole histories (every op, also those
+// ingest did not keep). For ordering the classes of a mismatch.
+std::map<std::string, int64_t> SignatureCounts(const GroupTable& groups, int gi);
 
 }  // namespace hangdx::analyze

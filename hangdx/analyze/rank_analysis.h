@@ -55,6 +55,9 @@ struct RankAnalysis {
   // The dump of member r of the instance's pg.
   const model::RankDump* DumpOf(const Instance& in, model::Rank r) const { return groups[in.group].DumpOf(r); }
   bool Crashed(model::Rank r) const { return analyze::Crashed(job, r); }
+  // Every op dump `d` (one of the job's) recorded, also those ingest did
+  // not keep (model/history.h).
+  const model::OpHistory& History(const model::RankDump& d) const { return groups.HistoryOf(d); }
   // The type of the node where rank r is blocked now (a rank with a dump,
   // or one the graph names).
   RankNodeType BlockingType(model::Rank r) const { return graph.node(graph.Blocking(r)).type; }

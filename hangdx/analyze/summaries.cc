@@ -48,8 +48,7 @@ RankSummary RankSummaryOf(const RankAnalysis& a, Rank r) {
       s.last_completed = a.LabelOf(r, *it);
       break;
     }
-  for (const auto& op : d->ops)
-    s.last_activity_ns = std::max({s.last_activity_ns, op.time_created_ns, op.time_completed_ns});
+  s.last_activity_ns = std::max(s.last_activity_ns, a.History(*d).last_activity_ns());
   int b = a.graph.Blocking(r);
   RankNodeType type = a.graph.node(b).type;
   if (type == RankNodeType::kNoDump) {

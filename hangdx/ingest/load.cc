@@ -14,6 +14,7 @@
 #include "hangdx/base/mapped_file.h"
 #include "hangdx/base/memory_reserve.h"
 #include "hangdx/ingest/artifact.h"
+#include "hangdx/ingest/compact.h"
 #include "hangdx/ingest/formats.h"
 #include "hangdx/ingest/merge.h"
 #include "hangdx/ingest/record_sink.h"
@@ -163,6 +164,9 @@ void LoadOne(const std::string& path, int64_t rank_hint, const LoadOptions& opt,
   }
   res->dumps = std::move(got.dumps);
   res->device = std::move(got.device);
+  if (opt.compact)
+    for (auto& d : res->dumps)
+      if (d.from_flight_recorder) CompactDump(&d, CompactOptions{.tail = opt.compact_tail});
 }
 
 // LoadOne, with running out of memory on one file (std::bad_alloc, or a
@@ -376,6 +380,9 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
         pickle_base[it->first] = r.fr_pickle;
         continue;
       }
+      // Merging matches records one by one: a cut dump is made whole first.
+      ExpandDump(&it->second, &diags);
+      ExpandDump(&d, &diags);
       MergeRank(&it->second, &pickle_base[it->first], std::move(d), r.fr_pickle, &diags, &job.inputs.duplicates);
     }
   }

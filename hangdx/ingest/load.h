@@ -30,6 +30,11 @@ struct LoadOptions {
   std::map<std::string, int64_t> rank_of;  // file path -> rank (overrides the name)
   int64_t world_size = -1;                 // -1: infer
   uint64_t max_file_bytes = uint64_t{1} << 40;
+  // Cut each Flight Recorder dump's records down as its file is read
+  // (compact.h): memory then grows with problems, not entries. The caller
+  // reads back what the analysis needs (ReadBack) before analyzing.
+  bool compact = false;
+  int compact_tail = 4;  // CompactOptions::tail of those cuts
   // Called from the parser threads after each file with (files done, files
   // in all, bytes done); must be thread-safe. For progress bars.
   std::function<void(size_t, size_t, uint64_t)> progress;

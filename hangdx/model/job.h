@@ -320,6 +320,8 @@ struct DeviceTaskReport {
   int64_t line = -1;  // 1-based line in `file`
 };
 
+class OpHistory;  // model/history.h
+
 // Everything one rank's artifact says. `ops` are in recording order. Copies
 // share the interner, so an OpRecord stays valid in every copy.
 struct RankDump {
@@ -345,6 +347,14 @@ struct RankDump {
   // print, and for ranks with no ops (stack dumps, wait snapshots). Set by
   // ingest; analyses read this, never the file format.
   bool from_flight_recorder = false;
+  // Set when ingest kept only some of the rank's records (ingest/compact.h):
+  // `history` then covers every op it recorded (compact, model/history.h),
+  // `ops` holds the records a report may show, in recording order, and
+  // op_pos[i] is the position of ops[i] among all of them. Both empty when
+  // `ops` is complete; analyses read the history of every dump through
+  // model::Histories, so they see the same either way.
+  std::shared_ptr<const OpHistory> history;
+  std::vector<uint32_t> op_pos;
 };
 
 // One kind of message ingest recognised in an input file (a catalogue row,

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <new>
 #include <stdexcept>
+#include <thread>
 
+#include "hangdx/analyze/records_needed.h"
 #include "hangdx/base/memory_reserve.h"
+#include "hangdx/ingest/compact.h"
 #include "hangdx/ingest/cross_rank.h"
 #include "hangdx/ingest/explain.h"
 #include "hangdx/ingest/formats.h"
@@ -58,10 +61,17 @@ std::string JobWords(const model::Job& job, const std::vector<std::string>& path
 
 StatusOr<analyze::Diagnosis> Diagnose(const std::vector<std::string>& paths, const PipelineOptions& options) {
   if (paths.empty()) return InvalidArgument("no input paths given");
-  StatusOr<model::Job> job = Load(paths, options);
+  // Records are cut down as files are read, and the few the analysis reads
+  // one by one are read back before it runs (ingest/compact.h).
+  PipelineOptions cut = options;
+  cut.load.compact = true;
+  StatusOr<model::Job> job = Load(paths, cut);
   if (!job.ok()) return job.status();
-  return Guarded<analyze::Diagnosis>("analyzing the " + JobWords(*job, paths),
-                                     [&] { return analyze::Analyze(*job, options.analyze); });
+  int threads = cut.load.threads > 0 ? cut.load.threads : static_cast<int>(std::thread::hardware_concurrency());
+  return Guarded<analyze::Diagnosis>("analyzing the " + JobWords(*job, paths), [&] {
+    ingest::ReadBack(&*job, analyze::RecordsNeeded(*job), threads);
+    return analyze::Analyze(*job, options.analyze);
+  });
 }
 
 StatusOr<std::string> Stacks(const std::vector<std::string>& paths, const PipelineOptions& options,

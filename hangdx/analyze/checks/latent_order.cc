@@ -15,36 +15,42 @@ namespace {
 using model::OpRecord;
 using model::RankDump;
 
-// One pg's collectives on one rank: (seq, index into RankDump::ops) by seq,
-// first record of each seq.
+// One collective of a pg on one rank: the first record of its seq.
+struct Coll {
+  int64_t seq;
+  uint32_t pos;  // recording position: orders the rank's pgs against each other
+  int64_t record_id;
+  uint16_t variant;  // names the op: OpHistory::variants
+};
+
+// One pg's collectives on one rank, by seq, first record of each seq.
 struct PgOps {
   std::string_view name, desc, backend;
   int id = -1;  // job-wide id of `name`
-  std::vector<std::pair<int64_t, uint32_t>> by_seq;
+  std::vector<Coll> by_seq;
 };
 
 // Pairs of pgs looked at per rank; a rank in more pgs than this compares the
 // ones with the most collectives (pg pairs grow quadratically).
 constexpr size_t kMaxPgsPerRank = 64;
 
-std::vector<PgOps> CollectivesByPg(const RankDump& d) {
+// A rank's collectives per pg, pgs in the order of their first collective.
+// Read from the rank's history: every op it recorded.
+std::vector<PgOps> CollectivesByPg(const model::OpHistory& h) {
   std::vector<PgOps> out;
-  for (uint32_t i = 0; i < d.ops.size(); ++i) {
-    const OpRecord& op = d.ops[i];
-    if (op.is_p2p || op.collective_seq < 0) continue;
-    auto it = std::find_if(out.begin(), out.end(), [&](const PgOps& p) {
-      return p.name.data() == op.pg_name.data() || p.name == op.pg_name;  // interned: usually the same address
-    });
-    if (it == out.end()) {
-      out.push_back({op.pg_name, op.pg_desc, op.backend, -1, {}});
-      it = out.end() - 1;
+  std::vector<int> slot(h.pgs().size(), -1);  // history pg -> index in out
+  h.ForEach([&](const model::HistoryItem& c) {
+    if (slot[c.pg] < 0) {
+      slot[c.pg] = static_cast<int>(out.size());
+      const model::HistoryPg& pg = h.pgs()[c.pg];
+      out.push_back({pg.name, pg.coll_desc, h.variants()[c.variant].backend, -1, {}});
     }
-    it->by_seq.emplace_back(op.collective_seq, i);
-  }
+    out[slot[c.pg]].by_seq.push_back({c.seq, c.pos, c.record_id, c.variant});
+  });
   for (auto& p : out) {
-    std::stable_sort(p.by_seq.begin(), p.by_seq.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::stable_sort(p.by_seq.begin(), p.by_seq.end(), [](const Coll& a, const Coll& b) { return a.seq < b.seq; });
     p.by_seq.erase(
-        std::unique(p.by_seq.begin(), p.by_seq.end(), [](const auto& a, const auto& b) { return a.first == b.first; }),
+        std::unique(p.by_seq.begin(), p.by_seq.end(), [](const Coll& a, const Coll& b) { return a.seq == b.seq; }),
         p.by_seq.end());
   }
   if (out.size() > kMaxPgsPerRank) {
@@ -62,9 +68,9 @@ const PgOps* FindPg(const std::vector<PgOps>& list, int id) {
 }
 
 // The entries of `p` with seq in [lo, hi].
-std::span<const std::pair<int64_t, uint32_t>> Window(const PgOps& p, int64_t lo, int64_t hi) {
-  auto b = std::lower_bound(p.by_seq.begin(), p.by_seq.end(), std::make_pair(lo, uint32_t{0}));
-  auto e = std::upper_bound(p.by_seq.begin(), p.by_seq.end(), std::make_pair(hi, UINT32_MAX));
+std::span<const Coll> Window(const PgOps& p, int64_t lo, int64_t hi) {
+  auto b = std::lower_bound(p.by_seq.begin(), p.by_seq.end(), lo, [](const Coll& c, int64_t s) { return c.seq < s; });
+  auto e = std::upper_bound(p.by_seq.begin(), p.by_seq.end(), hi, [](int64_t s, const Coll& c) { return s < c.seq; });
   return {p.by_seq.data() + (b - p.by_seq.begin()), static_cast<size_t>(e - b)};
 }
 
@@ -78,16 +84,15 @@ struct Order {
 
 // Fills *o with one rank's order; `qpos` is scratch (no allocation per call
 // once warm).
-void OrderOf(std::span<const std::pair<int64_t, uint32_t>> pw, std::span<const std::pair<int64_t, uint32_t>> qw,
-             std::vector<uint32_t>* qpos, Order* o) {
+void OrderOf(std::span<const Coll> pw, std::span<const Coll> qw, std::vector<uint32_t>* qpos, Order* o) {
   qpos->clear();
-  for (const auto& [seq, idx] : qw) qpos->push_back(idx);
+  for (const Coll& c : qw) qpos->push_back(c.pos);
   std::sort(qpos->begin(), qpos->end());
   o->p_seqs.clear();
   o->q_before.clear();
-  for (const auto& [seq, idx] : pw) {
-    o->p_seqs.push_back(seq);
-    o->q_before.push_back(static_cast<int32_t>(std::lower_bound(qpos->begin(), qpos->end(), idx) - qpos->begin()));
+  for (const Coll& c : pw) {
+    o->p_seqs.push_back(c.seq);
+    o->q_before.push_back(static_cast<int32_t>(std::lower_bound(qpos->begin(), qpos->end(), c.pos) - qpos->begin()));
   }
 }
 
@@ -120,14 +125,14 @@ struct PgPairs {
   std::vector<Pair> pairs;                   // in name order, so findings do not depend on input order
 };
 
-PgPairs FindPgPairs(const model::Job& job) {
+PgPairs FindPgPairs(const model::Job& job, const std::vector<std::shared_ptr<const model::OpHistory>>& histories) {
   PgPairs out;
   out.per_dump.reserve(job.dumps.size());
   std::unordered_map<std::string_view, int> ids;
   std::vector<std::string_view> id_name;
   std::vector<std::pair<uint64_t, uint32_t>> rows;
   for (size_t di = 0; di < job.dumps.size(); ++di) {
-    out.per_dump.push_back(CollectivesByPg(job.dumps[di]));
+    out.per_dump.push_back(CollectivesByPg(*histories[di]));
     auto& list = out.per_dump.back();
     for (auto& p : list) {
       auto [it, fresh] = ids.emplace(p.name, static_cast<int>(id_name.size()));
@@ -168,11 +173,16 @@ struct Windows {
 // One pair of pgs as the check reads it: the job, each rank's collectives and the window.
 struct PairView {
   const model::Job& job;
+  const std::vector<std::shared_ptr<const model::OpHistory>>& histories;
   const PgPairs& all;
   const PgPairs::Pair& pair;
   Windows w;
   const PgOps& P(const RankDump* d) const { return *FindPg(all.per_dump[d - job.dumps.data()], pair.pid); }
   const PgOps& Q(const RankDump* d) const { return *FindPg(all.per_dump[d - job.dumps.data()], pair.qid); }
+  // The op name of collective `c` of dump d.
+  std::string_view Op(const RankDump* d, const Coll& c) const {
+    return histories[d - job.dumps.data()]->variants()[c.variant].op;
+  }
 };
 
 Windows WindowsOf(const PgPairs& all, const PgPairs::Pair& pair) {
@@ -180,10 +190,10 @@ Windows WindowsOf(const PgPairs& all, const PgPairs::Pair& pair) {
   for (size_t di : pair.dumps) {
     const PgOps* p = FindPg(all.per_dump[di], pair.pid);
     const PgOps* q = FindPg(all.per_dump[di], pair.qid);
-    w.plo = std::max(w.plo, p->by_seq.front().first);
-    w.phi = std::min(w.phi, p->by_seq.back().first);
-    w.qlo = std::max(w.qlo, q->by_seq.front().first);
-    w.qhi = std::min(w.qhi, q->by_seq.back().first);
+    w.plo = std::max(w.plo, p->by_seq.front().seq);
+    w.phi = std::min(w.phi, p->by_seq.back().seq);
+    w.qlo = std::max(w.qlo, q->by_seq.front().seq);
+    w.qhi = std::min(w.qhi, q->by_seq.back().seq);
   }
   return w;
 }
@@ -239,18 +249,18 @@ void Witness(const PairView& v, const std::vector<RankClass>& classes, const Ran
   const RankDump* ed = early.dumps[0];
   const RankDump* ld = late.dumps[0];
   auto lqw = Window(v.Q(ld), v.w.qlo, v.w.qhi);
-  int64_t t = lqw[k].first;  // the same Q seq on both sides (seqs are per pg)
-  const OpRecord& ep_op = ed->ops[Window(v.P(ed), s, s)[0].second];
-  const OpRecord& lp_op = ld->ops[Window(v.P(ld), s, s)[0].second];
+  int64_t t = lqw[k].seq;  // the same Q seq on both sides (seqs are per pg)
+  const Coll& ep_op = Window(v.P(ed), s, s)[0];
+  const Coll& lp_op = Window(v.P(ld), s, s)[0];
   auto eq_it = Window(v.Q(ed), t, t);
-  const OpRecord& lq_op = ld->ops[lqw[k].second];
+  const Coll& lq_op = lqw[k];
   const PgOps& p0 = v.P(classes[0].dumps[0]);
   const PgOps& q0 = v.Q(classes[0].dumps[0]);
   std::string pl = Label(v.pair.p, p0.desc), ql = Label(v.pair.q, q0.desc);
   f->seq = s;
-  f->op = std::string(ep_op.op);
-  std::string pop = pl + " seq " + std::to_string(s) + " " + std::string(ep_op.op);
-  std::string qop = ql + " seq " + std::to_string(t) + " " + std::string(lq_op.op);
+  f->op = std::string(v.Op(ed, ep_op));
+  std::string pop = pl + " seq " + std::to_string(s) + " " + f->op;
+  std::string qop = ql + " seq " + std::to_string(t) + " " + std::string(v.Op(ld, lq_op));
   std::vector<model::Rank> all;
   for (const auto& cl : classes) all.insert(all.end(), cl.ranks.begin(), cl.ranks.end());
   std::sort(all.begin(), all.end());
@@ -262,7 +272,7 @@ void Witness(const PairView& v, const std::vector<RankClass>& classes, const Ran
   f->details.push_back(RankWords(early.ranks) + ": " + pop + ", then " + qop);
   f->details.push_back(RankWords(late.ranks) + ": " + qop + ", then " + pop);
   f->evidence.push_back({ed->file, ed->rank, ep_op.record_id, "issued " + pop + " first"});
-  if (!eq_it.empty()) f->evidence.push_back({ed->file, ed->rank, ed->ops[eq_it[0].second].record_id, "then " + qop});
+  if (!eq_it.empty()) f->evidence.push_back({ed->file, ed->rank, eq_it[0].record_id, "then " + qop});
   f->evidence.push_back({ld->file, ld->rank, lq_op.record_id, "issued " + qop + " first"});
   f->evidence.push_back({ld->file, ld->rank, lp_op.record_id, "then " + pop});
 }
@@ -307,13 +317,19 @@ bool InversionFinding(const PairView& v, const std::vector<RankClass>& classes, 
 }  // namespace
 
 std::vector<Finding> LatentOrderInversions(const model::Job& job, size_t max_findings) {
-  PgPairs all = FindPgPairs(job);
+  return LatentOrderInversions(job, model::Histories(job), max_findings);
+}
+
+std::vector<Finding> LatentOrderInversions(const model::Job& job,
+                                           const std::vector<std::shared_ptr<const model::OpHistory>>& histories,
+                                           size_t max_findings) {
+  PgPairs all = FindPgPairs(job, histories);
   std::vector<Finding> out;
   size_t more = 0;
   std::vector<uint32_t> qpos;
   Order cur;
   for (const PgPairs::Pair& pair : all.pairs) {
-    PairView v{job, all, pair, WindowsOf(all, pair)};
+    PairView v{job, histories, all, pair, WindowsOf(all, pair)};
     if (v.w.empty()) continue;
     std::vector<RankClass> classes = ClassesOf(v, &qpos, &cur);
     if (classes.size() < 2) continue;
@@ -331,7 +347,7 @@ std::vector<Finding> LatentOrderInversions(const model::Job& job, size_t max_fin
 }
 
 void LatentOrderCheck(const RankAnalysis& a, FindingSink* sink) {
-  for (Finding& f : LatentOrderInversions(a.job)) sink->Add(std::move(f));
+  for (Finding& f : LatentOrderInversions(a.job, a.groups.histories())) sink->Add(std::move(f));
 }
 
 }  // namespace hangdx::analyze

@@ -18,6 +18,7 @@
 
 #include "hangdx/analyze/checks/check.h"
 #include "hangdx/analyze/diagnosis.h"
+#include "hangdx/model/history.h"
 #include "hangdx/model/job.h"
 
 namespace hangdx::analyze {
@@ -35,6 +36,11 @@ namespace hangdx::analyze {
 // counters do not line up across ranks). Runs in O(total ops + pg pairs per
 // rank x ranks); never fails.
 std::vector<Finding> LatentOrderInversions(const model::Job& job, size_t max_findings = 8);
+
+// The same, with the dumps' histories (model::Histories(job)) given.
+std::vector<Finding> LatentOrderInversions(const model::Job& job,
+                                           const std::vector<std::shared_ptr<const model::OpHistory>>& histories,
+                                           size_t max_findings = 8);
 
 // The table's latent_order row: LatentOrderInversions of the job.
 void LatentOrderCheck(const RankAnalysis& a, FindingSink* sink);

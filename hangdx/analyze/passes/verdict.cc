@@ -32,7 +32,8 @@ std::string NoFindingVerdict(const RankAnalysis& a) {
                   std::to_string(job.dumps.size()) + " ranks seen.";
   bool gloo = false;
   for (const auto& d : job.dumps)
-    for (const auto& op : d.ops) gloo = gloo || op.backend == "gloo";
+    for (const auto& pg : a.History(d).pgs())
+      for (std::string_view b : pg.backends) gloo = gloo || b == "gloo";
   if (gloo)
     v += " (gloo records no P2P op in the Flight Recorder: a send/recv deadlock does not show here; read the ranks' "
          "stderr.)";

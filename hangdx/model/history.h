@@ -1,0 +1,141 @@
+// hangdx/model/history.h
+// OpHistory: every op one rank recorded, reduced to what the analyses read
+// of the ops they do not look at one by one: for each collective its pg,
+// seq, position, record id, completion and "variant" (op name, sizes,
+// dtypes), per pg its name, description, backends and seq range, and per
+// rank the op count and the last activity time. A rank's full records
+// (RankDump::ops) can then be cut down to the few that a report shows
+// (ingest/compact.h), while the history still answers for all of them.
+//
+// The collectives are stored as deltas (seq against the same pg's previous
+// collective, position and record id against the previous collective), and
+// a training loop repeats one step: the deltas repeat with the step's
+// length. So the history keeps one period of them and the items that break
+// the pattern (a changed size, the first pending op): its memory grows with
+// what is irregular, not with how many entries the ring buffer held.
+//
+//   OpHistory h = OpHistory::Build(dump.ops);
+//   h.ForEach([&](const HistoryItem& c) { ... h.pgs()[c.pg].name, c.seq ... });
+//
+// Immutable after Build; safe to share across threads. The string views and
+// Refs it holds point into the interner of the dump whose ops built it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "hangdx/model/job.h"
+
+namespace hangdx::model {
+
+// One collective (a non-P2P op with a collective seq >= 0), decoded.
+struct HistoryItem {
+  int64_t seq = -1;
+  int64_t record_id = -1;
+  uint32_t pos = 0;      // index in the rank's recording order (RankDump::ops before any cut)
+  uint16_t pg = 0;       // index into OpHistory::pgs()
+  uint16_t variant = 0;  // index into OpHistory::variants()
+  bool completed = false;
+  bool retired = false;
+};
+
+// One pg a rank's ops name, in the order the pgs first appear.
+struct HistoryPg {
+  std::string_view name;
+  std::string_view desc;                   // of the pg's first op
+  std::string_view coll_desc;              // of its first collective ("" when none)
+  std::vector<std::string_view> backends;  // distinct backends of its ops, in order seen
+  size_t ops = 0;                          // ops of every kind
+  size_t distinct_seqs = 0;                // distinct collective seqs
+  int64_t first_seq = -1, last_seq = -1;   // lowest and highest collective seq, -1 when none
+};
+
+class OpHistory {
+ public:
+  OpHistory() = default;
+
+  // The history of `ops` (one rank's records, in recording order, with
+  // `completed` already derived). Runs in O(ops); never fails.
+  static OpHistory Build(const std::vector<OpRecord>& ops);
+
+  // Calls f(const HistoryItem&) for each collective, in recording order.
+  template <typename F>
+  void ForEach(F f) const;
+
+  // Every pg named by some op.
+  const std::vector<HistoryPg>& pgs() const { return pgs_; }
+  // The index of pg `name` in pgs(), -1 when no op names it.
+  int FindPg(std::string_view name) const;
+  // One record per distinct variant (op name, sizes, dtypes, P2P peer,
+  // backend): the first collective that had it.
+  const std::vector<OpRecord>& variants() const { return variants_; }
+  // Ops of every kind the rank recorded.
+  size_t entries() const { return entries_; }
+  // Collectives (what ForEach visits).
+  size_t collectives() const { return collectives_; }
+  // The latest time_created_ns / time_completed_ns of any op, 0 when none.
+  int64_t last_activity_ns() const { return last_activity_ns_; }
+  // Bytes held (for the memory figures of docs/performance.md).
+  size_t MemoryBytes() const;
+
+ private:
+  // A collective as stored: deltas against the previous collective (seq:
+  // of the same pg), so that a repeated step repeats the same values.
+  struct Packed {
+    int64_t dseq = 0, drid = 0;
+    uint32_t dpos = 0;
+    uint16_t pg = 0, variant = 0;
+    uint8_t flags = 0;  // 1: completed, 2: retired
+    bool operator==(const Packed&) const = default;
+  };
+  static size_t ChoosePeriod(const std::vector<Packed>& items);
+
+  std::vector<HistoryPg> pgs_;
+  std::vector<OpRecord> variants_;
+  size_t entries_ = 0, collectives_ = 0;
+  int64_t last_activity_ns_ = 0;
+  // Item i is exceptions_[k].second when exceptions_[k].first == i, else
+  // base_[i] for i < period_, else item i - period_.
+  size_t period_ = 0;
+  std::vector<Packed> base_;
+  std::vector<std::pair<uint32_t, Packed>> exceptions_;
+};
+
+// The history of every dump of `job` (index = dump index): its own
+// (RankDump::history) where ingest made one, else built from its ops.
+std::vector<std::shared_ptr<const OpHistory>> Histories(const Job& job);
+
+template <typename F>
+void OpHistory::ForEach(F f) const {
+  if (collectives_ == 0) return;
+  std::vector<int64_t> last_seq(pgs_.size(), 0);
+  std::vector<Packed> ring(base_.begin(), base_.end());
+  size_t next_exc = 0;
+  HistoryItem it;
+  int64_t pos = 0, rid = 0;
+  for (size_t i = 0; i < collectives_; ++i) {
+    const Packed* p;
+    if (next_exc < exceptions_.size() && exceptions_[next_exc].first == i) {
+      p = &exceptions_[next_exc++].second;
+      if (i >= period_) ring[i % period_] = *p;
+    } else {
+      p = &ring[i % period_];
+    }
+    pos += p->dpos;
+    rid += p->drid;
+    last_seq[p->pg] += p->dseq;
+    it.seq = last_seq[p->pg];
+    it.record_id = rid;
+    it.pos = static_cast<uint32_t>(pos);
+    it.pg = p->pg;
+    it.variant = p->variant;
+    it.completed = p->flags & 1;
+    it.retired = p->flags & 2;
+    f(static_cast<const HistoryItem&>(it));
+  }
+}
+
+}  // namespace hangdx::model
