@@ -38,7 +38,28 @@ std::string BaseName(const std::string& path) {
   return base;
 }
 
+// The number a file name labels as the rank: the digits right after the
+// last "rank" (any case; "rank3", "rank_3", "rank-3", "rank=3"), -1 when
+// there is none. A label beats position: in "rank2.20250101T120020" (a
+// collector's timestamp suffix) the rank is 2, not the last number.
+int64_t LabeledRank(const std::string& path) {
+  std::string base = fs::path(path).filename().string();
+  std::string lower(base.size(), ' ');
+  for (size_t i = 0; i < base.size(); ++i)
+    lower[i] = static_cast<char>(std::tolower(static_cast<unsigned char>(base[i])));
+  for (size_t at = lower.rfind("rank"); at != std::string::npos;
+       at = at ? lower.rfind("rank", at - 1) : std::string::npos) {
+    size_t i = at + 4;
+    if (i < base.size() && (base[i] == '_' || base[i] == '-' || base[i] == '=')) ++i;
+    size_t j = i;
+    while (j < base.size() && std::isdigit(static_cast<unsigned char>(base[j]))) ++j;
+    if (j > i && j - i <= 9) return std::stoll(base.substr(i, j - i));
+  }
+  return -1;
+}
+
 int64_t RankFromFileName(const std::string& path) {
+  if (int64_t r = LabeledRank(path); r >= 0) return r;
   std::string base = BaseName(path);
   size_t end = base.size();
   size_t begin = end;
@@ -75,6 +96,9 @@ std::vector<int64_t> InferRanks(const std::vector<std::string>& files) {
   for (size_t i = 0; i < files.size(); ++i) by_dir[fs::path(files[i]).parent_path().string()].push_back(i);
   for (const auto& [dir, idx] : by_dir) {
     if (idx.size() < 2) continue;
+    bool all_labeled = true;
+    for (size_t i : idx) all_labeled = all_labeled && LabeledRank(files[i]) >= 0;
+    if (all_labeled) continue;  // the names say which number is the rank
     std::vector<std::vector<int64_t>> runs;
     for (size_t i : idx) runs.push_back(DigitRuns(files[i]));
     size_t n = runs[0].size();

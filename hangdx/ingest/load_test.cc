@@ -24,6 +24,15 @@ TEST(InferRanks, FolderWideNumberPosition) {
   EXPECT_EQ(InferRanks({"README"}), (std::vector<int64_t>{-1}));
 }
 
+TEST(InferRanks, ANumberLabelledRankBeatsPosition) {
+  // A collector's timestamp suffix is the last, distinct number: not the rank.
+  EXPECT_EQ(InferRanks({"d/rank0.20250101T120000", "d/rank1.20250101T120010", "d/rank2.20250101T120020"}),
+            (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(InferRanks({"d/node3_rank-5.log", "d/node3_RANK=6.log"}), (std::vector<int64_t>{5, 6}));
+  // "rank" followed by no number is no label: the last number still counts.
+  EXPECT_EQ(InferRanks({"d/ranked_7"}), (std::vector<int64_t>{7}));
+}
+
 TEST(LoadJob, RealDumpsAndJunkInOneFolder) {
   std::string dir = std::string(HANGDX_SOURCE_DIR) + "/hangdx/ingest/formats/flight_recorder/testdata";
   LoadOptions opt;
