@@ -11,6 +11,7 @@ when the command ran past either bound, was killed by a signal, or exited with a
 prints the wall time and the peak resident memory either way, so a CI log shows how close each input runs to its
 bound. HANGDX_BIN names the binary (default build/bin/hangdx under the repository root).
 """
+import argparse
 import os
 import resource
 import subprocess
@@ -18,6 +19,17 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def generator_args(doc, long=False):
+    """The command line every generator here takes: --out DIR (write the input and stop), --check (the CI run,
+    the default) and, with `long`, --long (the big sizes, not run in CI). Returns the parsed arguments."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out")
+    ap.add_argument("--check", action="store_true")
+    if long:
+        ap.add_argument("--long", action="store_true")
+    return ap.parse_args()
 
 
 def binary():

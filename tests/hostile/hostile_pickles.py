@@ -11,7 +11,6 @@ checks that an amplification is reported as an error, not silently cut.
     tests/hostile/hostile_pickles.py --check          # CI: the issue's sizes (2 MB, 80 KB, 10 MB)
     tests/hostile/hostile_pickles.py --out DIR        # just write them
 """
-import argparse
 import json
 import os
 import subprocess
@@ -19,7 +18,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bounds import check  # noqa: E402
+from bounds import check, generator_args  # noqa: E402
 
 
 def su(s):
@@ -49,10 +48,7 @@ def write(folder):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out")
-    ap.add_argument("--check", action="store_true")
-    a = ap.parse_args()
+    a = generator_args(__doc__)
     if a.out:
         write(a.out)
         return 0

@@ -11,7 +11,6 @@ named in a diagnostic with what it was (a FIFO must not block the walk: hangdx n
     tests/hostile/odd_folder.py --check        # CI
     tests/hostile/odd_folder.py --out DIR      # just build the folder
 """
-import argparse
 import json
 import os
 import shutil
@@ -21,7 +20,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bounds import ROOT, check  # noqa: E402
+from bounds import ROOT, check, generator_args  # noqa: E402
 
 PICKLES = os.path.join(ROOT, "testdata", "torch", "c_detail", "pickle")
 
@@ -61,10 +60,7 @@ def write(folder):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out")
-    ap.add_argument("--check", action="store_true")
-    a = ap.parse_args()
+    a = generator_args(__doc__)
     if a.out:
         write(a.out)
         return 0

@@ -9,7 +9,6 @@ dump with a BOM is used, and the colliding key gets a warning naming it.
     tests/hostile/odd_json.py --check        # CI
     tests/hostile/odd_json.py --out DIR      # just write the inputs
 """
-import argparse
 import json
 import os
 import subprocess
@@ -17,7 +16,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bounds import ROOT, check  # noqa: E402
+from bounds import ROOT, check, generator_args  # noqa: E402
 
 FR_JSON = os.path.join(ROOT, "testdata", "torch", "a", "json", "fr_trace_rank_0.json")
 
@@ -41,10 +40,7 @@ def diagnostics(path, name):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out")
-    ap.add_argument("--check", action="store_true")
-    a = ap.parse_args()
+    a = generator_args(__doc__)
     if a.out:
         write(a.out)
         return 0

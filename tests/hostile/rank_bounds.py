@@ -16,7 +16,6 @@ time and memory bounds and checks that
     tests/hostile/rank_bounds.py --check           # CI
     tests/hostile/rank_bounds.py --out DIR         # just write the inputs
 """
-import argparse
 import json
 import os
 import pickle
@@ -25,7 +24,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bounds import ROOT, check  # noqa: E402
+from bounds import ROOT, check, generator_args  # noqa: E402
 
 BASE = os.path.join(ROOT, "testdata", "torch", "c_detail", "pickle", "fr_trace_rank_2")
 
@@ -88,11 +87,7 @@ def refused(argv, name, words):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out")
-    ap.add_argument("--check", action="store_true")
-    ap.add_argument("--long", action="store_true")
-    a = ap.parse_args()
+    a = generator_args(__doc__, long=True)
     snapshot_ranks = 600000 if a.long else 200000
     if a.out:
         write(a.out, snapshot_ranks)

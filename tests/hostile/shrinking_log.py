@@ -11,7 +11,6 @@ lands inside the read depends on the machine.
     tests/hostile/shrinking_log.py --check          # CI: 100 MB
     tests/hostile/shrinking_log.py --check --long   # the issue's 300 MB
 """
-import argparse
 import json
 import os
 import subprocess
@@ -20,7 +19,7 @@ import tempfile
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bounds import check  # noqa: E402
+from bounds import check, generator_args  # noqa: E402
 
 LINE = b"node1:1234:1300 [3] NCCL INFO AllReduce: opCount 1f sendbuff 0x7f00 recvbuff 0x7f00 count 1024 " \
        b"datatype 7 op 0 root 0 comm 0x55aa nranks 8 stream 0x5600\n"
@@ -35,11 +34,7 @@ def write(path, mb):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out")
-    ap.add_argument("--check", action="store_true")
-    ap.add_argument("--long", action="store_true")
-    a = ap.parse_args()
+    a = generator_args(__doc__, long=True)
     mb = 300 if a.long else 100
     if a.out:
         write(a.out, mb)

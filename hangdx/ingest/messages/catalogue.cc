@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 
+#include "hangdx/base/key_value_rows.h"
 #include "hangdx/ingest/messages/fields.h"
 
 namespace hangdx::ingest::messages {
@@ -200,33 +201,15 @@ Status ParseInto(std::string_view text, std::string_view name, std::vector<Row>*
     reader.reset();
     return Status::Ok();
   };
-  int64_t number = 0;
-  for (size_t pos = 0; pos <= text.size();) {
-    size_t nl = text.find('\n', pos);
-    std::string_view line = text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
-    pos = nl == std::string_view::npos ? text.size() + 1 : nl + 1;
-    ++number;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (!line.empty() && line[0] == '#') continue;
-    if (line.find_first_not_of(" \t") == std::string_view::npos) {
-      HANGDX_RETURN_IF_ERROR(close());
-      continue;
-    }
-    size_t sp = line.find_first_of(" \t");
-    std::string_view key = line.substr(0, sp);
-    std::string_view value;
-    if (sp != std::string_view::npos) {
-      size_t v = line.find_first_not_of(" \t", sp);
-      if (v != std::string_view::npos) value = line.substr(v);
-    }
+  auto on_line = [&](const KeyValueLine& l) -> Status {
     if (!reader) {
-      if (key != "message")
-        return InvalidArgument(std::string(name) + ":" + std::to_string(number) + ": a row starts with 'message ID'");
-      reader.emplace(name, number);
+      if (l.key != "message")
+        return InvalidArgument(std::string(name) + ":" + std::to_string(l.line) + ": a row starts with 'message ID'");
+      reader.emplace(name, l.line);
     }
-    HANGDX_RETURN_IF_ERROR(reader->Add(key, value, number));
-  }
-  return close();
+    return reader->Add(l.key, l.value, l.line);
+  };
+  return ReadKeyValueRows(text, on_line, close);  // closes the last row too
 }
 
 }  // namespace
