@@ -181,6 +181,9 @@ void LoadOne(const std::string& path, int64_t rank_hint, const LoadOptions& opt,
   res->diags.Merge(std::move(parse_diags));
   res->outcome = read.outcome;
   res->read = std::move(got.read);
+  res->read.file = path;
+  res->read.bytes = res->bytes;
+  res->read.rank = rank_hint >= 0 ? rank_hint : got.dumps.size() == 1 ? got.dumps[0].rank : -1;
   res->fr_pickle = read.format && read.format->name == kFrPickle;
   if (read.outcome == ArtifactResult::Outcome::kUnreadable) {
     res->unreadable_rank = got.unreadable_rank;

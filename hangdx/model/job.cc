@@ -11,6 +11,11 @@ const RankDump* Job::Find(Rank r) const {
   return it != dumps.end() && it->rank == r ? &*it : nullptr;
 }
 
+bool Job::LeftAFile(Rank r) const {
+  return std::any_of(file_reads.begin(), file_reads.end(),
+                     [r](const FileRead& f) { return f.rank == r && f.bytes > 0; });
+}
+
 namespace {
 bool ParseInt(std::string_view s, int64_t* v) {
   while (!s.empty() && s.front() == ' ') s.remove_prefix(1);

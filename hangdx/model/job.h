@@ -375,6 +375,8 @@ struct FileRead {
   std::string format;                       // the format that read it ("torch-log"); "" when none did
   std::vector<RecognisedMessage> messages;  // in order of first appearance
   std::string looks_like;                   // read by no format: the producer it resembles, "" when none
+  Rank rank = -1;                           // the rank its name (or --rank, or its one dump) gives, -1 unknown
+  uint64_t bytes = 0;                       // its size: a rank whose file is empty left no log
 };
 
 // The whole job: one RankDump per rank (sorted by rank, unique), plus every
@@ -398,6 +400,10 @@ struct Job {
   std::vector<FileRead> file_reads;
 
   const RankDump* Find(Rank r) const;
+  // True when an input file of rank `r` (by its name, --rank or its
+  // content) was read and was not empty, whether or not it gave records: a
+  // rank with such a file logged something, even if nothing hangdx reads.
+  bool LeftAFile(Rank r) const;
 };
 
 // Splits op->profiling_name "backend:op[ meta]" into backend and op (views

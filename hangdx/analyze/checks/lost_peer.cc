@@ -30,12 +30,34 @@ bool AnInstanceExplainsIt(const RankAnalysis& a) {
   return false;
 }
 
+// Neither a peer named nor a rank without a log: the ranks that left a log
+// with nothing in it about the failure may have exited, been killed or still
+// run. Which of them the lost peer was the logs cannot tell.
+Finding UnnamedPeer(const std::vector<Rank>& losers, const std::vector<Rank>& quiet, const std::string& addr) {
+  Finding f;
+  f.kind = Kind::kUndecided;
+  f.severity = Severity::kError;
+  f.hang = true;
+  f.candidates = quiet;
+  f.roles.push_back({"lost the connection", losers});
+  f.roles.push_back({"log shows no error", quiet});
+  f.summary = RankWords(losers) + " lost " + Verb(losers, "its", "their") + " connection to a peer" +
+              (addr.empty() ? "" : " (" + addr + ")") + ", and the logs do not say which rank it was: " +
+              RankWords(quiet) + " left a log without an error (" + Verb(quiet, "it", "they") +
+              " may have exited, been killed or still run)";
+  f.would_decide =
+      "the Flight Recorder dump or stack of every rank (where each one waits), or the launcher's exit codes: the peer "
+      "at that address is the rank whose process ended";
+  return f;
+}
+
 }  // namespace
 
 void LostPeerCheck(const RankAnalysis& a, FindingSink* sink) {
   std::vector<Rank> losers;
   std::set<Rank> peers;
   std::vector<Evidence> lines;
+  std::string addr;
   for (const auto& d : a.job.dumps) {
     if (a.Crashed(d.rank)) return;  // the crash itself is in the logs: its own finding
     bool lost = false;
@@ -43,6 +65,7 @@ void LostPeerCheck(const RankAnalysis& a, FindingSink* sink) {
       if (e.kind != LogEvent::Kind::kPeerLost) continue;
       lost = true;
       if (e.peer >= 0 && e.peer != d.rank) peers.insert(e.peer);
+      if (addr.empty()) addr = e.peer_addr;
       if (lines.size() < kEvidencePerSide)
         lines.push_back({e.file, d.rank, -1, "line " + std::to_string(e.line) + ": " + e.message.substr(0, 300)});
     }
@@ -52,17 +75,33 @@ void LostPeerCheck(const RankAnalysis& a, FindingSink* sink) {
   for (Rank r : losers) peers.erase(r);
   std::vector<Rank> culprits(peers.begin(), peers.end());
   bool named = !culprits.empty();
-  if (!named) culprits = a.world.without_dump;
-  if (culprits.empty()) return;
+  std::vector<Rank> quiet;  // without records, but their file was read
+  if (!named)
+    for (Rank r : a.world.without_dump) (a.job.LeftAFile(r) ? quiet : culprits).push_back(r);
+  if (culprits.empty() && quiet.empty()) return;
+  // One rank whose log stops without an error while the others lose a peer:
+  // it is the only one that can have gone away.
+  bool stopped = culprits.empty() && quiet.size() == 1;
+  if (stopped) culprits = quiet;
+  if (culprits.empty()) {
+    Finding f = UnnamedPeer(losers, quiet, addr);
+    f.evidence = std::move(lines);
+    sink->Add(std::move(f));
+    return;
+  }
   Finding f;
   f.kind = Kind::kCrashedRank;
   f.severity = Severity::kError;
   f.hang = true;
   f.culprit_ranks = culprits;
   f.roles.push_back({"lost the connection", losers});
-  f.roles.push_back({named ? "the peer they lost" : "no log", culprits});
+  f.roles.push_back({named ? "the peer they lost" : stopped ? "stopped logging" : "no log", culprits});
   f.summary = RankWords(losers) + " lost " + Verb(losers, "its", "their") + " connection to a peer while " +
-              RankWords(culprits) + (named ? " went away" : " left no log at all") + ": " +
+              RankWords(culprits) +
+              (named     ? " went away"
+               : stopped ? " stopped logging without an error"
+                         : " left no log at all") +
+              ": " +
               Verb(culprits, "it", "they") + " most likely died (crash, kill, exit)";
   f.details.push_back(
       "a connection closed or reset by the peer means the peer's process ended; the ranks that "

@@ -6,7 +6,11 @@
 // it because that peer's process went away: the peer is a crashed_rank.
 // The culprit is the peer the messages name (a global rank), else the ranks
 // of the job that left no log at all: the rank that stopped logging while
-// the others fail is the one that died. Says nothing when a (pg, seq) the
+// the others fail is the one that died. A rank whose file was read but gave
+// no record (model::Job::LeftAFile: it logged, only nothing hangdx reads) did
+// not leave "no log": when every candidate is such a rank, the one of them
+// is the culprit (it stopped logging without an error), and two or more make
+// the finding undecided between them, naming no culprit. Says nothing when a (pg, seq) the
 // records show explains it (checks/missing_rank.h reports that instance,
 // as crashed_rank when its waiters lost their peer), when a log reports the
 // crash itself (checks/crashed_rank.h, passes/unnamed_crash.h), or when

@@ -69,6 +69,60 @@ TEST(LostPeerCheck, APeerThatAlsoReportsTheLossIsAVictim) {
   EXPECT_TRUE(RunCheck(&LostPeerCheck, b.Build()).empty());
 }
 
+TEST(LostPeerCheck, RanksThatLeftALogWithoutAnErrorAreCandidatesNotCulprits) {
+  // testdata/torch/i's stderr: rank 2 lost a peer at an address; ranks 0 and
+  // 1 left logs hangdx reads nothing in (they may have exited normally).
+  JobBuilder b;
+  LogEvent lost = Lost(-1);
+  lost.peer_addr = "[127.0.0.1]:6062";
+  b.Event(2, lost).FromLog(2);
+  model::Job job = b.World(3).Build();
+  for (model::Rank r : {0, 1}) {
+    model::FileRead read;
+    read.file = "rank_" + std::to_string(r) + ".log";
+    read.rank = r;
+    read.bytes = 300;
+    job.file_reads.push_back(read);
+  }
+  std::vector<Finding> fs = RunCheck(&LostPeerCheck, job);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kUndecided);
+  EXPECT_TRUE(fs[0].culprit_ranks.empty());
+  EXPECT_EQ(fs[0].candidates, (Ranks{0, 1}));
+  EXPECT_EQ(fs[0].summary,
+            "rank 2 lost its connection to a peer ([127.0.0.1]:6062), and the logs do not say which rank it was: "
+            "ranks 0-1 left a log without an error (they may have exited, been killed or still run)");
+  EXPECT_NE(fs[0].would_decide, "");
+  // An empty file is no log: rank 1 is then the one that left none.
+  job.file_reads[1].bytes = 0;
+  fs = RunCheck(&LostPeerCheck, job);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kCrashedRank);
+  EXPECT_EQ(fs[0].culprit_ranks, Ranks{1});
+  EXPECT_EQ(fs[0].roles[1].role, "no log");
+}
+
+TEST(LostPeerCheck, TheOneRankWhoseLogStopsWithoutAnErrorIsTheCulprit) {
+  // testdata/torch/f1's stderr: rank 1 sys.exit()s mid-training, its log
+  // holds nothing hangdx reads; ranks 0, 2, 3 lose their peer.
+  JobBuilder b;
+  for (int r : {0, 2, 3}) b.Event(r, Lost(-1)).FromLog(r);
+  model::Job job = b.World(4).Build();
+  model::FileRead read;
+  read.file = "rank_1.log";
+  read.rank = 1;
+  read.bytes = 200;
+  job.file_reads.push_back(read);
+  std::vector<Finding> fs = RunCheck(&LostPeerCheck, job);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kCrashedRank);
+  EXPECT_EQ(fs[0].culprit_ranks, Ranks{1});
+  EXPECT_EQ(fs[0].roles[1].role, "stopped logging");
+  EXPECT_EQ(fs[0].summary,
+            "ranks 0,2-3 lost their connection to a peer while rank 1 stopped logging without an error: it most "
+            "likely died (crash, kill, exit)");
+}
+
 TEST(LostPeerCheck, ALoggedCrashIsTheCrashedRankChecksCase) {
   JobBuilder b;
   for (int r = 0; r < 3; ++r) b.Event(r, Lost(-1)).FromLog(r);

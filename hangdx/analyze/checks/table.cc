@@ -13,6 +13,7 @@
 #include "hangdx/analyze/checks/named_culprit.h"
 #include "hangdx/analyze/checks/pg_creation_order.h"
 #include "hangdx/analyze/checks/pg_local_wait.h"
+#include "hangdx/analyze/checks/reported_mismatch.h"
 #include "hangdx/analyze/checks/snapshot_root.h"
 #include "hangdx/analyze/checks/stack_sites.h"
 #include "hangdx/analyze/checks/stall.h"
@@ -27,6 +28,8 @@ const Check kChecks[] = {
      &CycleCheck},
     {"collective_mismatch", "ranks of a pg that disagree on a collective, its sizes or its dtypes", Scope::kWaitState,
      &CollectiveMismatchCheck},
+    {"reported_mismatch", "from logs alone: a mismatch a rank reports (gloo, NCCL, DETAIL, Horovod) that no record shows",
+     Scope::kWaitState, &ReportedMismatchCheck},
     {"missing_rank", "members that never reached a (pg, seq) the others wait in (or a straggler, a dead rank)",
      Scope::kWaitState, &MissingRankCheck},
     {"crashed_rank", "ranks that others wait for whose logs report a crash", Scope::kWaitState, &CrashedRankCheck},

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "hangdx/analyze/checks/crashed_rank.h"
+#include "hangdx/analyze/checks/reported_mismatch.h"
 
 namespace hangdx::analyze {
 
@@ -12,7 +13,7 @@ void UnnamedCrashPass(const RankAnalysis& a, FindingSink* sink, Diagnosis*) {
     if (e.scope == Scope::kWaitState) named.insert(e.finding.culprit_ranks.begin(), e.finding.culprit_ranks.end());
   std::vector<model::Rank> unnamed;
   for (const auto& d : a.job.dumps)
-    if (a.Crashed(d.rank) && !named.count(d.rank)) unnamed.push_back(d.rank);
+    if (a.Crashed(d.rank) && !named.count(d.rank) && !ReportedAMismatch(a.job, d.rank)) unnamed.push_back(d.rank);
   if (unnamed.empty()) return;
   sink->Begin("unnamed_crash", Scope::kWaitState);
   sink->Add(CrashedRankFinding(a, unnamed, nullptr));

@@ -369,7 +369,7 @@ class TorchLogReader {
           pa.ok   ? pa.seq + 1
           : pb.ok ? pb.seq + 1
                   : -1,
-          TorchOpName(pa.op_type));
+          TorchOpName(pa.op_type), b);  // b: the other side the report compares rank a with
   }
 
   // Watchdog crashes, terminate / exit lines, torchelastic failures,
@@ -405,7 +405,7 @@ class TorchLogReader {
   // A LogEvent of `rank` (none for rank -1; at most 500 a rank; the same
   // text repeated, as an exception and its what(), counts once).
   void Event(int64_t rank, Kind kind, std::string_view msg, int64_t line, std::string pg = {}, int64_t seq = -1,
-             std::string op = {}) {
+             std::string op = {}, int64_t peer = -1) {
     if (rank < 0) return;
     out_->NoteRank(rank);
     if (events_of_[rank] >= 500) return;
@@ -420,6 +420,7 @@ class TorchLogReader {
     e.pg = std::move(pg);
     e.seq = seq;
     e.op = std::move(op);
+    e.peer = peer;
     out_->AddEvent(rank, std::move(e));
   }
 
