@@ -731,7 +731,9 @@ bool ParseDeviceJson(const Artifact& in, RecordSink* out) {
   json doc;
   std::string error;
   int64_t offset = -1;
-  if (!ParseJson(in.data, &doc, &error, &offset)) return fail(std::move(error), offset);
+  JsonDuplicates dups;
+  if (!ParseJson(in.data, &doc, &error, &offset, &dups)) return fail(std::move(error), offset);
+  WarnDuplicateKeys(dups, -1, out);
   if (!doc.is_object() || (!doc.contains("hangdx_schedule") && !doc.contains("hangdx_snapshot")))
     return fail(
         "not a device schedule or snapshot: want {\"hangdx_schedule\": 1, ...} or {\"hangdx_snapshot\": 1, ...}");

@@ -666,11 +666,13 @@ bool ParseFlightRecorderJson(const Artifact& in, RecordSink* out) {
   nlohmann::json j;
   std::string error;
   int64_t offset = -1;
-  if (!ParseJson(in.data, &j, &error, &offset)) {
+  JsonDuplicates dups;
+  if (!ParseJson(in.data, &j, &error, &offset, &dups)) {
     out->Diag(Sev::kError, std::move(error), rank, offset);
     out->MarkUnreadable(rank);
     return false;
   }
+  WarnDuplicateKeys(dups, rank, out);
   out->SetFromFlightRecorder(rank);
   Converter<JNode> conv(rank, out, in.rank_lists, in.data.size());
   bool ok = conv.Run(JNode{&j});

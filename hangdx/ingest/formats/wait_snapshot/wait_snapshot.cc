@@ -84,10 +84,12 @@ bool ParseWaitSnapshot(const Artifact& in, RecordSink* out) {
   nlohmann::json j;
   std::string error;
   int64_t offset = -1;
-  if (!ParseJson(in.data, &j, &error, &offset)) {
+  JsonDuplicates dups;
+  if (!ParseJson(in.data, &j, &error, &offset, &dups)) {
     diag(-1, std::move(error), offset);
     return false;
   }
+  WarnDuplicateKeys(dups, -1, out);
   if (!IsSnapshot(j)) {
     diag(-1, "not a wait snapshot: want {\"<rank>\": {\"current_op\", \"waiting_for_ranks\", \"op_seq\"}}");
     return false;
