@@ -7,6 +7,7 @@
 #include <set>
 
 #include "hangdx/base/key_value_rows.h"
+#include "hangdx/ingest/logs/line_util.h"
 #include "hangdx/ingest/messages/fields.h"
 
 namespace hangdx::ingest::messages {
@@ -114,6 +115,10 @@ Status RowReader::Add(std::string_view key, std::string_view value, int64_t line
   } else if (key == "reader") {
     if (v.empty() || v.find(' ') != std::string::npos) return Error(line, "reader names one input format");
     row_.reader = v;
+  } else if (key == "printer") {
+    int64_t r = -1;
+    if (!logs::ParseDec(v, &r) || r < 0 || r > (1 << 24)) return Error(line, "printer is one global rank");
+    row_.printer = r;
   } else if (key == "seq_base") {
     if (v != "0" && v != "1") return Error(line, "seq_base must be 0 or 1");
     row_.seq_base = v == "0" ? 0 : 1;

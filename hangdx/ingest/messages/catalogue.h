@@ -115,6 +115,10 @@ struct Row {
   // read, and `hangdx messages FILE` shows it) and handles it itself when
   // the owner does not read the file.
   std::string reader;
+  // `printer N`: the producer prints this message on global rank N only
+  // (Horovod's stall inspector runs on the coordinator, rank 0), so a line
+  // with no prefix and no rank of its own is rank N's; -1: any rank.
+  int64_t printer = -1;
   std::string proves;  // one sentence
   std::vector<RowTest> tests;
   std::vector<std::string> notes;

@@ -42,7 +42,8 @@ void RowSection(const Row& row, std::string* out) {
   o += "- source: `" + row.source + "`\n";
   o += "- event: `" + std::string(EventKindName(row.event)) + "`" +
        (row.rank_scope != RankScope::kNone ? std::string(", ranks: `") + RankScopeName(row.rank_scope) + "`" : "") +
-       (row.subject_captured ? " (the captured rank is the message's subject, not its printer)" : "") + "\n";
+       (row.subject_captured ? " (the captured rank is the message's subject, not its printer)" : "") +
+       (row.printer >= 0 ? "; printed on rank " + std::to_string(row.printer) + " only" : "") + "\n";
   o += "- read by: `" + ReaderOf(row) + "`" + (row.reader.empty() ? "" : " when it reads the file, else `messages`") +
        "\n";
   o += "- proves: " + row.proves + "\n";

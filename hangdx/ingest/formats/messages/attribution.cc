@@ -117,6 +117,7 @@ Attribution Attribute(const MessageMatch& m, const FileFacts& facts) {
   if (a.pg_default) set(f.pg_rank, "the rank in the default pg the message names");
   if (facts.tp_only()) set(t.tp, "TP index of a TP-only file");
   if (facts.implicit_rank0() && !HasRankTag(t)) set(0, "unprefixed line of a log whose other lines are ranks 1..K");
+  set(row.printer, "the only rank that prints it");
   set(facts.rank_hint(), "file name");
   // A subject captured in another scope is not the printer: a row about
   // another process whose rank is not global cannot be placed.

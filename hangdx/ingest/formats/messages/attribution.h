@@ -31,7 +31,9 @@
 //   6. rank 0 for a line without any rank prefix in a combined log whose
 //      prefixed lines name exactly ranks 1..K (the launcher's own process
 //      writes unprefixed);
-//   7. the file's rank hint (its name, or --rank), unless the file's
+//   7. the row's `printer`: the one rank its producer prints it on
+//      (Horovod's coordinator, rank 0);
+//   8. the file's rank hint (its name, or --rank), unless the file's
 //      prefixes name two or more ranks (a combined log: the name's number
 //      is not one rank's);
 //   else -1. A line with no prefix that is indented (the second line of a

@@ -122,5 +122,21 @@ TEST(Attribution, LauncherAgentRanksAreNotProcessRanks) {
   EXPECT_FALSE(r[0].who.ranks_usable);
 }
 
+// Horovod's stall inspector runs on the coordinator only (the rows' `printer
+// 0`): an unprefixed report is rank 0's; a prefix still says who printed.
+TEST(Attribution, ACoordinatorOnlyReportIsRankZeros) {
+  std::string report =
+      "[2019-04-13 13:53:31.851506: W horovod/common/operations.cc:588] HorovodBroadcast_global_step_0 [missing "
+      "ranks: 1]\n";
+  auto r = Scan(report);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].match.row->printer, 0);
+  EXPECT_EQ(r[0].who.rank, 0);
+  EXPECT_STREQ(r[0].who.how, "the only rank that prints it");
+  r = Scan("[1,2]<stderr>:" + report);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].who.rank, 2);
+}
+
 }  // namespace
 }  // namespace hangdx::ingest::messages_format
