@@ -27,9 +27,9 @@ GroupTable GroupTable::Resolve(const model::Job& job, const World& world, model:
       auto cfg = d.pg_config.find(name);
       if (cfg != d.pg_config.end() && cfg->second.ranks_known) {
         if (desc.empty()) desc = cfg->second.desc;
-        t.per_dump_[di].emplace_back(name, t.Intern(std::string(name), desc, cfg->second.ranks, false));
+        t.per_dump_[di].Insert(name, t.Intern(std::string(name), desc, cfg->second.ranks, false));
       } else if ((name == "0" || desc == "default_pg") && world.size >= 0) {
-        t.per_dump_[di].emplace_back(name, t.Intern(std::string(name), desc, t.WorldRanks(world.size), world.inferred));
+        t.per_dump_[di].Insert(name, t.Intern(std::string(name), desc, t.WorldRanks(world.size), world.inferred));
       } else {
         inferred[std::string(name)].insert(d.rank);
         inferred_desc[std::string(name)] = desc;
@@ -43,7 +43,7 @@ GroupTable GroupTable::Resolve(const model::Job& job, const World& world, model:
     inferred_group[name] = t.Intern(name, inferred_desc[name],
                                     model::SharedRanks(std::vector<model::Rank>(ranks.begin(), ranks.end())), true);
   for (size_t di = 0; di < job.dumps.size(); ++di)
-    for (const auto& [name, desc] : pending[di]) t.per_dump_[di].emplace_back(name, inferred_group[std::string(name)]);
+    for (const auto& [name, desc] : pending[di]) t.per_dump_[di].Insert(name, inferred_group[std::string(name)]);
   t.IndexOps(job, diags);
   return t;
 }
@@ -91,12 +91,7 @@ void GroupTable::IndexOps(const model::Job& job, model::DiagnosticSink* diags) {
   }
 }
 
-int GroupTable::GroupOf(const RankDump& d, std::string_view name) const {
-  const auto& list = per_dump_[&d - dumps_];
-  for (const auto& [n, g] : list)
-    if (n.data() == name.data() || n == name) return g;
-  return -1;
-}
+int GroupTable::GroupOf(const RankDump& d, std::string_view name) const { return per_dump_[&d - dumps_].Find(name); }
 
 const model::SharedRanks& GroupTable::WorldRanks(int64_t size) {
   if (world_ranks_.size() != static_cast<size_t>(size)) {

@@ -27,6 +27,7 @@
 #include "hangdx/model/diagnostic_sink.h"
 #include "hangdx/model/history.h"
 #include "hangdx/model/job.h"
+#include "hangdx/model/name_index.h"
 
 namespace hangdx::analyze {
 
@@ -71,8 +72,8 @@ class GroupTable {
   const std::vector<Group>& all() const { return groups_; }
 
   // The group of pg `name` as dump `d` (an element of the job's dumps)
-  // records it, -1 when unknown. A short list per dump, looked up by the
-  // interned name (views of one dump's interner compare by address first).
+  // records it, -1 when unknown. O(1) (model::NameIndex): it runs once per
+  // op, and a dump may record thousands of pgs.
   int GroupOf(const model::RankDump& d, std::string_view name) const;
 
   // The history of dump `d` (an element of the job's dumps): every op it
@@ -90,8 +91,8 @@ class GroupTable {
   const model::RankDump* dumps_ = nullptr;  // job.dumps.data()
   std::vector<Group> groups_;
   std::map<std::string, std::vector<int>> by_name_;
-  std::vector<std::vector<std::pair<std::string_view, int>>> per_dump_;  // per dump: pg name -> group
-  std::vector<std::shared_ptr<const model::OpHistory>> histories_;       // per dump
+  std::vector<model::NameIndex> per_dump_;                          // per dump: pg name -> group
+  std::vector<std::shared_ptr<const model::OpHistory>> histories_;  // per dump
   model::SharedRanks world_ranks_;
 };
 

@@ -76,6 +76,7 @@ OpHistory OpHistory::Build(const std::vector<OpRecord>& ops) {
       pg = h.FindPg(op.pg_name);
       if (pg < 0) {
         pg = static_cast<int>(h.pgs_.size());
+        h.pg_index_.Insert(op.pg_name, pg);
         h.pgs_.push_back({op.pg_name, op.pg_desc, {}, {}, 0, 0, -1, -1});
         seqs.emplace_back();
         last_seq.push_back(0);
@@ -124,16 +125,13 @@ OpHistory OpHistory::Build(const std::vector<OpRecord>& ops) {
   return h;
 }
 
-int OpHistory::FindPg(std::string_view name) const {
-  for (size_t i = 0; i < pgs_.size(); ++i)
-    if (pgs_[i].name.data() == name.data() || pgs_[i].name == name) return static_cast<int>(i);
-  return -1;
-}
-
 size_t OpHistory::MemoryBytes() const {
   size_t b = sizeof(*this) + pgs_.capacity() * sizeof(HistoryPg) + variants_.capacity() * sizeof(OpRecord) +
              base_.capacity() * sizeof(Packed) + exceptions_.capacity() * sizeof(exceptions_[0]);
   for (const auto& p : pgs_) b += p.backends.capacity() * sizeof(std::string_view);
+  // The name index: its list, and past NameIndex::kLinear names about three words per hash node.
+  b += pg_index_.entries().capacity() * sizeof(pg_index_.entries()[0]);
+  if (pgs_.size() > NameIndex::kLinear) b += pgs_.size() * 5 * sizeof(void*);
   return b;
 }
 

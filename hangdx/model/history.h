@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "hangdx/model/job.h"
+#include "hangdx/model/name_index.h"
 
 namespace hangdx::model {
 
@@ -67,8 +68,9 @@ class OpHistory {
 
   // Every pg named by some op.
   const std::vector<HistoryPg>& pgs() const { return pgs_; }
-  // The index of pg `name` in pgs(), -1 when no op names it.
-  int FindPg(std::string_view name) const;
+  // The index of pg `name` in pgs(), -1 when no op names it. O(1): a
+  // dump may record thousands of pgs and this runs once per op.
+  int FindPg(std::string_view name) const { return pg_index_.Find(name); }
   // One record per distinct variant (op name, sizes, dtypes, P2P peer,
   // backend): the first collective that had it.
   const std::vector<OpRecord>& variants() const { return variants_; }
@@ -94,6 +96,7 @@ class OpHistory {
   static size_t ChoosePeriod(const std::vector<Packed>& items);
 
   std::vector<HistoryPg> pgs_;
+  NameIndex pg_index_;  // pg name -> index in pgs_
   std::vector<OpRecord> variants_;
   size_t entries_ = 0, collectives_ = 0;
   int64_t last_activity_ns_ = 0;
