@@ -285,6 +285,20 @@ struct HttpFanout::Impl {
     }
   }
 
+  // Fails every call in flight or queued (Run's give_up).
+  void GiveUp() {
+    static const char kWhy[] = "not answered before the watch ended";
+    for (size_t t = 0; t < targets.size(); ++t) {
+      if (targets[t].conn.call >= 0) Fail(t, kWhy);
+      for (int call : targets[t].queue) {
+        (*replies)[call].error = kWhy;
+        --remaining;
+      }
+      targets[t].queue.clear();
+    }
+    ready.clear();
+  }
+
   void ExpireOverdue(Clock::time_point now) {
     for (size_t t = 0; t < targets.size(); ++t) {
       Conn& c = targets[t].conn;
@@ -326,7 +340,7 @@ void HttpFanout::CloseIdle() {
 }
 
 std::vector<HttpReply> HttpFanout::Run(const std::vector<HttpCall>& calls, std::chrono::milliseconds timeout,
-                                       const OnReply& on_reply) {
+                                       const OnReply& on_reply, const GiveUp& give_up) {
   Impl& m = *impl_;
   std::vector<HttpReply> replies(calls.size());
   m.calls = &calls;
@@ -375,6 +389,7 @@ std::vector<HttpReply> HttpFanout::Run(const std::vector<HttpCall>& calls, std::
     if (now >= next_expiry) {
       m.ExpireOverdue(now);
       next_expiry = now + std::chrono::milliseconds(5);
+      if (m.remaining > 0 && give_up && give_up()) m.GiveUp();
     }
   }
   m.calls = nullptr;

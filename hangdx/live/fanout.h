@@ -74,13 +74,20 @@ class HttpFanout {
   // a whole round of them at once: 10,000 answers of 59 KB are 590 MB.
   using OnReply = std::function<void(size_t call, HttpReply* reply)>;
 
+  // Asked every few milliseconds during a Run: true ends it at once (the
+  // watch's --duration is over, or it was stopped).
+  using GiveUp = std::function<bool()>;
+
   // Sends every call and waits for every reply, in the order of `calls`.
   // Calls to one endpoint go one after the other on its connection; each
   // call's `timeout` counts from when it is sent. `on_reply`, when given,
-  // sees each reply as it arrives (on this thread). Never throws; failures
+  // sees each reply as it arrives (on this thread). When `give_up` says so,
+  // the calls still outstanding or not sent fail with the error "not
+  // answered before the watch ended" (a round of 100,000 unreachable
+  // workers takes longer than a short --duration). Never throws; failures
   // are replies with status 0.
   std::vector<HttpReply> Run(const std::vector<HttpCall>& calls, std::chrono::milliseconds timeout,
-                             const OnReply& on_reply = nullptr);
+                             const OnReply& on_reply = nullptr, const GiveUp& give_up = nullptr);
 
   // Closes every idle connection (e.g. before a long pause).
   void CloseIdle();

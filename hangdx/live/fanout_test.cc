@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "hangdx/live/testing/endless_worker.h"
 #include "hangdx/live/testing/fake_workers.h"
 
 namespace hangdx::live {
@@ -54,6 +55,42 @@ TEST(FanoutTest, DeadAndWedgedWorkersFailWithinTheDeadline) {
   auto r = other.Run({{0, "GET", "/"}}, milliseconds(2000));
   EXPECT_EQ(r[0].status, 0);
   EXPECT_NE(r[0].error.find("cannot resolve"), std::string::npos);
+}
+
+TEST(FanoutTest, AnEndlessBodyIsCutAtTheLimit) {
+  testing::EndlessWorker bad;
+  ASSERT_TRUE(bad.Start().ok());
+  HttpFanout fan({.max_response_bytes = size_t{1} << 20});
+  fan.AddEndpoint(*ParseUrl(bad.Url()));
+  auto t0 = std::chrono::steady_clock::now();
+  auto replies = fan.Run({{0, "POST", "/handler/fr_trace_json"}}, milliseconds(5000));
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(replies[0].status, 0);
+  EXPECT_EQ(replies[0].error, "bad response: the body is over 1048576 bytes");
+  EXPECT_LT(s, 2.0);
+  bad.Stop();
+  // What the worker wrote before the cut: the limit plus the socket buffers.
+  EXPECT_LT(bad.sent(), size_t{16} << 20);
+}
+
+TEST(FanoutTest, GiveUpEndsARoundAtOnce) {
+  testing::FakeWorkers fleet({.ranks = 2});
+  ASSERT_TRUE(fleet.Start().ok());
+  HttpFanout fan({.max_in_flight = 1});
+  for (const auto& u : fleet.Urls()) fan.AddEndpoint(*ParseUrl(u));
+  fleet.Wedge(0);
+  fleet.Wedge(1);
+  std::this_thread::sleep_for(milliseconds(100));
+  auto t0 = std::chrono::steady_clock::now();
+  auto end = t0 + milliseconds(300);
+  auto replies = fan.Run({{0, "POST", "/handler/ping"}, {1, "POST", "/handler/ping"}}, milliseconds(5000), nullptr,
+                         [end] { return std::chrono::steady_clock::now() >= end; });
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(s, 1.0);  // not 2 x 5 s (one in flight at a time)
+  for (const auto& r : replies) {
+    EXPECT_EQ(r.status, 0);
+    EXPECT_EQ(r.error, "not answered before the watch ended");
+  }
 }
 
 TEST(FanoutTest, HandlersAnswerLikeTorch) {

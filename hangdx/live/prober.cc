@@ -31,7 +31,8 @@ std::string Prober::DetailPath(const Worker& w) const {
                                : "/handler/fr_trace_json";
 }
 
-std::vector<ProbeReply> Prober::Probe(std::chrono::milliseconds timeout, const Digest& digest) {
+std::vector<ProbeReply> Prober::Probe(std::chrono::milliseconds timeout, const Digest& digest,
+                                      const HttpFanout::GiveUp& give_up) {
   std::vector<HttpCall> calls;
   std::vector<std::pair<Rank, bool>> what;  // rank, is the handler list
   calls.reserve(workers_.size());
@@ -48,7 +49,7 @@ std::vector<ProbeReply> Prober::Probe(std::chrono::milliseconds timeout, const D
     on_reply = [&](size_t i, HttpReply* r) {
       if (!what[i].second && r->status == 200) digest(what[i].first, &r->body);
     };
-  std::vector<HttpReply> replies = fan_.Run(calls, timeout, on_reply);
+  std::vector<HttpReply> replies = fan_.Run(calls, timeout, on_reply, give_up);
   std::vector<ProbeReply> out;
   out.reserve(workers_.size());
   for (size_t i = 0; i < replies.size(); ++i) {

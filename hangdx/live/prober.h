@@ -60,8 +60,10 @@ class Prober {
   using Digest = std::function<void(Rank rank, std::string* body)>;
 
   // One probe of every worker, in rank order; each answer goes through
-  // `digest` first when one is given.
-  std::vector<ProbeReply> Probe(std::chrono::milliseconds timeout, const Digest& digest = nullptr);
+  // `digest` first when one is given. `give_up` ends the round early
+  // (HttpFanout::Run): the workers not answered by then fail.
+  std::vector<ProbeReply> Probe(std::chrono::milliseconds timeout, const Digest& digest = nullptr,
+                                const HttpFanout::GiveUp& give_up = nullptr);
   // Full Flight Recorder and dump_traceback of `ranks` (those with a worker).
   Details Fetch(const std::vector<Rank>& ranks, std::chrono::milliseconds timeout);
 

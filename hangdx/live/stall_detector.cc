@@ -36,6 +36,12 @@ void StallDetector::AddMembers(const std::string& pg, const std::vector<Rank>& r
 
 void StallDetector::Unanswered(Rank rank, Clock::time_point now) { ranks_.emplace(rank, RankState{}); }
 
+size_t StallDetector::ranks_answered() const {
+  size_t n = 0;
+  for (const auto& [r, rs] : ranks_) n += rs.answered;
+  return n;
+}
+
 void StallDetector::Restore(Rank rank, const std::vector<PgProgress>& pgs, Clock::time_point changed,
                             Clock::time_point seen) {
   RankState& rs = ranks_[rank];

@@ -78,6 +78,8 @@ class StallDetector {
   std::vector<PgState> Pgs(Clock::time_point now) const;
 
   size_t ranks_seen() const { return ranks_.size(); }
+  // Ranks that answered (or pushed) at least once; O(ranks).
+  size_t ranks_answered() const;
   // Ranks that answered once and not for `stall_after` (or never, when asked).
   std::vector<Rank> Silent(Clock::time_point now) const;
   // True when every rank seen has been silent for `stall_after`: the job ended.

@@ -50,6 +50,10 @@ StatusOr<Endpoint> ParseUrl(std::string_view url) {
   constexpr std::string_view kScheme = "http://";
   if (url.substr(0, kScheme.size()) != kScheme)
     return Bad(url, "want http://HOST:PORT (plain HTTP, as torch's workers serve)");
+  // A URL comes from a flag, a file or the TCPStore (any rank writes it)
+  // and goes into a request line: no space or control byte may reach it.
+  for (char c : url)
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) return Bad(url, "a space or control character in the URL");
   std::string_view rest = url.substr(kScheme.size());
   size_t slash = rest.find('/', rest.empty() || rest[0] != '[' ? 0 : rest.find(']'));
   std::string_view hostport = rest.substr(0, slash);

@@ -28,7 +28,8 @@ struct Endpoint {
 
 // Parses "http://HOST:PORT[/PATH]" (IPv6 as "[::1]"). Errors
 // (kInvalidArgument): another scheme (https is not spoken: the workers serve
-// plain HTTP), no port, a port outside 1-65535, an empty host.
+// plain HTTP), no port, a port outside 1-65535, an empty host, a space or a
+// control character anywhere (it would end the request line).
 StatusOr<Endpoint> ParseUrl(std::string_view url);
 
 // Parses "HOST:PORT" (IPv6 as "[::1]:PORT"); errors as ParseUrl. With

@@ -28,6 +28,10 @@ TEST(UrlTest, RefusesWhatCannotBeSpoken) {
   EXPECT_FALSE(ParseUrl("http://node:0").ok());
   EXPECT_FALSE(ParseUrl("http://node:70000").ok());
   EXPECT_FALSE(ParseUrl("http://:80").ok());
+  // A space or control byte would end the request line (a URL from the store is anyone's).
+  EXPECT_FALSE(ParseUrl("http://node:1/a\r\nX-Injected: 1").ok());
+  EXPECT_FALSE(ParseUrl("http://node:1/a b").ok());
+  EXPECT_FALSE(ParseUrl(std::string("http://node:1/\0", 15)).ok());
   EXPECT_FALSE(ParseHostPort("localhost").ok());
   EXPECT_FALSE(ParseHostPort("[::1]80").ok());
   auto hp = ParseHostPort("127.0.0.1:29500");

@@ -72,8 +72,30 @@ std::string PgIdOfName(const std::string& name) { return name.empty() ? "0" : na
 
 }  // namespace
 
+namespace {
+FanoutOptions ProbeLimits(const WatchOptions& o) {
+  FanoutOptions f;
+  f.max_response_bytes = o.max_answer_bytes;
+  return f;
+}
+
+// Why a probe gave nothing usable, as the log says it: "does not answer:
+// connection refused" or "gives unusable answers: the body is over N bytes".
+std::string FailureWhy(const ProbeReply& r, const Status& parsed) {
+  if (r.ok) return "gives unusable answers: " + parsed.message();
+  if (r.status) return "gives unusable answers: it answered HTTP " + std::to_string(r.status);
+  constexpr std::string_view kBad = "bad response: ";
+  if (r.error.rfind(kBad, 0) == 0) {
+    std::string why = "gives unusable answers: " + r.error.substr(kBad.size());
+    if (why.find("body is over") != std::string::npos) why += " (--max-answer-bytes)";
+    return why;
+  }
+  return "does not answer: " + r.error;
+}
+}  // namespace
+
 Watcher::Watcher(WatchOptions options)
-    : opt_(std::move(options)), detector_({opt_.stall_after}), started_(Clock::now()) {}
+    : opt_(std::move(options)), prober_(ProbeLimits(opt_)), detector_({opt_.stall_after}), started_(Clock::now()) {}
 
 Watcher::~Watcher() {
   if (server_) server_->Stop();
@@ -109,6 +131,8 @@ Status Watcher::Start() {
   if (opt_.role != Role::kCoordinator && opt_.store.empty() && opt_.workers.empty() && opt_.listen.empty())
     return InvalidArgument("no workers: give --store HOST:PORT --world-size N, --workers FILE|URL..., or --listen");
   if (!opt_.store.empty() && opt_.world_size < 1) return InvalidArgument("--store needs --world-size N");
+  if (!opt_.webhook.empty())
+    if (auto e = ParseUrl(opt_.webhook); !e.ok()) return InvalidArgument("--webhook: " + e.status().message());
   StoreOptions so;
   so.job = opt_.job;
   if (opt_.redis.empty()) {
@@ -187,11 +211,19 @@ void Watcher::Discover(bool first) {
   last_discovery_ = now;
   auto at = ParseHostPort(opt_.store);
   if (!at.ok()) return;
-  auto found = ReadWorkerAddresses(*at, last + 1, opt_.store_prefix, opt_.fetch_timeout);
+  // Bounded by --duration too: an unreachable store must not hold the end.
+  auto left = std::chrono::ceil<milliseconds>(end_ - now);
+  auto found = ReadWorkerAddresses(
+      *at, last + 1, opt_.store_prefix,
+      end_ == Clock::time_point::max() ? opt_.fetch_timeout : std::clamp(left, milliseconds(1), opt_.fetch_timeout));
   if (!found.ok()) {
     if (first) log() << "hangdx watch: " << found.status().message() << " (will retry)\n";
+    store_error_ = found.status().message();
     return;
   }
+  if (!store_read_ && !first) log() << "hangdx watch: the TCPStore " << opt_.store << " answers now\n";
+  store_read_ = true;
+  store_error_.clear();
   size_t added = 0;
   for (const auto& [rank, url] : *found) {
     if (rank < opt_.first_rank || prober_.Has(rank)) continue;
@@ -229,7 +261,7 @@ void Watcher::ProbeRound() {
     parsed.insert_or_assign(rank, std::move(p));
     std::string().swap(*body);
   };
-  std::vector<ProbeReply> replies = prober_.Probe(opt_.fetch_timeout, digest);
+  std::vector<ProbeReply> replies = prober_.Probe(opt_.fetch_timeout, digest, [this] { return TimeUp(); });
   auto now = Clock::now();
   double round_s = Secs(now - t0);
   std::vector<double> latency;
@@ -241,9 +273,11 @@ void Watcher::ProbeRound() {
   };
   size_t ok = 0, failed = 0;
   std::vector<RankRecord> records;
+  std::vector<std::pair<Rank, std::string>> failures;  // first failures, to be said
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const ProbeReply& r : replies) {
+      if (!r.ok && r.error == "not answered before the watch ended") continue;  // not the rank's doing
       auto it = parsed.find(r.rank);
       StatusOr<Progress> p = !r.ok                ? StatusOr<Progress>(IoError(r.error))
                              : it == parsed.end() ? StatusOr<Progress>(DataLoss("no answer body"))
@@ -251,6 +285,7 @@ void Watcher::ProbeRound() {
       if (!p.ok()) {
         ++failed;
         detector_.Unanswered(r.rank, now);
+        if (failure_said_.insert(r.rank).second) failures.emplace_back(r.rank, FailureWhy(r, p.status()));
         continue;
       }
       ++ok;
@@ -272,11 +307,42 @@ void Watcher::ProbeRound() {
     last_p99_s_ = quantile(0.99);
     observed_at_ = now;
   }
+  SayFailures(failures);
   metrics_.Add("hangdx_probes_total", {}, static_cast<double>(replies.size()));
   metrics_.Add("hangdx_probe_failures_total", {}, static_cast<double>(failed));
   metrics_.Observe("hangdx_poll_duration_seconds", round_s);
   if (auto st = store_->PutRanks(records); !st.ok()) log() << "hangdx watch: state store: " << st.message() << "\n";
   RecordHistory(round_s, ok, failed);
+}
+
+// Each rank's first failure to give a usable answer, said once (a rank
+// that never answers is named, not only counted): a line per rank when
+// few, else a line per reason with the ranks it applies to.
+void Watcher::SayFailures(const std::vector<std::pair<Rank, std::string>>& failures) {
+  if (failures.size() <= 8) {
+    for (const auto& [rank, why] : failures)
+      log() << "hangdx watch: rank " << rank << " (" << prober_.Url(rank) << ") " << why
+            << "; it counts as not answering\n";
+    return;
+  }
+  std::map<std::string, std::vector<int64_t>> by_why;
+  for (const auto& [rank, why] : failures) by_why[why].push_back(rank);
+  size_t lines = 0, rest = 0;
+  for (const auto& [why, ranks] : by_why) {
+    if (++lines > 8) {
+      rest += ranks.size();
+      continue;
+    }
+    std::string which = FormatRanks(ranks);
+    if (which.size() > 200) which = which.substr(0, which.rfind(',', 200)) + ",...";
+    log() << "hangdx watch: " << Count(static_cast<int64_t>(ranks.size()), "worker", "workers") << " "
+          << (why.rfind("does not answer", 0) == 0 ? "do not answer" + why.substr(15)
+                                                   : "give unusable answers" + why.substr(22))
+          << " (ranks " << which << ")\n";
+  }
+  if (rest)
+    log() << "hangdx watch: and " << Count(static_cast<int64_t>(rest), "worker", "workers")
+          << " more fail for other reasons\n";
 }
 
 void Watcher::ReadAgents() {
@@ -340,14 +406,16 @@ void Watcher::UpdateGauges() {
 int Watcher::Run() {
   using Role = WatchOptions::Role;
   started_ = Clock::now();
+  if (opt_.duration.count() > 0) end_ = started_ + opt_.duration;
   auto next = started_;
-  bool seen_any = false;
+  bool seen_any = false, silence_said = false;
   while (!stop_) {
     Discover(false);
     if (opt_.role == Role::kCoordinator)
       ReadAgents();
     else
       ProbeRound();
+    if (TimeUp()) break;  // a round cut short proves nothing
     // Silence and progress are judged at the time of the last answers, not
     // after the time it took to read them (10,000 answers take a while).
     auto now = opt_.role == Role::kCoordinator || prober_.Ranks().empty() ? Clock::now() : observed_at_;
@@ -364,20 +432,60 @@ int Watcher::Run() {
         Investigate(s);
         if (exit_now_) return 1;
       }
-      if (gone && seen_any) {
+      if (gone && seen_any && board_.Ranks().empty()) {
         log() << "hangdx watch: every rank has stopped answering for " << Secs(opt_.stall_after)
               << " s: the job has ended\n";
         break;
       }
+      // Ranks that push are not asked: their silence may be a job that has
+      // not started pushing again yet (a restart, a hook started late, a
+      // network cut), and the service they push to must stay up for them
+      // and for /status. So silence never ends a watch that ranks push to;
+      // it is said once per episode (docs/live.md, section 3).
+      if (gone && !board_.Ranks().empty() && !silence_said) {
+        log() << "hangdx watch: every pushing rank has been silent for " << Secs(opt_.stall_after)
+              << " s or more; the job may have ended or paused; the service stays up (--duration or SIGTERM ends "
+                 "it)\n";
+      }
+      silence_said = gone && !board_.Ranks().empty();
     }
     UpdateGauges();
-    if (opt_.duration.count() > 0 && Clock::now() - started_ >= opt_.duration) break;
+    if (TimeUp()) break;
     next += opt_.interval;
     if (next < Clock::now()) next = Clock::now();  // a round longer than the interval: no catching up
-    while (!stop_ && Clock::now() < next)
+    while (!TimeUp() && Clock::now() < next)
       std::this_thread::sleep_for(std::min<Clock::duration>(next - Clock::now(), milliseconds(50)));
   }
-  return 0;
+  UpdateGauges();
+  return NeverSeen() ? 2 : 0;
+}
+
+// True (and said why) when no rank ever answered or pushed: a watch that
+// never saw the job must not end as "watched, no hang".
+bool Watcher::NeverSeen() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (detector_.ranks_answered() > 0) return false;
+  }
+  char took[32];
+  std::snprintf(took, sizeof took, "%.1f s", Secs(Clock::now() - started_));
+  auto line = log();
+  line << "hangdx watch: the job was never seen in " << took << ": ";
+  size_t workers = prober_.Ranks().size();
+  if (opt_.role == WatchOptions::Role::kCoordinator)
+    line << "no agent wrote a rank's progress into " << store_->Describe();
+  else if (!opt_.store.empty() && !store_read_)
+    line << "the TCPStore " << opt_.store << " never answered (" << store_error_ << ")";
+  else if (workers > 0)
+    line << "none of its " << Count(static_cast<int64_t>(workers), "worker", "workers")
+         << " answered usably (the reasons are above)";
+  else if (!opt_.store.empty())
+    line << "no rank registered a worker server in the TCPStore " << opt_.store << " (keys " << opt_.store_prefix
+         << "/rank<N>: does the job call torch.distributed.debug.start_debug_server()?)";
+  else
+    line << "no rank pushed a report to " << opt_.listen;
+  line << "; exit 2\n";
+  return true;
 }
 
 // The bundle's wait_state.json: per rank that gave its Flight Recorder, how
@@ -629,8 +737,9 @@ HttpResponse Watcher::Route(const HttpRequest& req) {
   if (req.method == "GET" && req.path == "/metrics")
     return {200, "text/plain; version=0.0.4; charset=utf-8", metrics_.Render()};
   if (req.method == "GET" && req.path == "/healthz") return {200, "text/plain", "ok\n"};
-  return JsonResponse(404, {{"error", "no such endpoint: " + req.method + " " + req.path},
-                            {"endpoints", {"POST /v1/report", "GET /findings", "GET /status", "GET /metrics"}}});
+  return JsonResponse(
+      404, {{"error", "no such endpoint: " + req.method + " " + req.path},
+            {"endpoints", {"POST /v1/report", "GET /findings", "GET /status", "GET /metrics", "GET /healthz"}}});
 }
 
 HttpResponse Watcher::HandleReport(const HttpRequest& req) {

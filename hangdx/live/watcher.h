@@ -68,6 +68,9 @@ struct WatchOptions {
 
   std::chrono::milliseconds interval{2000}, stall_after{30000}, fetch_timeout{5000};
   std::chrono::milliseconds duration{0};  // 0: until stopped
+  // A worker's answer over this is unusable (the request fails and the
+  // rank counts as not answering): an endless body costs no more.
+  size_t max_answer_bytes = size_t{64} << 20;
 
   std::string out_dir = "hangdx-watch";  // evidence bundles go under it
   std::string format = "text";           // of the reports on `out`: "text" or "json"
@@ -99,9 +102,11 @@ class Watcher {
   // (the store, the listen address, the TCPStore unreachable).
   Status Start();
   // Watches until `duration`, Stop(), a finding with exit_on_finding, or
-  // the end of the job (every rank silent for stall_after). Returns the
-  // exit code: 0 nothing found (or findings without exit_on_finding), 1
-  // a hang found with exit_on_finding.
+  // the end of the job (every probed rank silent for stall_after; never
+  // when ranks push: docs/live.md, section 3). Returns the exit code: 0
+  // nothing found (or findings without exit_on_finding), 1 a hang found
+  // with exit_on_finding, 2 the job was never seen (no worker answered, no
+  // rank pushed, the TCPStore never answered; the reason is logged).
   int Run();
   void Stop() { stop_ = true; }
 
@@ -115,6 +120,9 @@ class Watcher {
  private:
   void Discover(bool first);
   void ProbeRound();
+  void SayFailures(const std::vector<std::pair<Rank, std::string>>& failures);
+  bool TimeUp() const { return stop_ || Clock::now() >= end_; }
+  bool NeverSeen();
   void ReadAgents();
   void Investigate(const Stall& stall);
   Details CollectPushed(const Stall& stall);
@@ -159,11 +167,15 @@ class Watcher {
   mutable std::mutex mu_;  // guards detector_, history_, url_of_, found_ and the counters below
   StallDetector detector_;
   std::deque<std::string> history_;
-  std::map<Rank, std::string> url_of_;           // every known worker address (coordinator: from the agents)
-  std::set<std::string> found_;                  // fingerprints reported
-  std::unordered_set<size_t> configs_seen_;      // hashes of the pg_config texts parsed (probe thread only)
-  Clock::time_point observed_at_;                // when the last probe round's answers came
-  std::map<std::string, size_t> members_added_;  // pg id -> size of the largest member list added
+  std::map<Rank, std::string> url_of_;                // every known worker address (coordinator: from the agents)
+  std::set<std::string> found_;                       // fingerprints reported
+  std::unordered_set<size_t> configs_seen_;           // hashes of the pg_config texts parsed (probe thread only)
+  Clock::time_point observed_at_;                     // when the last probe round's answers came
+  std::map<std::string, size_t> members_added_;       // pg id -> size of the largest member list added
+  std::set<Rank> failure_said_;                       // ranks whose failure to answer was logged (probe thread only)
+  std::string store_error_;                           // why the TCPStore did not answer, "" once it did
+  bool store_read_ = false;                           // the TCPStore answered once
+  Clock::time_point end_ = Clock::time_point::max();  // --duration
   std::atomic<bool> stop_{false};
   std::atomic<int64_t> pushed_world_size_{-1};  // the largest world size a pushing rank sent
   bool exit_now_ = false;

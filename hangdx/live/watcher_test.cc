@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "hangdx/live/testing/endless_worker.h"
 #include "hangdx/live/testing/fake_workers.h"
 #include "hangdx/pipeline/pipeline.h"
 
@@ -252,7 +253,62 @@ TEST_F(WatcherTest, PushedReportsAreCheckedCountedAndAnalysed) {
   ASSERT_EQ(findings["findings"].size(), 1u);
   EXPECT_EQ(findings["findings"][0]["finding"]["kind"], "missing_rank");
   get.path = "/nope";
-  EXPECT_EQ(w.Handle(get).status, 404);
+  HttpResponse none = w.Handle(get);
+  EXPECT_EQ(none.status, 404);
+  EXPECT_EQ(json::parse(none.body)["endpoints"],
+            json::array({"POST /v1/report", "GET /findings", "GET /status", "GET /metrics", "GET /healthz"}));
+}
+
+size_t Occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = 0; (at = text.find(what, at)) != std::string::npos; at += what.size()) ++n;
+  return n;
+}
+
+TEST_F(WatcherTest, AWorkerThatNeverAnswersIsNamedAndTheJobWasNeverSeen) {
+  WatchOptions o = Options(nullptr);
+  o.workers[0] = "http://127.0.0.1:1";  // nothing listens on port 1
+  o.duration = 1000ms;
+  Watcher w(o);
+  ASSERT_TRUE(w.Start().ok());
+  EXPECT_EQ(w.Run(), 2) << log.str();
+  EXPECT_EQ(Occurrences(log.str(), "rank 0 (http://127.0.0.1:1) does not answer: connection refused"), 1u) << log.str();
+  EXPECT_NE(log.str().find("the job was never seen in 1."), std::string::npos) << log.str();
+}
+
+TEST_F(WatcherTest, AnEndlessAnswerIsCutAndTheWorkerSaidUnusableOnce) {
+  testing::EndlessWorker bad;
+  ASSERT_TRUE(bad.Start().ok());
+  WatchOptions o = Options(nullptr);
+  o.workers[0] = bad.Url();
+  o.max_answer_bytes = size_t{1} << 20;
+  o.fetch_timeout = 2000ms;
+  o.duration = 1500ms;
+  Watcher w(o);
+  ASSERT_TRUE(w.Start().ok());
+  EXPECT_EQ(w.Run(), 2) << log.str();
+  bad.Stop();
+  EXPECT_EQ(Occurrences(log.str(), "rank 0 (" + bad.Url() +
+                                       ") gives unusable answers: the body is over 1048576 bytes (--max-answer-bytes)"),
+            1u)
+      << log.str();
+  ASSERT_GT(bad.connections(), 1);  // probed again each interval
+  EXPECT_LT(bad.sent() / static_cast<size_t>(bad.connections()), size_t{16} << 20);
+}
+
+TEST_F(WatcherTest, DurationEndsARoundOfWorkersThatDoNotAnswer) {
+  testing::FakeWorkers fleet({.ranks = 4});
+  ASSERT_TRUE(fleet.Start().ok());
+  for (int r = 0; r < 4; ++r) fleet.Wedge(r);
+  WatchOptions o = Options(&fleet);
+  o.fetch_timeout = 5000ms;
+  o.duration = 800ms;
+  Watcher w(o);
+  ASSERT_TRUE(w.Start().ok());
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(w.Run(), 2) << log.str();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.5);
+  EXPECT_NE(log.str().find("none of its 4 workers answered usably"), std::string::npos) << log.str();
 }
 
 TEST_F(WatcherTest, HookCommandGetsTheRecord) {
@@ -277,10 +333,7 @@ TEST_F(WatcherTest, HookCommandGetsTheRecord) {
   EXPECT_EQ(j["finding"]["kind"], "missing_rank");
   EXPECT_FALSE(j["bundle"].get<std::string>().empty());
   // Reported once: the stall went on, the finding was not repeated.
-  std::string logged = log.str();
-  size_t findings = 0;
-  for (size_t at = 0; (at = logged.find("FINDING", at)) != std::string::npos; ++at) ++findings;
-  EXPECT_EQ(findings, 1u) << log.str();
+  EXPECT_EQ(Occurrences(log.str(), "FINDING"), 1u) << log.str();
 }
 
 }  // namespace

@@ -80,10 +80,15 @@ class Reporter:
     """
 
     def __init__(self, url: str, interval_s: float, token: Optional[str], rank: int,
-                 world_size: Optional[int], timeout_s: float):
+                 world_size: Optional[int], timeout_s: float, token_file: Optional[str] = None):
         self.url = url.rstrip("/") + "/v1/report"
         self.interval_s = float(interval_s)
         self.token = token
+        # Read on the reporting thread, before each report until it has
+        # been read: a file that is missing or unreadable (a secret mounted
+        # a little after the job starts) is a logged failure of that
+        # report, never an exception in the training script.
+        self.token_file = token_file if token is None else None
         self.rank = int(rank)
         self.world_size = world_size
         self.timeout_s = float(timeout_s)
@@ -149,10 +154,19 @@ class Reporter:
             self._want_stacks = False
         self._want_stacks = self._want_stacks or "stacks" in (answer.get("want") or [])
 
+    def _read_token(self) -> None:
+        """Reads ``token_file`` once it can be read (OSError until then)."""
+        if self.token_file is None:
+            return
+        with open(self.token_file) as f:
+            self.token = f.read().strip()
+        self.token_file = None
+
     def once(self) -> bool:
         """Sends one report now; True when the watch acknowledged it."""
-        body = self._report()
         try:
+            self._read_token()
+            body = self._report()
             answer = self._post(body)
         except (urllib.error.URLError, OSError, ValueError) as e:
             # Kept for the next report: what was not acknowledged is resent.
@@ -196,15 +210,15 @@ def watch(url: str, interval_s: float = 2.0, *, token: Optional[str] = None, tok
     between reports (each one is also a heartbeat); ``token`` or
     ``token_file`` the token the watch was given with ``--token-file``;
     ``rank`` defaults to ``torch.distributed.get_rank()`` (or ``$RANK``).
-    Returns the :class:`Reporter`, already running. Raises ``ValueError``
-    when no rank is known; never raises later.
+    ``token_file`` is read by the reporting thread, not here: a file that is
+    missing at the call (mounted late) is logged and read again before each
+    report until it can be. Returns the :class:`Reporter`, already running.
+    Raises ``ValueError`` only when no rank is known (a call before
+    ``init_process_group`` without ``rank=``); never raises later.
     """
-    if token is None and token_file:
-        with open(token_file) as f:
-            token = f.read().strip()
     r, world = _rank_and_world()
     if rank is None:
         rank = r
     if rank is None:
         raise ValueError("hangdx.torch.watch: no rank (call it after init_process_group, or pass rank=)")
-    return Reporter(url, interval_s, token, rank, world, timeout_s).start()
+    return Reporter(url, interval_s, token, rank, world, timeout_s, token_file=token_file).start()

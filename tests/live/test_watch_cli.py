@@ -268,3 +268,104 @@ def test_discovery_from_torchs_tcpstore_never_writes_it(hangdx_bin, fleet, procs
     keys = sorted(store.list_keys())
     assert keys == keys_before
     assert not any("exception_dump" in k for k in keys)
+
+
+def _load_hook():
+    """python/hangdx/torch.py from the source tree (it needs only the standard library here)."""
+    import importlib.util
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    spec = importlib.util.spec_from_file_location("hangdx_torch_hook_test",
+                                                  os.path.join(root, "python", "hangdx", "torch.py"))
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    return hook
+
+
+def test_push_hook_with_a_token_file_mounted_late_never_raises(hangdx_bin, procs, tmp_path):
+    port = free_port()
+    token = tmp_path / "token"
+    token.write_text("late\n")
+    w = procs.start([hangdx_bin, "watch", "--listen", "127.0.0.1:%d" % port, "--token-file", str(token),
+                     *FAST, "--duration", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_listening(port)
+    hook = _load_hook()
+    mounted = tmp_path / "mounted" / "token"
+    r = hook.watch("http://127.0.0.1:%d" % port, interval_s=0.1, token_file=str(mounted), rank=0)
+    try:
+        assert wait_for(lambda: r.last_error, 5)
+        assert "No such file" in r.last_error and r.reports == 0
+        mounted.parent.mkdir()
+        mounted.write_text("late\n")
+        assert wait_for(lambda: r.reports > 0, 5), r.last_error
+    finally:
+        r.stop()
+    w.send_signal(signal.SIGTERM)
+    assert w.wait(10) == 0
+
+
+def test_push_mode_silence_does_not_end_the_service(hangdx_bin, procs, tmp_path):
+    # One stray heartbeat, then silence for 3 x --stall-after: the service
+    # stays up (docs/live.md, section 3) and says once what it sees.
+    port = free_port()
+    w = procs.start([hangdx_bin, "watch", "--listen", "127.0.0.1:%d" % port, *FAST, "--duration", "4.5"],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_listening(port)
+    url = "http://127.0.0.1:%d" % port
+    assert http("POST", url + "/v1/report", {"hangdx_report": 1, "rank": 0, "pid": 1, "seq": 0})[0] == 200
+    time.sleep(3.0)
+    assert w.poll() is None
+    assert http("GET", url + "/healthz") == (200, "ok\n")
+    status = json.loads(http("GET", url + "/status")[1])
+    assert status["ranks_silent"] == [0]
+    out, err = w.communicate(timeout=10)
+    assert w.returncode == 0, err
+    assert "the job has ended" not in err
+    assert err.count("every pushing rank has been silent") == 1, err
+
+
+def test_404_lists_every_endpoint(hangdx_bin, procs):
+    port = free_port()
+    w = procs.start([hangdx_bin, "watch", "--listen", "127.0.0.1:%d" % port, "--duration", "20"],
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_listening(port)
+    status, body = http("GET", "http://127.0.0.1:%d/nope" % port)
+    assert status == 404
+    assert json.loads(body)["endpoints"] == ["POST /v1/report", "GET /findings", "GET /status", "GET /metrics",
+                                             "GET /healthz"]
+    w.kill()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--workers", "99999999999 http://127.0.0.1:2"], "rank 99999999999 is outside 0..16777215"),
+    (["--workers", "-1 http://127.0.0.1:2"], "rank -1 is outside 0..16777215"),
+    (["--workers", "http://127.0.0.1:2", "--webhook", "ht!tp://\\x00"], "--webhook"),
+    (["--workers", "http://127.0.0.1:2", "--webhook", "ftp://a/b"], "--webhook"),
+])
+def test_bad_arguments_are_refused(hangdx_bin, tmp_path, args, message):
+    files = []
+    for i, a in enumerate(args):
+        if a.startswith(("99999", "-1 ")):  # a --workers FILE line
+            p = tmp_path / ("workers%d.txt" % i)
+            p.write_text(a + "\n")
+            files.append(str(p))
+        else:
+            files.append(a)
+    r = subprocess.run([hangdx_bin, "watch", *files, "--duration", "1"], capture_output=True, text=True, timeout=20)
+    assert r.returncode == 2, r.stderr
+    assert message in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--store", "127.0.0.1:%(port)d", "--world-size", "2"], "the TCPStore 127.0.0.1:%(port)d never answered"),
+    (["--workers", "http://127.0.0.1:%(port)d"], "rank 0 (http://127.0.0.1:%(port)d) does not answer: connection refused"),
+    (["--listen", "127.0.0.1:%(listen)d"], "no rank pushed a report"),
+])
+def test_a_watch_that_never_saw_the_job_says_so_and_exits_2(hangdx_bin, args, message):
+    ports = {"port": free_port(), "listen": free_port()}  # nothing listens on "port"
+    t0 = time.time()
+    r = subprocess.run([hangdx_bin, "watch", *[a % ports for a in args], *FAST, "--duration", "2"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2, r.stderr
+    assert message % ports in r.stderr, r.stderr
+    assert "the job was never seen" in r.stderr, r.stderr
+    assert time.time() - t0 < 5

@@ -27,6 +27,7 @@ milliseconds Ms(double seconds) { return milliseconds(static_cast<int64_t>(secon
 // them, one per line, line N being rank N; a line "RANK URL" names its
 // rank (an agent's file of its node's ranks); '#' starts a comment.
 Status ReadWorkers(const std::vector<std::string>& args, std::map<int64_t, std::string>* out) {
+  constexpr int64_t kMaxRanks = int64_t{1} << 24;  // the ranks a report may carry (docs/live.md)
   int64_t next = 0;
   auto add = [&](const std::string& text, const std::string& where) -> Status {
     std::istringstream in(text);
@@ -41,6 +42,9 @@ Status ReadWorkers(const std::vector<std::string>& args, std::map<int64_t, std::
       }
       a = b;
     }
+    if (next < 0 || next >= kMaxRanks)
+      return InvalidArgument(where + ": rank " + std::to_string(next) + " is outside 0.." +
+                             std::to_string(kMaxRanks - 1) + " in '" + text + "'");
     (*out)[next++] = a;
     return Status::Ok();
   };
@@ -117,6 +121,9 @@ int WatchMain(int argc, char** argv) {
   app.add_option("--listen", o.listen, "HOST:PORT of the service: pushed reports, /findings, /status, /metrics");
   app.add_option("--token-file", token_file, "File with the token clients must send (Authorization: Bearer)");
   app.add_option("--max-report-bytes", o.max_report_bytes, "Larger pushed reports get 413");
+  app.add_option("--max-answer-bytes", o.max_answer_bytes,
+                 "A worker's answer larger than this is unusable (default 64 MiB)")
+      ->check(CLI::Range(size_t{1024}, size_t{1} << 34));
   app.add_option("--redis", o.redis, "redis://HOST:PORT[/DB]: keep the state in Redis (resume after a restart)");
   app.add_option("--job", o.job, "Job name: namespaces the Redis keys");
   app.add_option("--role", role, "standalone, agent (probes, writes Redis) or coordinator (reads Redis)")
