@@ -4,14 +4,18 @@
 #include <httplib.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "hangdx/live/http_wire.h"
@@ -58,13 +62,6 @@ class DeadlineStream : public httplib::Stream {
   void SetDeadline(Clock::time_point d) { deadline_ = d; }
   bool timed_out() const { return timed_out_; }
   bool Buffered() const { return pos_ < len_; }
-
-  // Waits up to `timeout` for the first byte of the next request.
-  bool WaitReadable(std::chrono::milliseconds timeout) {
-    if (Buffered()) return true;
-    pollfd p{fd_, POLLIN, 0};
-    return ::poll(&p, 1, static_cast<int>(timeout.count())) == 1;
-  }
 
   bool is_readable() const override { return pos_ < len_ || Poll(POLLIN); }
   bool is_writable() const override { return Poll(POLLOUT); }
@@ -128,20 +125,180 @@ class DeadlineStream : public httplib::Stream {
   size_t pos_ = 0, len_ = 0;
 };
 
-// The pool of request threads; a connection it has no room for is served
-// at once, on the accepting thread, by a 503 (t_overloaded).
+// True when `fd` has input (or an EOF, or an error) right now.
+bool ReadableNow(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) == 1;
+}
+
+// The client's address without its port: the key of the per-client cap.
+std::string PeerHost(int fd) {
+  sockaddr_storage a{};
+  socklen_t len = sizeof a;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) return "?";
+  char host[INET6_ADDRSTRLEN] = "?";
+  if (a.ss_family == AF_INET)
+    ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&a)->sin_addr, host, sizeof host);
+  else if (a.ss_family == AF_INET6)
+    ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&a)->sin6_addr, host, sizeof host);
+  return host;
+}
+
+// Connections waiting for their next request (the first, or the next on a
+// kept-alive connection) wait here, on one epoll thread, not on a request
+// thread: a request thread is taken only once a request's bytes arrive.
+// So idle connections (400 opened and left silent, or pushers between two
+// reports) cost a descriptor each, never a thread, and never fill the
+// queue in front of /healthz. Bounded: at most `per_client` idle
+// connections per client address and `total` in all; past either the
+// oldest idle one (of that client, else of all) is closed, counted
+// "overloaded". One idle past its deadline (the first request's
+// request_timeout from the accept, or keep_alive_timeout) is closed, a
+// first one counted "timeout".
+class Parker {
+ public:
+  using Resume = std::function<void(int fd, int served)>;
+
+  Parker(size_t per_client, size_t total, HttpServer::RejectCounter reject, Resume resume)
+      : per_client_(std::max<size_t>(1, per_client)),
+        total_(std::max<size_t>(1, total)),
+        reject_(std::move(reject)),
+        resume_(std::move(resume)) {
+    epfd_ = ::epoll_create1(EPOLL_CLOEXEC);
+    wake_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = wake_;
+    ::epoll_ctl(epfd_, EPOLL_CTL_ADD, wake_, &ev);
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~Parker() { Stop(); }
+
+  // Holds `fd` (which has served `served` requests) until its next request
+  // arrives, then hands it to `resume` on the parker's thread. False when
+  // stopping (the caller still owns `fd`).
+  bool Park(int fd, int served, Clock::time_point deadline) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return false;
+    Entry e{PeerHost(fd), served, deadline, ++seq_};
+    auto& mine = by_client_[e.client];
+    mine.insert({e.seq, fd});
+    order_.insert({e.seq, fd});
+    parked_.emplace(fd, std::move(e));
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.fd = fd;
+    ::epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev);
+    if (mine.size() > per_client_) Evict(mine.begin()->second);
+    if (parked_.size() > total_) Evict(order_.begin()->second);
+    return true;
+  }
+
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) return;
+      stop_ = true;
+    }
+    uint64_t one = 1;
+    (void)!::write(wake_, &one, sizeof one);
+    if (thread_.joinable()) thread_.join();
+    for (const auto& [fd, e] : parked_) ::close(fd);
+    parked_.clear();
+    ::close(epfd_);
+    ::close(wake_);
+  }
+
+ private:
+  struct Entry {
+    std::string client;
+    int served = 0;
+    Clock::time_point deadline;
+    uint64_t seq = 0;
+  };
+
+  // Forgets `fd` (mu_ held); the caller closes or resumes it.
+  void Unpark(int fd) {
+    auto it = parked_.find(fd);
+    if (it == parked_.end()) return;
+    ::epoll_ctl(epfd_, EPOLL_CTL_DEL, fd, nullptr);
+    auto c = by_client_.find(it->second.client);
+    c->second.erase({it->second.seq, fd});
+    if (c->second.empty()) by_client_.erase(c);
+    order_.erase({it->second.seq, fd});
+    parked_.erase(it);
+  }
+
+  void Evict(int fd) {  // mu_ held
+    Unpark(fd);
+    ::close(fd);
+    reject_("overloaded");
+  }
+
+  void Loop() {
+    epoll_event events[256];
+    auto next_scan = Clock::now();
+    for (;;) {
+      int n = ::epoll_wait(epfd_, events, 256, 100);
+      std::vector<std::pair<int, int>> ready;  // fd, served
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stop_) return;
+        for (int i = 0; i < n; ++i) {
+          auto it = parked_.find(events[i].data.fd);
+          if (it == parked_.end()) continue;  // the wake descriptor, or evicted meanwhile
+          ready.emplace_back(it->first, it->second.served);
+          Unpark(it->first);
+        }
+        auto now = Clock::now();
+        if (now >= next_scan) {
+          next_scan = now + std::chrono::milliseconds(100);
+          std::vector<int> late;
+          for (const auto& [fd, e] : parked_)
+            if (e.deadline <= now) late.push_back(fd);
+          for (int fd : late) {
+            bool first = parked_[fd].served == 0;
+            Unpark(fd);
+            ::close(fd);
+            if (first) reject_("timeout");  // connected and sent nothing
+          }
+        }
+      }
+      for (auto [fd, served] : ready) resume_(fd, served);
+    }
+  }
+
+  size_t per_client_, total_;
+  HttpServer::RejectCounter reject_;
+  Resume resume_;
+  int epfd_ = -1, wake_ = -1;
+  std::mutex mu_;
+  std::map<int, Entry> parked_;
+  std::map<std::string, std::set<std::pair<uint64_t, int>>> by_client_;  // oldest first
+  std::set<std::pair<uint64_t, int>> order_;                             // oldest first
+  uint64_t seq_ = 0;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// The pool of request threads, and the parker of the connections between
+// requests; a connection it has no room for is served at once, on the
+// thread that hands it over, by a 503 (t_overloaded).
 class BoundedPool : public httplib::TaskQueue {
  public:
-  BoundedPool(int threads, int max_queued, std::shared_ptr<std::atomic<size_t>> waiting)
-      : max_queued_(static_cast<size_t>(max_queued)), waiting_(std::move(waiting)) {
-    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Work(); });
+  BoundedPool(const ServerOptions& o, HttpServer::RejectCounter reject, Parker::Resume serve)
+      : max_queued_(static_cast<size_t>(std::max(0, o.max_queued))),
+        parker_(static_cast<size_t>(o.max_idle_per_client), static_cast<size_t>(o.max_idle), std::move(reject),
+                [this, serve = std::move(serve)](int fd, int served) {
+                  enqueue([serve, fd, served] { serve(fd, served); });
+                }) {
+    for (int i = 0; i < std::max(1, o.threads); ++i) threads_.emplace_back([this] { Work(); });
   }
   void enqueue(std::function<void()> fn) override {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (jobs_.size() < max_queued_) {
         jobs_.push_back(std::move(fn));
-        *waiting_ = jobs_.size();
         cv_.notify_one();
         return;
       }
@@ -151,6 +308,7 @@ class BoundedPool : public httplib::TaskQueue {
     t_overloaded = false;
   }
   void shutdown() override {
+    parker_.Stop();  // first: it hands connections to the threads
     {
       std::lock_guard<std::mutex> lock(mu_);
       stop_ = true;
@@ -158,6 +316,7 @@ class BoundedPool : public httplib::TaskQueue {
     cv_.notify_all();
     for (auto& t : threads_) t.join();
   }
+  bool Park(int fd, int served, Clock::time_point deadline) { return parker_.Park(fd, served, deadline); }
 
  private:
   void Work() {
@@ -169,18 +328,17 @@ class BoundedPool : public httplib::TaskQueue {
         if (stop_ && jobs_.empty()) return;
         fn = std::move(jobs_.front());
         jobs_.pop_front();
-        *waiting_ = jobs_.size();
       }
       fn();
     }
   }
   size_t max_queued_;
-  std::shared_ptr<std::atomic<size_t>> waiting_;  // connections queued for a thread
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> jobs_;
   std::vector<std::thread> threads_;
   bool stop_ = false;
+  Parker parker_;  // last: destroyed (stopped) first
 };
 
 // cpp-httplib's server with its connection loop replaced: the same request
@@ -189,17 +347,18 @@ class HardenedServer : public httplib::Server {
  public:
   HardenedServer(const ServerOptions& o, HttpServer::RejectCounter reject) : opt_(o), reject_(std::move(reject)) {}
 
-  // How many connections wait for a thread (the pool keeps it).
-  const std::shared_ptr<std::atomic<size_t>>& waiting() const { return waiting_; }
+  // The pool of the listen loop (cpp-httplib makes it: new_task_queue).
+  void SetPool(BoundedPool* pool) { pool_ = pool; }
 
- private:
-  bool process_and_close_socket(socket_t sock) override {
-    // cpp-httplib writes an answer's head and body in two sends: without
-    // TCP_NODELAY the body waits for the client's delayed ACK, 40 ms per
-    // request on Linux, which held a keep-alive pusher to 25 reports/s.
-    int one = 1;
-    ::setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  // Serves connection `sock` from its request number `served` on: a new
+  // one (0), or one the parker hands back with its next request arriving.
+  void Serve(int sock, int served) {
     if (t_overloaded) {
+      // No room in the queue: a connection that has sent nothing yet is
+      // parked rather than refused (it may be a client a flood of idle
+      // connections would otherwise shut out); one with a request gets 503.
+      if (served == 0 && !ReadableNow(sock) && pool_ && pool_->Park(sock, 0, Clock::now() + opt_.request_timeout))
+        return;
       static const char kBusy[] =
           "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\nRetry-After: 1\r\n\r\n";
       (void)!::send(sock, kBusy, sizeof kBusy - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -214,14 +373,17 @@ class HardenedServer : public httplib::Server {
       for (int i = 0; i < 64 && ::recv(sock, buf, sizeof buf, MSG_DONTWAIT) > 0; ++i) {
       }
       ::close(sock);
-      return true;
-    } else {
+      return;
+    }
+    {
       bool linger = true;
       DeadlineStream strm(sock);
-      for (int n = 0; n < opt_.keep_alive_max && is_running(); ++n) {
-        if (!(n == 0 ? strm.WaitReadable(opt_.request_timeout) : WaitNext(strm))) {
-          if (n == 0) reject_("timeout");  // connected and sent nothing
-          linger = false;
+      for (int n = served; n < opt_.keep_alive_max && is_running(); ++n) {
+        if (!strm.Buffered() && !ReadableNow(sock)) {
+          // Nothing to read yet: wait in the parker, not on this thread.
+          auto wait = n == 0 ? opt_.request_timeout : opt_.keep_alive_timeout;
+          if (pool_ && pool_->Park(sock, n, Clock::now() + wait)) return;
+          linger = false;  // stopping
           break;
         }
         strm.SetDeadline(Clock::now() + opt_.request_timeout);
@@ -237,34 +399,26 @@ class HardenedServer : public httplib::Server {
       }
       if (!linger) {
         ::close(sock);
-        return true;
+        return;
       }
     }
     LingeringClose(sock);
-    return true;
   }
 
-  // Waits for the next request on a kept-alive connection, which holds
-  // its thread meanwhile: up to keep_alive_timeout, but only 20 ms more
-  // once another connection waits for a thread (else 8 idle clients, or a
-  // pusher with more connections than threads, starve the rest until they
-  // time out or get 503s).
-  bool WaitNext(DeadlineStream& strm) const {
-    using std::chrono::milliseconds;
-    auto end = Clock::now() + opt_.keep_alive_timeout;
-    for (;;) {
-      bool others = *waiting_ > 0;
-      auto left = std::chrono::duration_cast<milliseconds>(end - Clock::now());
-      auto slice = others ? milliseconds(20) : std::min(left, milliseconds(50));
-      if (slice <= milliseconds(0)) return false;
-      if (strm.WaitReadable(slice)) return true;
-      if (others) return false;
-    }
+ private:
+  bool process_and_close_socket(socket_t sock) override {
+    // cpp-httplib writes an answer's head and body in two sends: without
+    // TCP_NODELAY the body waits for the client's delayed ACK, 40 ms per
+    // request on Linux, which held a keep-alive pusher to 25 reports/s.
+    int one = 1;
+    ::setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    Serve(sock, 0);
+    return true;
   }
 
   ServerOptions opt_;
   HttpServer::RejectCounter reject_;
-  std::shared_ptr<std::atomic<size_t>> waiting_ = std::make_shared<std::atomic<size_t>>(0);
+  BoundedPool* pool_ = nullptr;
 };
 
 HttpRequest Convert(const httplib::Request& req) {
@@ -331,9 +485,11 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const ServerOptions& opt
   auto impl = std::make_unique<Impl>();
   impl->server = std::make_unique<HardenedServer>(options, on_reject);
   httplib::Server& s = *impl->server;
-  int threads = std::max(1, options.threads), queued = std::max(0, options.max_queued);
-  s.new_task_queue = [threads, queued, waiting = impl->server->waiting()] {
-    return new BoundedPool(threads, queued, waiting);
+  HardenedServer* hardened = impl->server.get();
+  s.new_task_queue = [options, on_reject, hardened] {
+    auto* pool = new BoundedPool(options, on_reject, [hardened](int fd, int served) { hardened->Serve(fd, served); });
+    hardened->SetPool(pool);
+    return pool;
   };
   s.set_payload_max_length(options.max_body_bytes);
   s.set_read_timeout(std::chrono::duration_cast<std::chrono::seconds>(options.request_timeout).count());
@@ -397,6 +553,15 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const ServerOptions& opt
     res.status = 500;
     res.set_content("internal error\n", "text/plain");
   });
+  // cpp-httplib listens with a backlog of 5: a burst of connections past
+  // it waits in SYN-ACK retransmits (1 s, 3 s, 7 s...) before it is even
+  // accepted. Its socket is taken as it is made, and listened on again with
+  // a deep backlog once bound (a second listen() only changes the backlog).
+  auto listening = std::make_shared<int>(-1);
+  s.set_socket_options([listening](socket_t sock) {
+    httplib::default_socket_options(sock);
+    *listening = sock;
+  });
   int port = options.port;
   if (port == 0) {
     port = s.bind_to_any_port(options.host);
@@ -405,6 +570,7 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const ServerOptions& opt
     return IoError("--listen: cannot bind " + options.host + ":" + std::to_string(port));
   }
   impl->port = port;
+  if (*listening >= 0) ::listen(*listening, 4096);
   HardenedServer* raw = impl->server.get();
   impl->thread = std::thread([raw] { raw->listen_after_bind(); });
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));

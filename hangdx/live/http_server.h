@@ -12,6 +12,12 @@
 //    deadline per request, and a late request is dropped and counted;
 //  * at most `threads` requests are served at once and `max_queued` wait;
 //    past that a connection gets 503 at once instead of waiting;
+//  * a connection between requests (before its first, or kept alive after
+//    an answer) holds no thread and no queue place: it waits on one epoll
+//    thread until its next request's bytes arrive, at most
+//    `max_idle_per_client` per client address and `max_idle` in all (past
+//    either, the oldest idle one is closed). So silent connections, however
+//    many, cannot lock /healthz out;
 //  * a handler that throws answers 500; nothing a client sends ends the
 //    process.
 //
@@ -63,6 +69,8 @@ struct ServerOptions {
   int keep_alive_max = 100;
   int threads = 8;
   int max_queued = 256;
+  int max_idle_per_client = 64;  // idle connections of one client address
+  int max_idle = 4096;           // idle connections in all
 };
 
 class HttpServer {
