@@ -4,6 +4,8 @@
 // checks, passes/pass.h the passes).
 #include "hangdx/analyze/analyze.h"
 
+#include <algorithm>
+
 #include "hangdx/analyze/checks/check.h"
 #include "hangdx/analyze/passes/pass.h"
 #include "hangdx/analyze/rank_analysis.h"
@@ -26,6 +28,11 @@ Diagnosis Analyze(const model::Job& job, const AnalyzeOptions& options) {
   out.ranks_without_dump = a.world.without_dump;
   RunPasses(a, &sink, &out);
   WriteSummaries(a, &out);
+  // An unknown world (rank numbers too high to believe, nothing giving the
+  // size) lists no rank without data, but its size must still exceed every
+  // rank the report names: the number of dumps (2 for ranks 0 and 16777215)
+  // made the JSON list ranks past its own world_size.
+  if (a.world.size < 0) out.world_size = std::max(out.world_size, HighestRankListed(out) + 1);
   return out;
 }
 

@@ -401,5 +401,25 @@ TEST(Analyze, DetailMismatchEventsMakeItAnErrorNotAHang) {
   EXPECT_TRUE(Analyze(job).findings[0].hang);
 }
 
+// Every rank the diagnosis lists is below its world_size, also when the
+// world is unknown (tester's tlog/bigrank.log: timeouts of ranks 0 and
+// 16777215; rank_bounds.py: rank 0 waits for rank 16777215).
+TEST(Analyze, AnUnknownWorldIsStillLargerThanEveryRankListed) {
+  constexpr model::Rank kFar = 16777215;
+  JobBuilder two;
+  for (model::Rank r : {model::Rank{0}, kFar}) two.Steps(r, "0", 1, 4).Coll(r, "0", 5, "all_reduce", false);
+  Diagnosis d = Analyze(two.Build());
+  EXPECT_EQ(d.world_size, kFar + 1);  // was 2, the number of dumps
+  EXPECT_TRUE(d.world_size_inferred);
+  EXPECT_TRUE(d.ranks_without_dump.empty());  // not listed one by one
+  EXPECT_EQ(HighestRankListed(d), kFar);
+  Diagnosis w = Analyze(JobBuilder().Wait(0, "all_reduce", {kFar}, 7).Build());
+  EXPECT_EQ(w.world_size, kFar + 1);  // the edge 0 -> 16777215 is listed (was 1)
+  // A known world is left as it is: 3 given, ranks 0 and 2 dumped.
+  Diagnosis k = Analyze(JobBuilder().Steps(0, "0", 1, 1).Steps(2, "0", 1, 1).World(3).Build());
+  EXPECT_EQ(k.world_size, 3);
+  EXPECT_EQ(k.ranks_without_dump, Ranks{1});
+}
+
 }  // namespace
 }  // namespace hangdx::analyze

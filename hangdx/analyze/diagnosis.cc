@@ -1,5 +1,7 @@
 #include "hangdx/analyze/diagnosis.h"
 
+#include <algorithm>
+
 namespace hangdx::analyze {
 
 const char* KindName(Kind kind) {
@@ -42,6 +44,27 @@ const char* SeverityName(Severity s) {
       return "error";
   }
   return "error";
+}
+
+Rank HighestRankListed(const Diagnosis& d) {
+  Rank top = -1;
+  auto see = [&top](const std::vector<Rank>& v) {
+    for (Rank r : v) top = std::max(top, r);
+  };
+  for (const Finding& f : d.findings) {
+    see(f.culprit_ranks);
+    see(f.cycle);
+    see(f.blocked_behind);
+    see(f.candidates);
+    for (const RoleGroup& g : f.roles) see(g.ranks);
+    for (const Evidence& e : f.evidence) top = std::max(top, e.rank);
+  }
+  for (const PgSummary& p : d.pgs) see(p.ranks);
+  for (const RankSummary& r : d.ranks) top = std::max(top, r.rank);
+  for (const RankEdge& e : d.edges) top = std::max({top, e.from, e.to});
+  see(d.ranks_without_dump);
+  for (const auto& [r, file] : d.unreadable) top = std::max(top, r);
+  return top;
 }
 
 }  // namespace hangdx::analyze

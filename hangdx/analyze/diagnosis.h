@@ -120,4 +120,10 @@ struct Diagnosis {
   std::map<Rank, std::string> unreadable;  // rank -> its file that could not be used
 };
 
+// The highest rank that `d` lists anywhere (per-rank summaries, pg members,
+// wait-for edges, ranks without data, unreadable files, and every rank list
+// of a finding and its evidence), or -1 when it lists none. Culprits that are
+// pg-local (Finding::ranks_are_pg_local) count too: they are listed as well.
+Rank HighestRankListed(const Diagnosis& d);
+
 }  // namespace hangdx::analyze

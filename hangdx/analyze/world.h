@@ -27,6 +27,7 @@ inline constexpr int64_t kMaxListedWorld = int64_t{1} << 16;
 struct World {
   int64_t size = -1;                      // ranks 0 .. size-1 form the world; -1: unknown (not guessed)
   int64_t reported_size = 0;              // Diagnosis::world_size: `size`, or the number of dumps when unknown
+                                          // (Analyze raises it past every rank the report lists)
   bool inferred = true;                   // neither given (--world-size) nor recorded in a default pg config
   std::vector<model::Rank> without_dump;  // ranks below `size` with no dump, ascending
 };

@@ -7,7 +7,8 @@ Issue 14: a 2 KB Flight Recorder dump whose `pg_config` lists rank 16777215, `--
 time and memory bounds and checks that
 
   - the analysis does not grow with the rank numbers (the memory bound is far below what
-    16 million ranks would take) and the JSON's `world_size` agrees with its rank lists;
+    16 million ranks would take) and the JSON's `world_size` agrees with its rank lists
+    (every rank any list names is below it, also when the world is unknown);
   - `--rank` with a rank out of range or not a number, and `--world-size` out of range,
     are refused with exit 2 and a message;
   - running out of memory on a file (a wait snapshot under an address-space limit too
@@ -42,6 +43,13 @@ def write(folder, snapshot_ranks):
     paths["far_wait"] = os.path.join(folder, "far_wait.json")
     with open(paths["far_wait"], "w") as f:
         json.dump({"0": {"current_op": "all_reduce", "waiting_for_ranks": [16777215], "op_seq": 7}}, f)
+    # A c10d log whose second timeout line names rank 16777215 (the tester's tlog/bigrank.log).
+    paths["big_ranks_log"] = os.path.join(folder, "ranks.log")
+    with open(paths["big_ranks_log"], "w") as f:
+        for r in (0, 16777215):
+            f.write("[E ProcessGroupNCCL.cpp:457] [Rank %d] Watchdog caught collective operation timeout: "
+                    "WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=304640, NumelOut=304640, Timeout(ms)=1800000) "
+                    "ran for 1800035 milliseconds before timing out.\n" % r)
     # A snapshot big enough that parsing it cannot fit in the address-space bound below.
     paths["big"] = os.path.join(folder, "big_wait.json")
     with open(paths["big"], "w") as f:
@@ -54,28 +62,48 @@ def write(folder, snapshot_ranks):
 
 
 def rank_lists(doc):
-    """Every rank number the JSON report lists (ranks, groups' members, edges, without a dump)."""
-    out = set(doc.get("ranks_without_dump", []))
-    for r in doc.get("ranks", []):
-        out.add(r["rank"])
-    for e in doc.get("edges", []):
-        out.update((e["from"], e["to"]))
+    """Every rank number the JSON report lists, by where (docs/json-schema.md): ranks, pg members,
+    wait-for edges, ranks without a dump, unreadable dumps, and each finding's rank lists."""
+    out = {"ranks_without_dump": set(doc.get("ranks_without_dump", [])),
+           "ranks": {r["rank"] for r in doc.get("ranks", [])},
+           "unreadable_dumps": {u["rank"] for u in doc.get("unreadable_dumps", [])},
+           "process_groups": {r for p in doc.get("process_groups", []) for r in p["ranks"]},
+           "wait_for_graph": {r for e in doc.get("wait_for_graph", {}).get("edges", []) for r in (e["from"], e["to"])},
+           "findings": set()}
+    for f in doc.get("findings", []):
+        for key in ("culprit_ranks", "cycle", "blocked_behind", "candidates"):
+            out["findings"].update(f.get(key) or [])
+        for g in f.get("roles", []):
+            out["findings"].update(g["ranks"])
+        out["findings"].update(e["rank"] for e in f.get("evidence", []) if e.get("rank") is not None)
     return out
 
 
-def analyze_json(argv, name):
+def agree(doc, name):
+    """Exits 1 unless world_size exceeds every listed rank and ranks_without_dump names no rank with data."""
+    ws = doc["world_size"]
+    lists = rank_lists(doc)
+    for where, ranks in lists.items():
+        if ranks and (max(ranks) >= ws or min(ranks) < 0):
+            sys.exit("hostile: FAIL: %s: %s lists rank %d, world_size is %d" % (name, where, max(ranks), ws))
+    if lists["ranks_without_dump"] & {r["rank"] for r in doc["ranks"] if r.get("file")}:
+        sys.exit("hostile: FAIL: %s: a rank with data is also without a dump" % name)
+    return set().union(*lists.values())
+
+
+def analyze_json(argv, name, world_size):
+    """Runs analyze --format json within bounds; exits 1 unless its world_size is `world_size`
+    (worked out by hand for each input) and agrees with every rank list."""
     p = check(["analyze", "--format", "json"] + argv, 20, 600, name=name, stdout=subprocess.PIPE)
     doc = json.loads(p.stdout)
-    listed = rank_lists(doc)
+    listed = agree(doc, name)
     ws = doc["world_size"]
     print("hostile: %s: world_size %d, %d ranks listed, %d diagnostics"
           % (name, ws, len(listed), len(doc.get("diagnostics", []))))
     if len(listed) > 1000:
         sys.exit("hostile: FAIL: %s: lists %d ranks for a few files" % (name, len(listed)))
-    if ws < 0 or ws > 1000:
-        sys.exit("hostile: FAIL: %s: world_size %d is not bounded by the evidence" % (name, ws))
-    if any(r >= ws for r in doc.get("ranks_without_dump", [])):
-        sys.exit("hostile: FAIL: %s: ranks_without_dump past world_size %d" % (name, ws))
+    if ws != world_size:
+        sys.exit("hostile: FAIL: %s: world_size %d, want %d" % (name, ws, world_size))
     return doc
 
 
@@ -94,10 +122,14 @@ def main():
         return 0
     with tempfile.TemporaryDirectory() as d:
         paths = write(d, snapshot_ranks)
-        analyze_json([paths["far_pg"]], "pg_config rank 16777215")
-        analyze_json([paths["far_wait"]], "a wait for rank 16777215")
-        analyze_json([paths["far_pg"], "--world-size", "16777216"], "--world-size 16777216")
-        analyze_json([paths["far_pg"], "--rank", paths["far_pg"] + "=16777215"], "--rank F=16777215")
+        # The one dump is rank 3's (its name): the world is ranks 0-3, 0-2 without a dump.
+        analyze_json([paths["far_pg"]], "pg_config rank 16777215", 4)
+        analyze_json([paths["far_pg"], "--world-size", "16777216"], "--world-size 16777216", 4)
+        # The world is unknown (rank 16777215 is too high to believe for one rank with data): its
+        # size is still past every rank listed, 16777215 (the wait's edge, the dump's rank).
+        analyze_json([paths["far_wait"]], "a wait for rank 16777215", 16777216)
+        analyze_json([paths["far_pg"], "--rank", paths["far_pg"] + "=16777215"], "--rank F=16777215", 16777216)
+        analyze_json([paths["big_ranks_log"]], "timeouts of ranks 0 and 16777215 in one log", 16777216)
         refused(["analyze", paths["far_pg"], "--rank", paths["far_pg"] + "=4611686018427387904"],
                 "--rank F=2^62", "RANK a whole number")
         refused(["analyze", paths["far_pg"], "--rank", paths["far_pg"] + "=5x"], "--rank F=5x", "RANK a whole number")
