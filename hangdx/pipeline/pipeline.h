@@ -64,7 +64,8 @@ std::string MessagesMarkdown();
 StatusOr<std::string> ExplainMessages(const std::vector<std::string>& paths, const PipelineOptions& options);
 
 // Process exit code for a diagnosis: 0 nothing wrong found, 1 a hang or
-// mismatch found, 2 unusable input (no file could be read at all).
+// mismatch found, 2 unusable input (no rank's records could be read, unless
+// the messages read in the files claim no hang: then 0).
 int ExitCode(const analyze::Diagnosis& d);
 
 }  // namespace hangdx::pipeline

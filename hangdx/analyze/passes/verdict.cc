@@ -23,11 +23,40 @@ std::string DeviceOnlyVerdict(const model::Job& job) {
          " and rerun before trusting this.";
 }
 
+// No rank's records, but messages hangdx knows were read (a vLLM engine's
+// log, a launcher's console with no rank prefix). One stall warning per row
+// and file, and nothing else that claims anything, shows no hang: a lone
+// warning is no hang (checks/named_culprit.h says so of a rank's). Messages
+// that claim nothing (a version line) say nothing either way, and a timeout,
+// crash, mismatch or repeated stall that names no rank cannot be placed: no
+// usable input, naming the message.
+std::string RanklessVerdict(const model::Job& job) {
+  const model::RecognisedMessage* lead = nullptr;  // the first that decides the verdict
+  const std::string* lead_file = nullptr;
+  bool claim = false, stall = false;
+  for (const auto& read : job.file_reads)
+    for (const auto& m : read.messages) {
+      bool harmless = m.event == "info" || m.event == "config" || m.event == "progress" || m.event == "init";
+      bool lone_stall = m.event == "stall" && m.count == 1;
+      stall = stall || lone_stall;
+      if ((!harmless && !lone_stall && !claim) || !lead) {
+        claim = claim || (!harmless && !lone_stall);
+        lead = &m;
+        lead_file = &read.file;
+      }
+    }
+  if (!lead) return "No usable input: no dump, log, stack dump or snapshot that names a rank could be read.";
+  std::string what = *lead_file + " holds " + lead->message_id + " (" + lead->event + ")";
+  if (!claim && stall)
+    return "No hang found: " + what + ", a lone stall warning that names no rank; by itself it is not a hang.";
+  return "No usable input: " + what + ", but names no rank hangdx can place it on" +
+         (claim ? ": pass --rank " + *lead_file + "=RANK if the file is one rank's." : ", and claims no hang.");
+}
+
 std::string NoFindingVerdict(const RankAnalysis& a) {
   const model::Job& job = a.job;
   if (job.dumps.empty() && !job.device.empty()) return DeviceOnlyVerdict(job);
-  if (job.dumps.empty())
-    return "No usable input: no dump, log, stack dump or snapshot that names a rank could be read.";
+  if (job.dumps.empty()) return RanklessVerdict(job);
   std::string v = "No hang found: every process group's recorded collectives match on all " +
                   std::to_string(job.dumps.size()) + " ranks seen.";
   bool gloo = false;

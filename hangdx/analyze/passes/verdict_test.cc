@@ -42,6 +42,34 @@ TEST(VerdictPass, TheFirstFindingSaysWhatAndWhomToLookAt) {
             "HANG: waits. Look first at rank 5 of pg g. (The dumps of rank 1 could not be read.)");
 }
 
+// A file read with messages hangdx knows but no rank to place them on.
+model::Job Rankless(const std::string& id, const std::string& event, int64_t count) {
+  model::Job job;
+  model::FileRead read;
+  read.file = "job.log";
+  read.messages.push_back({id, event, "what it proves", count});
+  job.file_reads.push_back(read);
+  return job;
+}
+
+TEST(VerdictPass, ALoneRanklessStallWarningIsNoHang) {
+  // gpustack#3888: one vLLM shared-memory warning, no rank.
+  EXPECT_EQ(VerdictOf(Rankless("vllm.shm.no_block_v3", "stall", 1), {}),
+            "No hang found: job.log holds vllm.shm.no_block_v3 (stall), a lone stall warning that names no rank; by "
+            "itself it is not a hang.");
+  // A version line says nothing either way.
+  EXPECT_EQ(VerdictOf(Rankless("nccl.version", "info", 3), {}),
+            "No usable input: job.log holds nccl.version (info), but names no rank hangdx can place it on, and claims "
+            "no hang.");
+  // The same warning repeated, or a timeout, cannot be placed: no usable input.
+  EXPECT_EQ(VerdictOf(Rankless("vllm.shm.no_block_v3", "stall", 4), {}),
+            "No usable input: job.log holds vllm.shm.no_block_v3 (stall), but names no rank hangdx can place it on: "
+            "pass --rank job.log=RANK if the file is one rank's.");
+  model::Job both = Rankless("vllm.shm.no_block_v3", "stall", 1);
+  both.file_reads[0].messages.push_back({"hccl.fftsplus_task_timeout", "timeout", "", 1});
+  EXPECT_EQ(VerdictOf(both, {}).rfind("No usable input: job.log holds hccl.fftsplus_task_timeout (timeout), ", 0), 0u);
+}
+
 TEST(VerdictPass, NoFindingSaysWhatWasSeen) {
   EXPECT_EQ(VerdictOf(model::Job(), {}),
             "No usable input: no dump, log, stack dump or snapshot that names a rank could be read.");
