@@ -3,24 +3,26 @@
 # builds the libFuzzer targets with ASan and UBSan into BUILD_DIR, then runs
 # every row of the format table, the loader's path over all rows and the
 # device path, one after the other, each for RUNS executions or SECONDS at
-# most, at the lowest CPU priority on one core. A summary line per target
+# most, at the lowest CPU priority on one core, with inputs of at most MAX_LEN
+# bytes (libFuzzer's -max_len; larger seeds are cut). A summary line per target
 # (executions, seconds, exec/s, and what was found) goes to
 # BUILD_DIR/fuzz-campaign/summary.txt; crashing inputs to
 # BUILD_DIR/fuzz-campaign/artifacts/, corpora grow in BUILD_DIR/fuzz-campaign/corpus-*/.
-# Usage: scripts/fuzz_campaign.sh [BUILD_DIR] [RUNS] [SECONDS]
-#        (defaults: build-fuzz, 10000000, 36000)
+# Usage: scripts/fuzz_campaign.sh [BUILD_DIR] [RUNS] [SECONDS] [MAX_LEN]
+#        (defaults: build-fuzz, 10000000, 36000, 65536)
 #   nohup scripts/fuzz_campaign.sh build-fuzz 10000000 > fuzz.log 2>&1 &
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build-fuzz}
 RUNS=${2:-10000000}
 SECS=${3:-36000}
+MAX_LEN=${4:-65536}
 out=$BUILD/fuzz-campaign
 mkdir -p "$out/artifacts"
-if [ ! -x "$BUILD/fuzz/format_fuzzer" ]; then
+if [ ! -x "$BUILD/fuzz/format_fuzzer" ] || [ ! -x "$BUILD/fuzz/catalogue_fuzzer" ]; then
   CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHANGDX_BUILD_FUZZERS=ON \
     -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null || exit 2
-  nice -n 19 cmake --build "$BUILD" -j1 --target format_fuzzer device_json_fuzzer || exit 2
+  nice -n 19 cmake --build "$BUILD" -j1 --target format_fuzzer device_json_fuzzer catalogue_fuzzer || exit 2
 fi
 seeds() {  # $1: folder; $2: device or formats
   mkdir -p "$1"
@@ -34,7 +36,7 @@ seeds() {  # $1: folder; $2: device or formats
 }
 targets=""
 for f in $(HANGDX_FUZZ_FORMAT=list "$BUILD/fuzz/format_fuzzer"); do targets="$targets format_fuzzer:$f"; done
-targets="$targets format_fuzzer:all device_json_fuzzer:"
+targets="$targets format_fuzzer:all device_json_fuzzer: catalogue_fuzzer:"
 for target in $targets; do
   bin=${target%%:*}
   format=${target##*:}
@@ -44,11 +46,11 @@ for target in $targets; do
   start=$(date +%s)
   rc=0
   HANGDX_FUZZ_FORMAT=${format#all} nice -n 19 taskset -c 0 "$BUILD/fuzz/$bin" -runs="$RUNS" -max_total_time="$SECS" \
-    -max_len=65536 -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 -artifact_prefix="$out/artifacts/$name-" \
+    -max_len="$MAX_LEN" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 -artifact_prefix="$out/artifacts/$name-" \
     "$corpus" >"$out/$name.log" 2>&1 || rc=$?
   execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$out/$name.log" | grep -o '[0-9]*$')
   secs=$(($(date +%s) - start))
   found=$([ "$rc" -eq 0 ] && echo nothing || grep -m1 -E '^==.*ERROR|^SUMMARY|deadly signal|timeout|out-of-memory' "$out/$name.log")
-  echo "$name: ${execs:-?} executions in ${secs} s ($(( ${execs:-0} / (secs > 0 ? secs : 1) )) exec/s), exit $rc: $found" |
+  echo "$name: ${execs:-?} executions in ${secs} s, max_len $MAX_LEN ($(( ${execs:-0} / (secs > 0 ? secs : 1) )) exec/s), exit $rc: $found" |
     tee -a "$out/summary.txt"
 done
