@@ -34,6 +34,11 @@ model::PgConfig& DumpBuilder::PgConfig(model::Rank rank, const std::string& key)
   return it->second;
 }
 
+void DumpBuilder::ReserveOps(model::Rank rank, size_t n) {
+  auto& ops = Dump(rank).ops;
+  ops.reserve(ops.size() + n);
+}
+
 const model::PgConfig* DumpBuilder::FindPgConfig(model::Rank rank, std::string_view key) const {
   auto d = dumps_.find(rank);
   if (d == dumps_.end()) return nullptr;

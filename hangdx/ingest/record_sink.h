@@ -59,6 +59,10 @@ class RecordSink {
   // Appends one op of `rank`, in recording order; its views and Refs come
   // from Strings(rank), its frame indices from AddFrame(rank, ...).
   virtual void AddOp(model::Rank rank, const model::OpRecord& op) = 0;
+  // Says that about `n` more ops of `rank` follow, so that the sink can
+  // make room once (a 1 GB NCCL log gives 9 million: growing by doubling
+  // held up to three times their memory while it copied). A hint only.
+  virtual void ReserveOps(model::Rank rank, size_t n) {}
   // How many ops of `rank` this file has given so far (log parsers number
   // their records with it: OpRecord::record_id).
   virtual size_t OpCount(model::Rank rank) const = 0;
@@ -131,6 +135,7 @@ class DumpBuilder final : public RecordSink {
             int64_t offset = -1) override;
   model::Interner& Strings(model::Rank rank) override { return *Dump(rank).interner; }
   void AddOp(model::Rank rank, const model::OpRecord& op) override { Dump(rank).ops.push_back(op); }
+  void ReserveOps(model::Rank rank, size_t n) override;
   size_t OpCount(model::Rank rank) const override;
   uint32_t AddFrame(model::Rank rank, model::Frame frame) override;
   void AddStack(model::Rank rank, model::StackSample stack) override { Dump(rank).stacks.push_back(std::move(stack)); }

@@ -11,8 +11,17 @@ ReduceScatter / AllReduce of a training step, opCount in hex) until the file
 reaches --mb megabytes. A few WARN lines sit in between, as in real logs.
 
   scripts/synth/gen_nccl_log.py --mb 200 -o /tmp/big_rank3.log
+
+A whole job (issue 13's log-set benchmark): --ranks N writes one log per rank,
+DIR/nccl_rank_<r>.log of --mb MB each, every rank a member of the same N-rank
+communicator (one commId, its own comm pointer, pid and host per 8 ranks);
+--stop-rank R makes rank R stop one training step (5 collectives) before the
+others, so the job hangs in the first collective R never enqueued:
+
+  scripts/synth/gen_nccl_log.py --ranks 2 --mb 512 --stop-rank 1 --out /tmp/logs1g
 """
 import argparse
+import os
 import random
 
 
@@ -21,12 +30,34 @@ def main():
     ap.add_argument("--mb", type=float, default=100.0, help="size of the log in MB (default 100)")
     ap.add_argument("--rank", type=int, default=3)
     ap.add_argument("--nranks", type=int, default=8)
-    ap.add_argument("-o", "--output", required=True)
+    ap.add_argument("-o", "--output", help="the log of one rank (--rank of --nranks)")
+    ap.add_argument("--ranks", type=int, help="write one log per rank of an N-rank job into --out")
+    ap.add_argument("--out", help="folder for --ranks")
+    ap.add_argument("--stop-rank", type=int, default=-1, help="with --ranks: this rank stops one step early")
     a = ap.parse_args()
+    if a.ranks:
+        if not a.out:
+            ap.error("--ranks needs --out")
+        os.makedirs(a.out, exist_ok=True)
+        limit = None
+        for r in range(a.ranks):
+            path = os.path.join(a.out, "nccl_rank_%d.log" % r)
+            # Every rank writes the same number of op lines: the size of rank 0's.
+            limit = write_rank(path, r, a.ranks, int(a.mb * 1e6), limit, 5 if r == a.stop_rank else 0)
+        return
+    if not a.output:
+        ap.error("-o or --ranks is needed")
+    write_rank(a.output, a.rank, a.nranks, int(a.mb * 1e6), None, 0)
+
+
+def write_rank(path, rank, nranks, size_limit, op_limit, short):
+    """Writes rank `rank`'s log of an `nranks`-rank job to `path`: about `size_limit` bytes, or exactly
+    `op_limit` - `short` op lines when `op_limit` is given. Returns the op lines a full rank writes."""
+    a = argparse.Namespace(rank=rank, nranks=nranks)
     rng = random.Random(1)
-    host, pid, tid, dev = "node01", 4711, 4790, a.rank % 8
+    host, pid, tid, dev = "node%02d" % (1 + a.rank // 8), 4711 + a.rank, 4790 + a.rank, a.rank % 8
     pre = "%s:%d:%d [%d] NCCL INFO " % (host, pid, tid, dev)
-    comm = "0x55e4c9a3b010"
+    comm = "0x55e4c9a3%04x" % (0xb010 + 16 * a.rank)
     lines = [
         "%s:%d:%d [%d] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>" % (host, pid, pid, dev),
         "%s:%d:%d [%d] NCCL INFO NET/Plugin: No plugin found (libnccl-net.so)" % (host, pid, pid, dev),
@@ -53,14 +84,16 @@ def main():
                  % (comm, a.rank, a.nranks, dev, dev))
     step = [("AllGather", 9, 1048576), ("AllGather", 9, 524288), ("ReduceScatter", 9, 1048576),
             ("ReduceScatter", 9, 524288), ("AllReduce", 7, 1)]
-    limit = int(a.mb * 1e6)
+    limit = size_limit
     size = sum(len(l) + 1 for l in lines)
     opcount = 0
-    with open(a.output, "w") as f:
+    with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
         buf = []
-        while size < limit:
+        while (opcount < op_limit - short) if op_limit is not None else size < limit:
             for name, dtype, count in step:
+                if op_limit is not None and opcount >= op_limit - short:
+                    break
                 l = (pre + "%s: opCount %x sendbuff 0x7f1fd894af00 recvbuff 0x7f1ed1c00100 count %d datatype %d op 0 "
                      "root 0 comm %s [nranks=%d] stream 0x559c248a3630" % (name, opcount, count, dtype, comm, a.nranks))
                 buf.append(l)
@@ -76,6 +109,7 @@ def main():
                 buf = []
         if buf:
             f.write("\n".join(buf) + "\n")
+    return opcount
 
 
 if __name__ == "__main__":

@@ -3,8 +3,11 @@
 #include <re2/re2.h>
 
 #include <algorithm>
+#include <charconv>
+#include <deque>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include "hangdx/base/rank_set.h"
 #include "hangdx/ingest/logs/line_util.h"
@@ -89,14 +92,118 @@ struct Comm {
   int64_t rank = -1, nranks = -1;
 };
 
+// Interned text of an NCCL log: comm pointers, commIds, op names and
+// thread ids repeat on every line, so an op holds their ids (a 1 GB log
+// has about 9 million op lines).
+class Names {
+ public:
+  Names() { Id(""); }  // kNoName
+  uint32_t Id(std::string_view s) {
+    if (!texts_.empty() && texts_[last_] == s) return last_;
+    auto it = ids_.find(s);
+    if (it == ids_.end()) {
+      texts_.emplace_back(s);
+      it = ids_.emplace(texts_.back(), static_cast<uint32_t>(texts_.size() - 1)).first;
+    }
+    return last_ = it->second;
+  }
+  const std::string& Text(uint32_t id) const { return texts_[id]; }
+
+ private:
+  std::deque<std::string> texts_;  // stable addresses: ids_ keys view them
+  std::unordered_map<std::string_view, uint32_t> ids_;
+  uint32_t last_ = 0;
+};
+
+constexpr uint32_t kNoName = 0;  // Names id of "" (Names::Id("") is called first)
+
 struct PendingOp {
-  std::string comm_ptr;
-  std::string comm_id;  // known at parse time, else resolved at the end
-  std::string nccl_name;
+  uint32_t comm_ptr = kNoName;
+  uint32_t comm_id = kNoName;  // known at parse time, else resolved at the end
+  uint32_t nccl_name = kNoName;
+  uint32_t tid = kNoName;
   int64_t op_count = -1, count = -1, dtype = -1, root = -1, nranks = -1;
-  std::string tid;
   int64_t line = 0;
 };
+
+// What an op's record is made of, but its opCount (EmitOp).
+struct OpKey {
+  uint32_t comm_ptr, comm_id, nccl_name, tid;
+  int64_t count, dtype, root, nranks;
+  bool operator==(const OpKey&) const = default;
+};
+struct OpKeyHash {
+  size_t operator()(const OpKey& k) const {
+    size_t h = k.comm_ptr;
+    for (int64_t v : {int64_t{k.comm_id}, int64_t{k.nccl_name}, int64_t{k.tid}, k.count, k.dtype, k.root, k.nranks})
+      h = h * 1000003u ^ std::hash<int64_t>()(v);
+    return h;
+  }
+};
+
+// The fields of an enqueue line `<Name>: opCount <hex> sendbuff <p>
+// recvbuff <p> count <n> datatype <n> op <n> root <n> comm <p>[ [nranks=<n>]]`
+// (src/enqueue.cc), as the views of `text` that hold them.
+struct EnqueueFields {
+  std::string_view name, opcount, ptr, nranks;
+  int64_t count = -1, dtype = -1, redop = -1, root = -1;
+};
+
+// Reads `word` then a space-free token ending at a space or the end; false
+// when the text does not start with `word`.
+bool Token(std::string_view* t, std::string_view word, std::string_view* tok) {
+  if (t->substr(0, word.size()) != word) return false;
+  t->remove_prefix(word.size());
+  size_t e = 0;
+  // RE2's \S: not one of [\t\n\f\r ].
+  while (e < t->size() && (*t)[e] != ' ' && (*t)[e] != '\t' && (*t)[e] != '\n' && (*t)[e] != '\r' && (*t)[e] != '\f')
+    ++e;
+  if (e == 0) return false;
+  *tok = t->substr(0, e);
+  t->remove_prefix(e);
+  return true;
+}
+
+// Like Token, the token a decimal integer (`neg`: a leading '-' allowed)
+// that fits int64; followed by anything but a digit.
+bool Number(std::string_view* t, std::string_view word, bool neg, int64_t* v) {
+  if (t->substr(0, word.size()) != word) return false;
+  t->remove_prefix(word.size());
+  const char* b = t->data();
+  const char* e = t->data() + t->size();
+  if (!neg && b < e && *b == '-') return false;
+  auto [p, ec] = std::from_chars(b, e, *v);
+  if (ec != std::errc() || (p < e && *p >= '0' && *p <= '9')) return false;
+  t->remove_prefix(p - b);
+  return true;
+}
+
+// The enqueue line's fields, the line's name starting `text` (which must
+// start with [A-Za-z0-9_]+ and ": opCount "). The same match as
+// `(\w+): opCount ([0-9a-fA-F]+) sendbuff (\S+) recvbuff (\S+) count (\d+)
+// datatype (\d+) op (\d+) root (-?\d+) comm (\S+)(?: \[nranks=(\d+)\])?`
+// anchored at the start, without a regex (this runs once per op line);
+// false when that pattern does not match there.
+bool ParseEnqueue(std::string_view text, EnqueueFields* f) {
+  size_t colon = text.find(": opCount ");
+  if (colon == 0 || colon == std::string_view::npos) return false;
+  f->name = text.substr(0, colon);
+  std::string_view t = text.substr(colon + 2), sendbuf, recvbuf;
+  if (!Token(&t, "opCount ", &f->opcount)) return false;
+  for (char c : f->opcount)
+    if (!isxdigit(static_cast<unsigned char>(c))) return false;
+  if (!Token(&t, " sendbuff ", &sendbuf) || !Token(&t, " recvbuff ", &recvbuf) ||
+      !Number(&t, " count ", false, &f->count) || !Number(&t, " datatype ", false, &f->dtype) ||
+      !Number(&t, " op ", false, &f->redop) || !Number(&t, " root ", true, &f->root) || !Token(&t, " comm ", &f->ptr))
+    return false;
+  f->nranks = {};
+  if (t.substr(0, 9) == " [nranks=") {
+    size_t e = 9;
+    while (e < t.size() && t[e] >= '0' && t[e] <= '9') ++e;
+    if (e > 9 && e < t.size() && t[e] == ']') f->nranks = t.substr(9, e - 9);
+  }
+  return true;
+}
 
 struct Proc {
   std::string key;                    // host:pid, or "" for prefix-less lines of a one-process file
@@ -193,40 +300,49 @@ class NcclLogReader {
   // (src/enqueue.cc), its name starting before `oc`. `key` is the line's
   // host:pid, "" when the line has no NCCL prefix (an orphan).
   void OnEnqueue(const Line& l, std::string_view msg, size_t oc, const std::string& key, const std::string& tid) {
-    static const RE2 kColl(
-        R"re((\w+): opCount ([0-9a-fA-F]+) sendbuff (\S+) recvbuff (\S+) count (\d+) datatype (\d+) op (\d+) root (-?\d+) comm (\S+)(?: \[nranks=(\d+)\])?)re");
     size_t b = oc;
     while (b > 0 && (isalnum(static_cast<unsigned char>(msg[b - 1])) || msg[b - 1] == '_')) --b;
-    std::string name, opcount, sendbuf, recvbuf, ptr, nranks;
-    int64_t count = -1, dtype = -1, redop = -1, root = -1;
-    re2::StringPiece text(msg.data() + b, msg.size() - b);
-    if (!RE2::PartialMatch(text, kColl, &name, &opcount, &sendbuf, &recvbuf, &count, &dtype, &redop, &root, &ptr,
-                           &nranks)) {
-      out_->Diag(Sev::kWarning, "line " + std::to_string(l.number) + ": NCCL enqueue line not understood (truncated?)",
-                 -1, l.offset);
-      return;
+    EnqueueFields f;
+    std::string name, opcount, sendbuf, recvbuf, ptr, nranks;  // the regex's, when the fast parse fails
+    if (!ParseEnqueue(msg.substr(b), &f)) {
+      // Unanchored, as the line's first match may start later (glued output).
+      static const RE2 kColl(
+          R"re((\w+): opCount ([0-9a-fA-F]+) sendbuff (\S+) recvbuff (\S+) count (\d+) datatype (\d+) op (\d+) root (-?\d+) comm (\S+)(?: \[nranks=(\d+)\])?)re");
+      re2::StringPiece text(msg.data() + b, msg.size() - b);
+      if (!RE2::PartialMatch(text, kColl, &name, &opcount, &sendbuf, &recvbuf, &f.count, &f.dtype, &f.redop, &f.root,
+                             &ptr, &nranks)) {
+        out_->Diag(Sev::kWarning,
+                   "line " + std::to_string(l.number) + ": NCCL enqueue line not understood (truncated?)", -1,
+                   l.offset);
+        return;
+      }
+      f.name = name;
+      f.opcount = opcount;
+      f.ptr = ptr;
+      f.nranks = nranks;
     }
     PendingOp op;
-    op.nccl_name = name;
-    op.comm_ptr = ptr;
-    op.count = count;
-    op.dtype = dtype;
-    op.root = root;
-    op.tid = tid;
+    op.nccl_name = names_.Id(f.name);
+    op.comm_ptr = names_.Id(f.ptr);
+    op.count = f.count;
+    op.dtype = f.dtype;
+    op.root = f.root;
+    op.tid = names_.Id(tid);
     op.line = l.number;
-    if (!ParseHex(opcount, &op.op_count)) op.op_count = -1;
-    if (!nranks.empty() && !ParseDec(nranks, &op.nranks)) op.nranks = -1;
+    if (!ParseHex(f.opcount, &op.op_count)) op.op_count = -1;
+    if (!f.nranks.empty() && !ParseDec(f.nranks, &op.nranks)) op.nranks = -1;
     if (key.empty()) {
-      orphans_.emplace_back(std::move(op), l.offset);
-      if (l.rank >= 0) orphans_.back().first.tid = "rank" + std::to_string(l.rank);
+      if (l.rank >= 0) op.tid = names_.Id("rank" + std::to_string(l.rank));
+      orphans_.emplace_back(op, l.offset);
       return;
     }
-    Proc& p = ProcFor(key, l.offset);
+    size_t pi = ProcIndex(key, l.offset);
+    Proc& p = procs_[pi];
     if (l.rank >= 0) p.prefix_rank = l.rank;
-    auto c = p.comms.find(ptr);
-    if (c != p.comms.end()) op.comm_id = c->second.comm_id;
-    ptr_owner_.try_emplace(ptr, proc_index_[key]);
-    p.ops.push_back(std::move(op));
+    auto c = p.comms.find(names_.Text(op.comm_ptr));
+    if (c != p.comms.end()) op.comm_id = names_.Id(c->second.comm_id);
+    ptr_owner_.try_emplace(op.comm_ptr, pi);
+    p.ops.push_back(op);
   }
 
   // `comm 0x.. rank R nranks N ... commId 0x.. - Init COMPLETE` and the
@@ -243,7 +359,7 @@ class NcclLogReader {
     c.nranks = nranks;
     std::string id;
     if (RE2::PartialMatch(re2::StringPiece(msg.data(), msg.size()), kCommId, &id)) c.comm_id = id;
-    ptr_owner_.try_emplace(ptr, proc_index_[key]);
+    ptr_owner_.try_emplace(names_.Id(ptr), proc_index_[key]);
     if (Contains(msg, "Abort COMPLETE") || Contains(msg, "Destroy COMPLETE")) {
       model::LogEvent e;
       e.kind = model::LogEvent::Kind::kExit;
@@ -267,14 +383,18 @@ class NcclLogReader {
     p->events.push_back(std::move(e));
   }
 
-  Proc& ProcFor(const std::string& key, int64_t offset) {
+  Proc& ProcFor(const std::string& key, int64_t offset) { return procs_[ProcIndex(key, offset)]; }
+
+  // The index in procs_ of process `key`, added when new (first line at `offset`).
+  size_t ProcIndex(const std::string& key, int64_t offset) {
+    if (last_proc_ < procs_.size() && procs_[last_proc_].key == key) return last_proc_;  // lines come in runs
     auto [it, fresh] = proc_index_.try_emplace(key, procs_.size());
     if (fresh) {
       procs_.emplace_back();
       procs_.back().key = key;
       procs_.back().first_offset = offset;
     }
-    return procs_[it->second];
+    return last_proc_ = it->second;
   }
 
   // Prefix-less op lines: the process whose comm pointer they name, else the
@@ -297,12 +417,12 @@ class NcclLogReader {
                    -1, offset);
         continue;
       }
-      procs_[idx].ops.push_back(std::move(op));
+      procs_[idx].ops.push_back(op);
     }
     // Keep file order of ops per process (orphans were appended last).
+    auto by_line = [](const PendingOp& a, const PendingOp& b) { return a.line < b.line; };
     for (auto& p : procs_)
-      std::stable_sort(p.ops.begin(), p.ops.end(),
-                       [](const PendingOp& a, const PendingOp& b) { return a.line < b.line; });
+      if (!std::is_sorted(p.ops.begin(), p.ops.end(), by_line)) std::stable_sort(p.ops.begin(), p.ops.end(), by_line);
   }
 
   // The process's global rank: a prefix's, else its rank in its largest
@@ -333,7 +453,10 @@ class NcclLogReader {
     for (const auto& [ptr, c] : p->comms) largest = std::max(largest, c.nranks);
     anon_name_.clear();
     anon_count_.clear();
+    made_.clear();
+    out_->ReserveOps(rank, p->ops.size());
     for (auto& op : p->ops) EmitOp(*p, &op, rank, largest);
+    std::vector<PendingOp>().swap(p->ops);  // emitted: free them before the next process's records
     // Which rank of each communicator this process is (from its Init line).
     for (const auto& [ptr, c] : p->comms) {
       if (c.comm_id.empty() || c.rank < 0 || c.nranks <= 0 || c.rank >= c.nranks) continue;
@@ -352,11 +475,11 @@ class NcclLogReader {
   // "nccl-comm:n<nranks>#<k>" by size and first use; sets the process's
   // rank in it and the communicator's size (-1 unknown).
   std::string PgOf(const Proc& p, PendingOp* op, int64_t* comm_rank, int64_t* nranks) {
-    auto c = p.comms.find(op->comm_ptr);
+    auto c = p.comms.find(names_.Text(op->comm_ptr));
     *comm_rank = c != p.comms.end() ? c->second.rank : -1;
     *nranks = op->nranks >= 0 ? op->nranks : (c != p.comms.end() ? c->second.nranks : -1);
-    if (op->comm_id.empty() && c != p.comms.end()) op->comm_id = c->second.comm_id;
-    if (!op->comm_id.empty()) return op->comm_id;
+    if (op->comm_id == kNoName && c != p.comms.end()) op->comm_id = names_.Id(c->second.comm_id);
+    if (op->comm_id != kNoName) return names_.Text(op->comm_id);
     auto [it, fresh] = anon_name_.try_emplace(op->comm_ptr);
     if (fresh) it->second = "nccl-comm:n" + std::to_string(*nranks) + "#" + std::to_string(anon_count_[*nranks]++);
     return it->second;
@@ -365,15 +488,27 @@ class NcclLogReader {
   // One enqueued op as an OpRecord of `rank`, and its pg's config when it
   // is the first op of that pg.
   void EmitOp(const Proc& p, PendingOp* op, int64_t rank, int64_t largest) {
+    // A training step repeats the same few ops: the record of an op like
+    // one already made (all but its opCount) is a copy of it.
+    OpKey key{op->comm_ptr, op->comm_id, op->nccl_name, op->tid, op->count, op->dtype, op->root, op->nranks};
+    auto [made, fresh] = made_.try_emplace(key);
+    if (!fresh) {
+      model::OpRecord r = made->second;
+      r.record_id = static_cast<int64_t>(out_->OpCount(rank));
+      (r.is_p2p ? r.p2p_seq : r.collective_seq) = op->op_count;
+      out_->AddOp(rank, r);
+      return;
+    }
     model::Interner& pool = out_->Strings(rank);
     int64_t comm_rank, nranks;
     std::string pg = PgOf(p, op, &comm_rank, &nranks);
-    std::string_view torch_op = NcclOpToTorch(op->nccl_name);
+    const std::string& nccl_name = names_.Text(op->nccl_name);
+    std::string_view torch_op = NcclOpToTorch(nccl_name);
     model::OpRecord r;
     r.record_id = static_cast<int64_t>(out_->OpCount(rank));
     r.pg_name = pool.Str(pg);
     bool p2p = torch_op == "send" || torch_op == "recv";
-    std::string prof = "nccl:" + std::string(torch_op.empty() ? std::string_view(op->nccl_name) : torch_op);
+    std::string prof = "nccl:" + std::string(torch_op.empty() ? std::string_view(nccl_name) : torch_op);
     int64_t self = comm_rank >= 0 ? comm_rank : (nranks > rank ? rank : -1);
     if (p2p && self >= 0 && op->root >= 0)
       prof += torch_op == "send" ? " " + std::to_string(self) + "->" + std::to_string(op->root)
@@ -394,13 +529,14 @@ class NcclLogReader {
     std::string dt(NcclDtypeName(op->dtype));
     if (dt.empty() && op->dtype >= 0) dt = "nccl_dtype_" + std::to_string(op->dtype);
     r.input_dtypes = r.output_dtypes = pool.Intern(model::Dtypes{dt});
-    r.thread_id = pool.Str(op->tid);
+    r.thread_id = pool.Str(names_.Text(op->tid));
     // Enqueue lines say nothing about completion: every op is scheduled
     // until the whole job's logs show otherwise (DeriveNcclLogCompletion).
     r.state = model::OpState::kScheduled;
     out_->AddOp(rank, r);
+    made->second = r;
     if (nranks > 0 && !out_->FindPgConfig(rank, pg))
-      out_->PgConfig(rank, pg) = NewPgConfig(pg, op->comm_id.empty(), comm_rank, rank, nranks, largest);
+      out_->PgConfig(rank, pg) = NewPgConfig(pg, op->comm_id == kNoName, comm_rank, rank, nranks, largest);
   }
 
   // The config of an NCCL-log communicator `pg` of `nranks` ranks, first
@@ -436,15 +572,19 @@ class NcclLogReader {
   RecordSink* out_;
   std::vector<Proc> procs_;
   std::map<std::string, size_t> proc_index_;            // host:pid -> procs_
-  std::map<std::string, size_t> ptr_owner_;             // comm pointer -> proc (pointers are per-process addresses)
+  size_t last_proc_ = SIZE_MAX;                         // procs_ index of the latest line's process
+  Names names_;                                         // comm pointers, commIds, op names, thread ids
+  std::unordered_map<uint32_t, size_t> ptr_owner_;      // comm pointer -> proc (pointers are per-process addresses)
   std::vector<std::pair<PendingOp, int64_t>> orphans_;  // prefix-less op lines, with their offset
   std::map<int64_t, model::SharedRanks> world_lists_;   // communicator size -> its ranks 0..size-1
   std::string file_version_;                            // a prefix-less "NCCL version" line
   std::set<int64_t> versioned_;                         // ranks given a library version
   // Names of the current process's communicators without a commId: by
   // size and first use.
-  std::map<std::string, std::string> anon_name_;  // ptr -> name
-  std::map<int64_t, int> anon_count_;             // nranks -> how many so far
+  std::map<uint32_t, std::string> anon_name_;  // ptr -> name
+  std::map<int64_t, int> anon_count_;          // nranks -> how many so far
+  // The current process's records made so far, by what they were made of.
+  std::unordered_map<OpKey, model::OpRecord, OpKeyHash> made_;
 };
 
 }  // namespace

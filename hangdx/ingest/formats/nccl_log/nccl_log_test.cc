@@ -41,6 +41,28 @@ TEST(NcclLog, EnqueueLineFromNccl147) {
   EXPECT_TRUE(d[0].pg_config.at("nccl-comm:n8#0").ranks_known);
 }
 
+// The enqueue line is read without a regex; lines it does not take as they
+// start go to the regex, which reads them as before: a first occurrence cut
+// short (glued output) with a whole one after it; a root of -1 and no
+// [nranks=] (NCCL before 2.12) are read; a count past int64 is not.
+TEST(NcclLog, EnqueueLinesTheFastReaderLeavesToTheRegex) {
+  auto d = Parse(
+      "node01:1:1 [0] NCCL INFO AllReduce: opCount 3 sendbuff 0x1 recvbuff 0x2 count 8 datatype 7 op 0 root -1 "
+      "comm 0x10 stream 0x20\n"
+      "node01:1:1 [0] NCCL INFO AllReduce: opCount 4 sendbuff |Broadcast: opCount 5 sendbuff "
+      "0x1 recvbuff 0x2 count 9 datatype 7 op 0 root 0 comm 0x10 [nranks=2] stream 0x20\n"
+      "node01:1:1 [0] NCCL INFO AllReduce: opCount 6 sendbuff 0x1 recvbuff 0x2 count 99999999999999999999 datatype "
+      "7 op 0 root 0 comm 0x10 [nranks=2] stream 0x20\n",
+      0);
+  ASSERT_EQ(d.size(), 1u);
+  ASSERT_EQ(d[0].ops.size(), 2u);
+  EXPECT_EQ(d[0].ops[0].collective_seq, 3);
+  EXPECT_EQ(d[0].ops[0].op, "all_reduce");
+  EXPECT_EQ(d[0].ops[1].collective_seq, 5);
+  EXPECT_EQ(d[0].ops[1].op, "broadcast");
+  EXPECT_EQ(*d[0].ops[1].input_sizes, (model::Shapes{{9}}));
+}
+
 TEST(NcclLog, InitLineGivesRankAndCommIdHexOpCount) {
   std::string text = *ReadFile(std::string(HANGDX_SOURCE_DIR) + "/hangdx/ingest/testdata/mixed_rank2.log");
   auto d = Parse(text, -1);
