@@ -40,9 +40,10 @@ void Rehome(OpRecord* op, model::Interner* in) {
 
 // Every record of dump d's file as reading it again gives them (their
 // strings in another interner), or false with *why when the file no longer
-// holds the records d was cut from.
-bool Reread(const model::RankDump& d, std::vector<OpRecord>* ops, std::shared_ptr<model::Interner>* strings,
-            std::string* why) {
+// holds the records d was cut from. `cache` (may be null) is shared by the
+// dumps read back together: their pg_config text and lists are parsed once.
+bool Reread(const model::RankDump& d, RankListCache* cache, std::vector<OpRecord>* ops,
+            std::shared_ptr<model::Interner>* strings, std::string* why) {
   StatusOr<MappedFile> file = MappedFile::Open(d.file);
   if (!file.ok()) {
     *why = file.status().message();
@@ -50,7 +51,7 @@ bool Reread(const model::RankDump& d, std::vector<OpRecord>* ops, std::shared_pt
   }
   model::DiagnosticSink ignored;  // reported when the file was first read
   DumpBuilder out(d.file, &ignored);
-  ReadArtifact(Artifact{file->data(), d.file, d.rank, nullptr}, &out);
+  ReadArtifact(Artifact{file->data(), d.file, d.rank, cache}, &out);
   DumpBuilder::Result got = out.Finish();
   auto it = std::find_if(got.dumps.begin(), got.dumps.end(), [&](const auto& x) { return x.rank == d.rank; });
   size_t entries = d.history ? d.history->entries() : d.ops.size();
@@ -71,10 +72,10 @@ bool Reread(const model::RankDump& d, std::vector<OpRecord>* ops, std::shared_pt
 }
 
 // Inserts the records at `want` (sorted, unique) that *d does not hold.
-bool AddRecords(model::RankDump* d, const std::vector<uint32_t>& want, std::string* why) {
+bool AddRecords(model::RankDump* d, const std::vector<uint32_t>& want, RankListCache* cache, std::string* why) {
   std::vector<OpRecord> all;
   std::shared_ptr<model::Interner> strings;
-  if (!Reread(*d, &all, &strings, why)) return false;
+  if (!Reread(*d, cache, &all, &strings, why)) return false;
   std::vector<uint32_t> pos = d->op_pos;
   if (pos.empty())
     for (uint32_t i = 0; i < d->ops.size(); ++i) pos.push_back(i);
@@ -147,13 +148,14 @@ void ReadBack(model::Job* job, const std::vector<std::vector<uint32_t>>& needed,
     if (!needed[i].empty() && job->dumps[i].history) todo.push_back(i);
   if (todo.empty()) return;
   std::vector<std::string> why(todo.size());
+  RankListCache cache;  // every rank of a job repeats the same pg_config
   std::atomic<size_t> next{0};
   auto worker = [&] {
     for (size_t t; (t = next.fetch_add(1)) < todo.size();) {
       std::vector<uint32_t> want = needed[todo[t]];
       std::sort(want.begin(), want.end());
       want.erase(std::unique(want.begin(), want.end()), want.end());
-      if (!AddRecords(&job->dumps[todo[t]], want, &why[t]) && why[t].empty()) why[t] = "cannot read it";
+      if (!AddRecords(&job->dumps[todo[t]], want, &cache, &why[t]) && why[t].empty()) why[t] = "cannot read it";
     }
   };
   threads = std::max(1, std::min<int>(threads, static_cast<int>(todo.size())));
@@ -175,12 +177,12 @@ void ReadBack(model::Job* job, const std::vector<std::vector<uint32_t>>& needed,
   }
 }
 
-bool ExpandDump(model::RankDump* d, model::DiagnosticSink* diags) {
+bool ExpandDump(model::RankDump* d, model::DiagnosticSink* diags, RankListCache* cache) {
   if (!d->history) return true;
   std::vector<uint32_t> all(d->history->entries());
   for (uint32_t i = 0; i < all.size(); ++i) all[i] = i;
   std::string why;
-  if (!AddRecords(d, all, &why)) {
+  if (!AddRecords(d, all, cache, &why)) {
     diags->Add(model::Diagnostic::Severity::kError, d->file,
                "cannot read its records back to merge them with another file of rank " + std::to_string(d->rank) +
                    " (" + why + ")",

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "hangdx/ingest/artifact.h"
 #include "hangdx/model/diagnostic_sink.h"
 #include "hangdx/model/job.h"
 
@@ -55,7 +56,8 @@ void ReadBack(model::Job* job, const std::vector<std::vector<uint32_t>>& needed,
 
 // Reads every record of a cut dump back (see ReadBack) and clears its
 // history: the dump is whole again. Problems go to *diags. Returns false
-// (the dump unchanged) when the file no longer holds them.
-bool ExpandDump(model::RankDump* d, model::DiagnosticSink* diags);
+// (the dump unchanged) when the file no longer holds them. `cache`, the
+// load's (may be null), spares re-parsing the pg_config every rank repeats.
+bool ExpandDump(model::RankDump* d, model::DiagnosticSink* diags, RankListCache* cache = nullptr);
 
 }  // namespace hangdx::ingest

@@ -408,8 +408,8 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
         continue;
       }
       // Merging matches records one by one: a cut dump is made whole first.
-      ExpandDump(&it->second, &diags);
-      ExpandDump(&d, &diags);
+      ExpandDump(&it->second, &diags, &cache);
+      ExpandDump(&d, &diags, &cache);
       MergeRank(&it->second, &pickle_base[it->first], std::move(d), r.fr_pickle, &diags, &job.inputs.duplicates);
     }
   }

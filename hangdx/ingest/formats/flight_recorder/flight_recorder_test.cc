@@ -185,3 +185,81 @@ TEST(FlightRecorder, BadInputBecomesDiagnostics) {
 
 }  // namespace
 }  // namespace hangdx::ingest
+
+namespace hangdx::ingest {
+namespace {
+
+// A dump of `seq` ops whose pg_config text is `config`; `more` is put
+// before the closing brace. Its one thread name holds the text
+// '"pg_config": {}' to trip a careless scan.
+std::string DumpWith(const std::string& config, int seq, const std::string& more = "") {
+  std::string entries;
+  for (int s = 1; s <= seq; ++s)
+    entries += std::string(s > 1 ? "," : "") + R"({"record_id": )" + std::to_string(s - 1) +
+               R"(, "pg_id": 0, "process_group": ["0", "default_pg"], "collective_seq_id": )" + std::to_string(s) +
+               R"(, "p2p_seq_id": 0, "op_id": 1, "profiling_name": "nccl:all_reduce", "time_created_ns": 5,
+       "input_sizes": [[3]], "input_dtypes": ["Float"], "output_sizes": [[3]], "output_dtypes": ["Float"],
+       "state": "completed", "retired": true, "timeout_ms": 600000, "is_p2p": false,
+       "thread_name": "\"pg_config\": {}"})";
+  return R"({"entries": [)" + entries + R"(], "pg_config": )" + config +
+         R"(, "pg_status": {"0": {"last_enqueued_collective": ")" + std::to_string(seq) +
+         R"(", "last_started_collective": "-1", "last_completed_collective": ")" + std::to_string(seq) +
+         R"("}}, "version": "2.10")" + more + "}";
+}
+
+struct Parsed {
+  DumpBuilder::Result result;
+  std::vector<model::Diagnostic> diags;
+};
+
+Parsed ParseWith(const std::string& data, RankListCache* cache) {
+  model::DiagnosticSink sink;
+  DumpBuilder out("f", &sink);
+  EXPECT_TRUE(ParseFlightRecorderJson(Artifact{data, "f", 3, cache}, &out));
+  Parsed p{out.Finish(), sink.Take()};
+  return p;
+}
+
+TEST(FlightRecorder, OneJobsPgConfigIsLexedOnceAndReadTheSame) {
+  std::string list = "[0";
+  for (int r = 1; r < 100; ++r) list += ", " + std::to_string(r);
+  list += "]";  // 390 bytes: long enough to be worth caching
+  std::string config = R"({"0": {"desc": "default_pg", "name": "0", "ranks": ")" + list + R"("}})";
+  RankListCache cache;
+  Parsed first = ParseWith(DumpWith(config, 2), &cache);
+  ASSERT_NE(cache.Config(config), nullptr);  // kept for the other ranks
+  Parsed second = ParseWith(DumpWith(config, 3), &cache);
+  Parsed plain = ParseWith(DumpWith(config, 3), nullptr);
+  for (const Parsed* p : {&first, &second, &plain}) {
+    ASSERT_EQ(p->result.dumps.size(), 1u);
+    const auto& cfg = p->result.dumps[0].pg_config.at("0");
+    std::vector<int64_t> want(100);
+    for (int r = 0; r < 100; ++r) want[r] = r;
+    EXPECT_EQ(cfg.ranks, want);
+    EXPECT_EQ(cfg.desc, "default_pg");
+    EXPECT_TRUE(p->diags.empty());
+  }
+  EXPECT_EQ(second.result.dumps[0].ops.size(), 3u);
+  EXPECT_EQ(second.result.dumps[0].ops[2].thread_name, "\"pg_config\": {}");
+  EXPECT_EQ(second.result.dumps[0].pg_status.at(0).last_completed, 3);
+  // A duplicate key elsewhere is warned of as without the cache.
+  Parsed dup = ParseWith(DumpWith(config, 1, R"(, "version": "2.9")"), &cache);
+  ASSERT_EQ(dup.diags.size(), 1u);
+  EXPECT_NE(dup.diags[0].message.find("duplicate JSON key \"version\""), std::string::npos) << dup.diags[0].message;
+  // A pg_config with a duplicate key inside is never cached: each dump warns.
+  std::string twice = R"({"0": {"desc": "x", "desc": "default_pg", "name": "0", "ranks": ")" + list + R"("}})";
+  for (int i = 0; i < 2; ++i) {
+    Parsed p = ParseWith(DumpWith(twice, 1), &cache);
+    ASSERT_EQ(p.diags.size(), 1u);
+    EXPECT_NE(p.diags[0].message.find("duplicate JSON key \"desc\""), std::string::npos);
+    EXPECT_EQ(p.result.dumps[0].pg_config.at("0").desc, "default_pg");
+  }
+  EXPECT_EQ(cache.Config(twice), nullptr);
+  // Two pg_config keys: the later one is read (and warned of), cache or not.
+  Parsed two = ParseWith(DumpWith(config, 1, R"(, "pg_config": {})"), &cache);
+  EXPECT_TRUE(two.result.dumps[0].pg_config.empty());
+  EXPECT_EQ(two.diags.size(), 1u);
+}
+
+}  // namespace
+}  // namespace hangdx::ingest
