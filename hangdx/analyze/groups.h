@@ -48,10 +48,11 @@ struct Group {
   }
   // The dump of member r (nullptr: none). r must be a member.
   const model::RankDump* DumpOf(model::Rank r) const { return dump[MemberIndex(r)]; }
-  // "pg 0 (default_pg)"; a long description (a parser's note) is left out.
+  // "pg 0 (default_pg)"; a long description (a parser's note) is left out,
+  // and an empty name is "pg ''" ("members of pg  are in" read as a typo).
   std::string Label() const {
     bool show = !desc.empty() && desc != "undefined" && desc.size() <= 32;
-    return "pg " + name + (show ? " (" + desc + ")" : "");
+    return "pg " + (name.empty() ? "''" : name) + (show ? " (" + desc + ")" : "");
   }
 };
 

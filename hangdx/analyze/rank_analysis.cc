@@ -59,7 +59,7 @@ std::string RankAnalysis::NodeLabel(int n) const {
 std::string RankAnalysis::LabelOf(model::Rank r, const model::OpRecord& op) const {
   const model::RankDump* d = job.Find(r);
   int gi = d ? groups.GroupOf(*d, op.pg_name) : -1;
-  std::string pg = gi >= 0 ? groups[gi].Label() : "pg " + std::string(op.pg_name);
+  std::string pg = gi >= 0 ? groups[gi].Label() : "pg " + (op.pg_name.empty() ? "''" : std::string(op.pg_name));
   if (op.is_p2p) return pg + " " + std::string(op.profiling_name);
   return pg + " seq " + std::to_string(op.collective_seq) + " " + std::string(op.op);
 }

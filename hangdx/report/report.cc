@@ -146,8 +146,9 @@ std::string RenderText(const Diagnosis& d, size_t max_findings) {
         continue;
       }
       ++shown;
-      o += "  pg " + C(p.name) + (p.desc.empty() || p.desc.size() > 32 ? "" : " (" + C(p.desc) + ")") + ": ranks " +
-           FormatRanks(p.ranks) + (p.ranks_inferred ? " (inferred)" : "") + ", last seq " + std::to_string(p.max_seq);
+      o += "  pg " + (p.name.empty() ? "''" : C(p.name)) +
+           (p.desc.empty() || p.desc.size() > 32 ? "" : " (" + C(p.desc) + ")") + ": ranks " + FormatRanks(p.ranks) +
+           (p.ranks_inferred ? " (inferred)" : "") + ", last seq " + std::to_string(p.max_seq);
       if (p.stuck_seq >= 0) o += ", first unfinished seq " + std::to_string(p.stuck_seq) + " " + p.stuck_op;
       if (p.mismatched_seqs > 0) o += ", " + Count(p.mismatched_seqs, "seq", "seqs") + " where ranks disagree";
       o += "\n";

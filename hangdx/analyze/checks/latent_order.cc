@@ -104,7 +104,7 @@ struct RankClass {
 
 std::string Label(std::string_view name, std::string_view desc) {
   bool show = !desc.empty() && desc != "undefined" && desc.size() <= 32;
-  return "pg " + std::string(name) + (show ? " (" + std::string(desc) + ")" : "");
+  return "pg " + (name.empty() ? "''" : std::string(name)) + (show ? " (" + std::string(desc) + ")" : "");
 }
 
 // " issues " after one rank, " issue " after several.

@@ -37,6 +37,15 @@ TEST(StallCheck, EveryMemberInItAndTimedOutIsAnUndecidedError) {
   EXPECT_EQ(f.evidence.size(), 4u);
 }
 
+TEST(StallCheck, AnEmptyPgNameIsWrittenAsTwoQuotes) {
+  // Tester REPORT.md 19.9: "all 1 recorded members of pg  are in all_reduce seq 0".
+  JobBuilder b("nccl");
+  for (int r = 0; r < 2; ++r) b.Coll(r, "", 1, "all_reduce", false, {4}, "Float", true);
+  std::vector<Finding> fs = RunCheck(&StallCheck, b.Members("", {0, 1}).Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].summary.rfind("all 2 recorded members of pg '' ", 0), 0u) << fs[0].summary;
+}
+
 TEST(StallCheck, TheRankThatHasNotStartedItIsTheOneToLookAt) {
   model::Job job = AllInSeven(true);
   for (auto& d : job.dumps)

@@ -8,7 +8,10 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <string>
+#include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "hangdx/ingest/formats/flight_recorder/pickle.h"
 #include "hangdx/ingest/json_util.h"
@@ -357,6 +360,87 @@ model::OpState ParseState(std::string_view s) {
   return model::OpState::kUnknown;
 }
 
+// Collective seq numbers that no genuine dump holds: a negative one (the
+// analysis reads it as "no seq", so the op is matched with no other rank's
+// and a mismatch there vanished without a word: tester F15, every seq -100)
+// or one far out of step with its pg's other records (a dump of n entries
+// spans at most n seqs of a pg, since the ring buffer records every
+// collective in order; one renumbered 10^12 among 1-4 is matched with
+// nobody). Each kind gives one warning per file naming the first record and
+// counting the others.
+class SeqCheck {
+ public:
+  // Notes collective `op` (P2P ops and ops without a collective_seq_id are
+  // not looked at).
+  void Add(const model::OpRecord& op) {
+    if (op.is_p2p) return;
+    if (op.collective_seq < 0) {
+      if (negative_++ == 0) first_negative_ = Seen{Pg(op.pg_name), op.record_id, op.collective_seq};
+      return;
+    }
+    seen_.push_back(Seen{Pg(op.pg_name), op.record_id, op.collective_seq});
+  }
+
+  // Calls warn(message) for each kind found, in a dump of `entries` entries.
+  template <class Warn>
+  void Report(size_t entries, Warn warn) {
+    if (negative_ > 0)
+      warn(Describe(first_negative_) + " is negative (a collective's seq counts up from 0): it is matched with no " +
+           "other rank's record, so a mismatch there goes unseen" + More(negative_));
+    // Each pg's median seq: a genuine record is within `entries` of it.
+    std::vector<std::vector<int64_t>> by_pg(pgs_.size());
+    for (const Seen& s : seen_) by_pg[s.pg].push_back(s.seq);
+    std::vector<int64_t> median(pgs_.size());
+    for (size_t p = 0; p < by_pg.size(); ++p) {
+      if (by_pg[p].empty()) continue;  // only negative seqs
+      auto mid = by_pg[p].begin() + static_cast<std::ptrdiff_t>(by_pg[p].size() / 2);
+      std::nth_element(by_pg[p].begin(), mid, by_pg[p].end());
+      median[p] = *mid;
+    }
+    const auto span = static_cast<uint64_t>(entries);
+    size_t far = 0;
+    const Seen* first = nullptr;
+    for (const Seen& s : seen_) {
+      uint64_t d = s.seq > median[s.pg] ? static_cast<uint64_t>(s.seq) - static_cast<uint64_t>(median[s.pg])
+                                        : static_cast<uint64_t>(median[s.pg]) - static_cast<uint64_t>(s.seq);
+      if (d <= span) continue;
+      if (far++ == 0) first = &s;
+    }
+    if (far > 0)
+      warn(Describe(*first) + " is far from the pg's other records (around seq " + std::to_string(median[first->pg]) +
+           "; " + std::to_string(entries) +
+           " entries span at most as many seqs): it is matched with no other rank's record" + More(far));
+  }
+
+ private:
+  struct Seen {
+    uint32_t pg = 0;
+    int64_t record = -1, seq = -1;
+  };
+
+  uint32_t Pg(std::string_view name) {
+    if (!pgs_.empty() && name == pgs_[last_]) return last_;
+    auto [it, added] = index_.try_emplace(std::string(name), static_cast<uint32_t>(pgs_.size()));
+    if (added) pgs_.push_back(it->first);
+    last_ = it->second;
+    return last_;
+  }
+  std::string Describe(const Seen& s) const {
+    return "record " + std::to_string(s.record) + ": collective_seq_id " + std::to_string(s.seq) + " of pg " +
+           (pgs_[s.pg].empty() ? "''" : pgs_[s.pg]);
+  }
+  static std::string More(size_t n) {
+    return n > 1 ? "; " + std::to_string(n - 1) + (n == 2 ? " more record like it" : " more records like it") : "";
+  }
+
+  std::vector<std::string> pgs_;                     // pg names in order of appearance
+  std::unordered_map<std::string, uint32_t> index_;  // name -> its index in pgs_
+  uint32_t last_ = 0;                                // the pg of the last record (most follow one of their pg)
+  std::vector<Seen> seen_;                           // collectives with a seq >= 0
+  size_t negative_ = 0;
+  Seen first_negative_;
+};
+
 template <typename N>
 class Converter {
  public:
@@ -387,6 +471,7 @@ class Converter {
     size_t n = entries.present() ? entries.size() : 0;
     FindShared(entries, n);
     for (size_t i = 0; i < n && !budget_.exhausted(); ++i) ReadEntryOnce(entries.at(i));
+    seqs_.Report(n, [this](std::string msg) { Warn(std::move(msg)); });
     if (budget_.exhausted())
       Add(Sev::kError, "the pickle shares containers through its memo so often that reading it would visit more than " +
                            std::to_string(budget_.limit()) + " values (" + std::to_string(WorkBudget::kPerByte) +
@@ -423,6 +508,7 @@ class Converter {
     }
     model::OpRecord op;
     if (!ReadEntry(e, &op)) return;
+    if (seq_given_) seqs_.Add(op);
     if (shared != shared_.end()) shared->second = op;
     out_->AddOp(rank_, op);
     ++read_;
@@ -528,6 +614,7 @@ class Converter {
     int_field(kRecordId, "record_id", &op.record_id);
     int_field(kPgId, "pg_id", &op.pg_id);
     int_field(kCollectiveSeq, "collective_seq_id", &op.collective_seq);
+    seq_given_ = field[kCollectiveSeq].present() && !field[kCollectiveSeq].null();
     int_field(kP2pSeq, "p2p_seq_id", &op.p2p_seq);
     int_field(kOpId, "op_id", &op.op_id);
     int_field(kTimeCreated, "time_created_ns", &op.time_created_ns);
@@ -596,6 +683,8 @@ class Converter {
   // Entries that appear more than once (FindShared), with their op once read.
   std::unordered_map<const void*, std::optional<model::OpRecord>> shared_;
   std::unordered_map<const void*, uint32_t> frame_ids_;
+  SeqCheck seqs_;
+  bool seq_given_ = false;  // the last entry read had a collective_seq_id
   model::Shapes shapes_;
   model::Dtypes dtypes_;
   model::Stack stack_;

@@ -183,6 +183,34 @@ TEST(FlightRecorder, BadInputBecomesDiagnostics) {
   }
 }
 
+TEST(FlightRecorder, NegativeOrFarOutOfStepSeqsAreNamed) {
+  // Tester F15: seqs shifted to -100.. made a mismatch vanish in silence.
+  // Six entries of pg 0: records 0-1 at seqs -97, -96 (negative), record 3
+  // at 10^12 among 3 and 4 (the median of 3, 4, 10^12 is 4; 6 entries span
+  // at most 6 seqs), record 5 a send with seq -1 (P2P: not looked at).
+  auto entry = [](int record, const std::string& seq, const std::string& op = "all_reduce") {
+    return R"({"record_id": )" + std::to_string(record) + R"(, "process_group": ["0", "default_pg"], )" +
+           R"("collective_seq_id": )" + seq + R"(, "profiling_name": "nccl:)" + op + R"(", "state": "scheduled"})";
+  };
+  std::string json = R"({"version": "2.10", "entries": [)" + entry(0, "-97") + ", " + entry(1, "-96") + ", " +
+                     entry(2, "3") + ", " + entry(3, "1000000000000") + ", " + entry(4, "4") + ", " +
+                     entry(5, "-1", "send 0->1") + "]}";
+  model::RankDump d;
+  std::vector<model::Diagnostic> diags;
+  ASSERT_TRUE(Parse(ParseFlightRecorderJson, json, "x.json", &d, &diags));
+  EXPECT_EQ(d.ops.size(), 6u);  // every entry is kept
+  std::vector<std::string> got;
+  for (const auto& g : diags) {
+    EXPECT_EQ(g.file, "x.json");
+    got.push_back(g.message);
+  }
+  EXPECT_EQ(got, (std::vector<std::string>{
+                     "record 0: collective_seq_id -97 of pg 0 is negative (a collective's seq counts up from 0): it is "
+                     "matched with no other rank's record, so a mismatch there goes unseen; 1 more record like it",
+                     "record 3: collective_seq_id 1000000000000 of pg 0 is far from the pg's other records (around "
+                     "seq 4; 6 entries span at most as many seqs): it is matched with no other rank's record"}));
+}
+
 }  // namespace
 }  // namespace hangdx::ingest
 
