@@ -375,9 +375,15 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
                   r.unreadable_rank);
     diags.Merge(std::move(r.diags));
     switch (r.outcome) {
-      case ArtifactResult::Outcome::kUsed:
-        ++job.inputs.used;
+      case ArtifactResult::Outcome::kUsed: {
+        // Used only if some record of it reaches the analysis: a dump whose
+        // rank nothing tells is dropped below, and a log naming nothing of a
+        // known rank gives none ("1 used" then "No usable input" before).
+        bool placed = !r.device.empty();
+        for (const auto& d : r.dumps) placed = placed || d.rank >= 0;
+        ++(placed ? job.inputs.used : job.inputs.unplaced);
         break;
+      }
       case ArtifactResult::Outcome::kSkipped:
         ++job.inputs.skipped;
         break;

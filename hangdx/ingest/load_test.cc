@@ -1,6 +1,10 @@
 #include "hangdx/ingest/load.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
 
 namespace hangdx::ingest {
 namespace {
@@ -67,6 +71,24 @@ TEST(LoadJob, RankOverride) {
   ASSERT_TRUE(job.ok());
   ASSERT_EQ(job->dumps.size(), 1u);
   EXPECT_EQ(job->dumps[0].rank, 7);
+}
+
+TEST(LoadJob, AFileWithNothingPlacedIsNotUsed) {
+  // Tester REPORT.md 19.2: a dump whose rank nothing tells counted as used.
+  // Two copies of gloo_rank1.json: one named for rank 1, one named "dump.json".
+  std::string src = std::string(HANGDX_SOURCE_DIR) + "/hangdx/ingest/formats/flight_recorder/testdata/gloo_rank1.json";
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("hangdx_unplaced_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(src, dir / "fr_trace_rank_1.json", std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(src, dir / "dump.json", std::filesystem::copy_options::overwrite_existing);
+  auto job = LoadJob({dir.string()}, {});
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->inputs.files, 2u);
+  EXPECT_EQ(job->inputs.used, 1u);
+  EXPECT_EQ(job->inputs.unplaced, 1u);
+  ASSERT_EQ(job->dumps.size(), 1u);
+  EXPECT_EQ(job->dumps[0].rank, 1);
 }
 
 }  // namespace

@@ -392,7 +392,9 @@ struct Job {
   std::map<Rank, std::string> unreadable;
   // What happened to the input files.
   struct InputStats {
-    size_t files = 0, used = 0, skipped = 0, unreadable = 0, duplicates = 0;
+    // `unplaced`: read, but nothing in it reached the analysis (no dump of
+    // a known rank, no device snapshot); not counted as `used`.
+    size_t files = 0, used = 0, skipped = 0, unreadable = 0, duplicates = 0, unplaced = 0;
   } inputs;
   // Device-level snapshots and schedules (docs/snapshot-format.md), one per file.
   std::vector<DeviceJob> device;

@@ -85,8 +85,9 @@ std::string RenderText(const Diagnosis& d, size_t max_findings) {
          " used";
     if (in.skipped) o += ", " + std::to_string(in.skipped) + " skipped (not a format hangdx reads)";
     if (in.unreadable) o += ", " + std::to_string(in.unreadable) + " unreadable";
+    if (in.unplaced) o += ", " + std::to_string(in.unplaced) + " with nothing usable";
     if (in.duplicates) o += ", " + Count(in.duplicates, "duplicate dump", "duplicate dumps") + " of a rank";
-    if (in.skipped || in.unreadable || in.duplicates) o += " (see the end)";
+    if (in.skipped || in.unreadable || in.unplaced || in.duplicates) o += " (see the end)";
     o += "\n";
   }
   size_t shown = 0;
@@ -346,11 +347,9 @@ nlohmann::ordered_json ToJson(const Diagnosis& d) {
   J unreadable = J::array();
   for (const auto& [r, file] : d.unreadable) unreadable.push_back({{"rank", r}, {"file", file}});
   j["unreadable_dumps"] = unreadable;
-  j["inputs"] = {{"files", d.inputs.files},
-                 {"used", d.inputs.used},
-                 {"skipped", d.inputs.skipped},
-                 {"unreadable", d.inputs.unreadable},
-                 {"duplicates", d.inputs.duplicates}};
+  j["inputs"] = {{"files", d.inputs.files},           {"used", d.inputs.used},
+                 {"skipped", d.inputs.skipped},       {"unreadable", d.inputs.unreadable},
+                 {"duplicates", d.inputs.duplicates}, {"unplaced", d.inputs.unplaced}};
   J findings = J::array();
   for (const auto& f : d.findings) findings.push_back(FindingToJson(f));
   j["findings"] = findings;
