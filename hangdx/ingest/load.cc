@@ -123,6 +123,8 @@ std::vector<int64_t> InferRanks(const std::vector<std::string>& files) {
 
 namespace {
 
+constexpr size_t kMaxJobWideEvents = 100000;  // a hostile report cannot grow the list without bound
+
 // What reading one file gave: its records, or why there are none.
 struct FileResult {
   std::string path;
@@ -303,6 +305,26 @@ void MergeRank(model::RankDump* have, bool* have_pickle, model::RankDump d, bool
   MergeRankOps(have, d, diags);
 }
 
+// A record set of no known rank (a file no name, prefix or --rank places)
+// may hold a job-wide report: lines that name global ranks as culprits or
+// as ready (the Flight Recorder analyzer's "missing ranks: {3, 4}"): those
+// are true whoever printed them, so they join Job::job_events. True when
+// `d` held nothing else (its file then needs no --rank).
+bool TakeJobWideEvents(model::RankDump* d, std::vector<model::LogEvent>* job_events) {
+  if (d->from_flight_recorder) return false;
+  bool other = !d->ops.empty() || !d->stacks.empty() || d->wait || !d->device_tasks.empty();
+  size_t taken = 0;
+  for (auto& e : d->events) {
+    if (e.ranks_pg_local || (e.ranks.empty() && e.ready_ranks.empty())) {
+      other = true;
+      continue;
+    }
+    if (job_events->size() < kMaxJobWideEvents) job_events->push_back(std::move(e));
+    ++taken;
+  }
+  return taken > 0 && !other;
+}
+
 }  // namespace
 
 StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOptions& opt) {
@@ -396,6 +418,7 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
     for (auto& dj : r.device) job.device.push_back(std::move(dj));
     job.file_reads.push_back(std::move(r.read));
     for (auto& d : r.dumps) {
+      if (d.rank < 0 && TakeJobWideEvents(&d, &job.job_events)) continue;
       if (d.rank < 0) {
         if (d.from_flight_recorder)
           diags.Add(

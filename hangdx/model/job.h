@@ -400,6 +400,11 @@ struct Job {
   std::vector<DeviceJob> device;
   // Per input file, what ingest recognised in it (the order of `files`).
   std::vector<FileRead> file_reads;
+  // Claims of job-wide reports that no rank can be said to have printed (the
+  // Flight Recorder analyzer's text report, a coordinator's report with no
+  // rank prefix): events naming global ranks (`ranks`, `ready_ranks`), in
+  // file order. The checks that read producers' verdicts read them too.
+  std::vector<LogEvent> job_events;
 
   const RankDump* Find(Rank r) const;
   // True when an input file of rank `r` (by its name, --rank or its

@@ -123,8 +123,9 @@ StatusOr<std::string> ExplainMessages(const std::vector<std::string>& paths, con
 
 int ExitCode(const analyze::Diagnosis& d) {
   if (d.verdict.rfind("No usable input", 0) == 0) return 2;
-  // Without any rank, only messages that claim no hang make an answer.
-  if (d.ranks.empty() && d.verdict.rfind("No hang found", 0) != 0) return 2;
+  // Without any rank's records, only a job-wide report's finding or messages
+  // that claim no hang make an answer.
+  if (d.ranks.empty() && d.findings.empty() && d.verdict.rfind("No hang found", 0) != 0) return 2;
   return d.hang ? 1 : 0;
 }
 

@@ -42,9 +42,9 @@ Finding UnnamedPeer(const std::vector<Rank>& losers, const std::vector<Rank>& qu
   f.roles.push_back({"lost the connection", losers});
   f.roles.push_back({"log shows no error", quiet});
   f.summary = RankWords(losers) + " lost " + Verb(losers, "its", "their") + " connection to a peer" +
-              (addr.empty() ? "" : " (" + addr + ")") + ", and the logs do not say which rank it was: " +
-              RankWords(quiet) + " left a log without an error (" + Verb(quiet, "it", "they") +
-              " may have exited, been killed or still run)";
+              (addr.empty() ? "" : " (" + addr + ")") +
+              ", and the logs do not say which rank it was: " + RankWords(quiet) + " left a log without an error (" +
+              Verb(quiet, "it", "they") + " may have exited, been killed or still run)";
   f.would_decide =
       "the Flight Recorder dump or stack of every rank (where each one waits), or the launcher's exit codes: the peer "
       "at that address is the rank whose process ended";
@@ -101,8 +101,7 @@ void LostPeerCheck(const RankAnalysis& a, FindingSink* sink) {
               (named     ? " went away"
                : stopped ? " stopped logging without an error"
                          : " left no log at all") +
-              ": " +
-              Verb(culprits, "it", "they") + " most likely died (crash, kill, exit)";
+              ": " + Verb(culprits, "it", "they") + " most likely died (crash, kill, exit)";
   f.details.push_back(
       "a connection closed or reset by the peer means the peer's process ended; the ranks that "
       "report it are its victims");

@@ -35,6 +35,8 @@ std::map<Key, std::vector<Report>> CulpritReports(const model::Job& job) {
   for (const auto& d : job.dumps)
     for (const auto& e : d.events)
       if (NamesRanks(e)) out[{e.pg, e.seq}].push_back({d.rank, &e});
+  for (const auto& e : job.job_events)  // a job-wide report: no reporting rank
+    if (NamesRanks(e)) out[{e.pg, e.seq}].push_back({-1, &e});
   return out;
 }
 
@@ -99,6 +101,8 @@ std::set<Rank> ReadyAt(const model::Job& job, const Key& key) {
   for (const auto& d : job.dumps)
     for (const auto& e : d.events)
       if (e.seq == key.second && e.pg == key.first) out.insert(e.ready_ranks.begin(), e.ready_ranks.end());
+  for (const auto& e : job.job_events)
+    if (e.seq == key.second && e.pg == key.first) out.insert(e.ready_ranks.begin(), e.ready_ranks.end());
   return out;
 }
 

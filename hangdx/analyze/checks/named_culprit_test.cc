@@ -53,6 +53,24 @@ TEST(NamedCulpritCheck, ADesyncReportsLaggingRankIsMissing) {
   EXPECT_EQ(f.details[0], "the report was printed after a wait of 600 s");
 }
 
+TEST(NamedCulpritCheck, AJobWideReportCountsWithoutAReportingRank) {
+  // pytorch#140969: fr_trace's "missing ranks: {3, 4, 5, 6, 7}" of a world
+  // of 8, in a file no rank printed (Job::job_events, no dump at all).
+  LogEvent e = Report({3, 4, 5, 6, 7}, {}, 1);
+  e.file = "fr_trace.txt";
+  e.pg = "0";
+  e.seq = 31117;
+  model::Job job = JobBuilder().World(8).Build();
+  job.job_events.push_back(e);
+  std::vector<Finding> fs = RunCheck(&NamedCulpritCheck, job);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kMissingRank);
+  EXPECT_EQ(fs[0].culprit_ranks, (Ranks{3, 4, 5, 6, 7}));
+  ASSERT_EQ(fs[0].evidence.size(), 1u);
+  EXPECT_EQ(fs[0].evidence[0].file, "fr_trace.txt");
+  EXPECT_EQ(fs[0].evidence[0].rank, -1);
+}
+
 TEST(NamedCulpritCheck, AStallLineListingTheReadyRanksBlamesTheOthers) {
   // Horovod's early stall line names only the ranks that submitted: 0, 1, 3 of 4.
   JobBuilder b;

@@ -73,6 +73,7 @@ struct Reports {
   std::string pg, op, first;
   bool sizes_only = true;
   bool raised_only = true;  // every message is RaisedBeforeTheOp's
+  bool job_wide = false;    // some message is a job-wide report's (Job::job_events)
 };
 
 Reports Gather(const RankAnalysis& a) {
@@ -96,6 +97,20 @@ Reports Gather(const RankAnalysis& a) {
     rep.reporters.push_back(d.rank);
     if (a.Crashed(d.rank)) rep.aborted.push_back(d.rank);
   }
+  // A job-wide report (the Flight Recorder analyzer's "Collective ... has
+  // errors") has no reporting rank: only the ranks it names count.
+  for (const auto& e : a.job.job_events) {
+    if (e.kind != LogEvent::Kind::kMismatch || e.ranks_pg_local) continue;
+    rep.named.insert(e.ranks.begin(), e.ranks.end());
+    rep.sizes_only = rep.sizes_only && AboutSizes(e);
+    rep.raised_only = false;
+    if (rep.pg.empty()) rep.pg = e.pg;
+    if (rep.op.empty()) rep.op = e.op;
+    if (rep.first.empty()) rep.first = Quote(e.message);
+    if (rep.lines.size() < kEvidencePerSide)
+      rep.lines.push_back({e.file, -1, -1, "line " + std::to_string(e.line) + ": " + e.message.substr(0, 300)});
+    rep.job_wide = true;
+  }
   for (Rank r : rep.reporters) rep.named.erase(r);
   return rep;
 }
@@ -106,7 +121,7 @@ void ReportedMismatchCheck(const RankAnalysis& a, FindingSink* sink) {
   for (const auto& in : a.instances.list)
     if (in.mismatch) return;  // the records show both sides: collective_mismatch reports it
   Reports rep = Gather(a);
-  if (rep.reporters.empty()) return;
+  if (rep.reporters.empty() && !rep.job_wide) return;
   Finding f;
   f.kind = rep.sizes_only ? Kind::kSizeMismatch : Kind::kCollectiveMismatch;
   f.severity = Severity::kError;
@@ -114,14 +129,14 @@ void ReportedMismatchCheck(const RankAnalysis& a, FindingSink* sink) {
   f.pg_name = rep.pg;
   f.op = rep.op;
   f.culprit_ranks.assign(rep.named.begin(), rep.named.end());
-  f.roles.push_back({"reported the mismatch", rep.reporters});
+  if (!rep.reporters.empty()) f.roles.push_back({"reported the mismatch", rep.reporters});
   if (!rep.aborted.empty()) f.roles.push_back({"aborted on it", rep.aborted});
   std::string what = rep.sizes_only ? "the ranks of a collective disagree on its sizes or dtypes"
                                     : "the ranks of a process group call different collectives";
-  f.summary = RankWords(rep.reporters) + " " + Verb(rep.reporters, "reports", "report") + " that " + what +
-              (rep.pg.empty() ? "" : " (pg " + rep.pg + ")") + ": \"" + rep.first + "\"";
-  if (!rep.aborted.empty())
-    f.summary += "; " + RankWords(rep.aborted) + " aborted on it";
+  f.summary = (rep.reporters.empty() ? std::string("a job-wide report says")
+                                     : RankWords(rep.reporters) + " " + Verb(rep.reporters, "reports", "report")) +
+              " that " + what + (rep.pg.empty() ? "" : " (pg " + rep.pg + ")") + ": \"" + rep.first + "\"";
+  if (!rep.aborted.empty()) f.summary += "; " + RankWords(rep.aborted) + " aborted on it";
   if (f.culprit_ranks.empty() && !rep.sides.empty()) {
     // Two sides compared, no majority: either may be the one that differs.
     std::set<Rank> both(rep.sides);

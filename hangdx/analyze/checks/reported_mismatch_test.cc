@@ -30,7 +30,8 @@ JobBuilder GlooSizeMismatch() {
   JobBuilder b;
   b.Event(2, LogEvent::Kind::kCrash, "terminate called after throwing an instance of 'gloo::EnforceNotMet'")
       .Event(2, Reported("torch.gloo.enforce_size_mismatch_v2",
-                         "what():  [enforce fail at /w/third_party/gloo/gloo/transport/tcp/pair.cc:456] op.preamble.length <= op.nbytes. 12 vs 8. Received data "
+                         "what():  [enforce fail at /w/third_party/gloo/gloo/transport/tcp/pair.cc:456] "
+                         "op.preamble.length <= op.nbytes. 12 vs 8. Received data "
                          "size doesn't match expected size."))
       .FromLog(2);
   for (int r : {0, 1, 3}) b.Event(r, LogEvent::Kind::kPeerLost, "Connection closed by peer").FromLog(r);
@@ -104,6 +105,20 @@ TEST(ReportedMismatchCheck, AFingerprintCheckRaisesItIsNoHang) {
   EXPECT_EQ(fs[0].roles[0].ranks, (Ranks{0, 1}));
   EXPECT_EQ(fs[0].summary.rfind("ranks 0-1 report that the ranks of a process group call different collectives", 0),
             0u);
+}
+
+TEST(ReportedMismatchCheck, AJobWideReportNamesItsRanksWithoutAReporter) {
+  // fr_trace's "Collective sequence number: 1487 has errors" naming rank 1.
+  model::Job job = JobBuilder().World(2).Build();
+  job.job_events.push_back(
+      Reported("torch.fr.collective_has_errors", "Collective sequence number: 1487 has errors", {1}));
+  std::vector<Finding> fs = RunCheck(&ReportedMismatchCheck, job);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].culprit_ranks, Ranks{1});
+  EXPECT_TRUE(fs[0].roles.empty());
+  EXPECT_EQ(
+      fs[0].summary.rfind("a job-wide report says that the ranks of a process group call different collectives", 0),
+      0u);
 }
 
 TEST(ReportedMismatchCheck, RecordsThatShowTheMismatchLeaveItToCollectiveMismatch) {
