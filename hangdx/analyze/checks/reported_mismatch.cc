@@ -76,41 +76,40 @@ struct Reports {
   bool job_wide = false;    // some message is a job-wide report's (Job::job_events)
 };
 
+// Adds mismatch event `e`, printed by `reporter` (-1: a job-wide report), to
+// *rep; the reporter is never among the ranks it names.
+void Note(const LogEvent& e, Rank reporter, Reports* rep) {
+  if (!e.ranks_pg_local) rep->named.insert(e.ranks.begin(), e.ranks.end());
+  if (e.peer >= 0 && e.peer != reporter) rep->sides.insert(e.peer);
+  rep->sizes_only = rep->sizes_only && AboutSizes(e);
+  rep->raised_only = rep->raised_only && reporter >= 0 && RaisedBeforeTheOp(e);
+  if (rep->pg.empty()) rep->pg = e.pg;
+  if (rep->op.empty()) rep->op = e.op;
+  if (rep->first.empty()) rep->first = Quote(e.message);
+  if (rep->lines.size() < kEvidencePerSide)
+    rep->lines.push_back({e.file, reporter, -1, "line " + std::to_string(e.line) + ": " + e.message.substr(0, 300)});
+}
+
 Reports Gather(const RankAnalysis& a) {
   Reports rep;
   for (const auto& d : a.job.dumps) {
     bool reported = false;
-    for (const auto& e : d.events) {
-      if (e.kind != LogEvent::Kind::kMismatch) continue;
-      reported = true;
-      if (!e.ranks_pg_local) rep.named.insert(e.ranks.begin(), e.ranks.end());
-      if (e.peer >= 0 && e.peer != d.rank) rep.sides.insert(e.peer);
-      rep.sizes_only = rep.sizes_only && AboutSizes(e);
-      rep.raised_only = rep.raised_only && RaisedBeforeTheOp(e);
-      if (rep.pg.empty()) rep.pg = e.pg;
-      if (rep.op.empty()) rep.op = e.op;
-      if (rep.first.empty()) rep.first = Quote(e.message);
-      if (rep.lines.size() < kEvidencePerSide)
-        rep.lines.push_back({e.file, d.rank, -1, "line " + std::to_string(e.line) + ": " + e.message.substr(0, 300)});
-    }
+    for (const auto& e : d.events)
+      if (e.kind == LogEvent::Kind::kMismatch) {
+        reported = true;
+        Note(e, d.rank, &rep);
+      }
     if (!reported || d.rank < 0) continue;
     rep.reporters.push_back(d.rank);
     if (a.Crashed(d.rank)) rep.aborted.push_back(d.rank);
   }
   // A job-wide report (the Flight Recorder analyzer's "Collective ... has
   // errors") has no reporting rank: only the ranks it names count.
-  for (const auto& e : a.job.job_events) {
-    if (e.kind != LogEvent::Kind::kMismatch || e.ranks_pg_local) continue;
-    rep.named.insert(e.ranks.begin(), e.ranks.end());
-    rep.sizes_only = rep.sizes_only && AboutSizes(e);
-    rep.raised_only = false;
-    if (rep.pg.empty()) rep.pg = e.pg;
-    if (rep.op.empty()) rep.op = e.op;
-    if (rep.first.empty()) rep.first = Quote(e.message);
-    if (rep.lines.size() < kEvidencePerSide)
-      rep.lines.push_back({e.file, -1, -1, "line " + std::to_string(e.line) + ": " + e.message.substr(0, 300)});
-    rep.job_wide = true;
-  }
+  for (const auto& e : a.job.job_events)
+    if (e.kind == LogEvent::Kind::kMismatch && !e.ranks_pg_local) {
+      Note(e, -1, &rep);
+      rep.job_wide = true;
+    }
   for (Rank r : rep.reporters) rep.named.erase(r);
   return rep;
 }
@@ -158,7 +157,7 @@ void ReportedMismatchCheck(const RankAnalysis& a, FindingSink* sink) {
         "the Flight Recorder dumps (or TORCH_DISTRIBUTED_DEBUG=DETAIL logs) of the pg's ranks at that collective: "
         "the rank whose op, sizes or dtypes differ from the others'";
   }
-  if (rep.sides.empty())
+  if (rep.sides.empty() && !rep.reporters.empty())
     f.details.push_back(
         "the rank that reports a mismatch is the one that noticed it (a receiver given more bytes than it posted): "
         "it is a victim, not the rank that differs");
