@@ -37,6 +37,30 @@ TEST(InferRanks, ANumberLabelledRankBeatsPosition) {
   EXPECT_EQ(InferRanks({"d/ranked_7"}), (std::vector<int64_t>{7}));
 }
 
+TEST(LoadJob, RanksOutOfRangeAreDroppedWithAWarning) {
+  // The tester's hugerank.log: c10d watchdog timeouts of [Rank 0] and of
+  // [Rank 99999999999] (past model::kMaxRank): only rank 0 is kept.
+  std::string dir = ::testing::TempDir() + "/hangdx_rank_range";
+  std::filesystem::create_directories(dir);
+  std::string path = dir + "/job.log";
+  std::string line =
+      "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=304640, "
+      "NumelOut=304640, Timeout(ms)=1800000) ran for 1800035 milliseconds before timing out.\n";
+  FILE* f = fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  fputs(("[E ProcessGroupNCCL.cpp:457] [Rank 0" + line + "[E ProcessGroupNCCL.cpp:457] [Rank 99999999999" + line).c_str(),
+        f);
+  fclose(f);
+  auto job = LoadJob({path}, LoadOptions{});
+  ASSERT_TRUE(job.ok());
+  ASSERT_EQ(job->dumps.size(), 1u);
+  EXPECT_EQ(job->dumps[0].rank, 0);
+  int warned = 0;
+  for (const auto& d : job->diagnostics)
+    if (d.message.find("rank 99999999999 is out of range (0 to 16777215)") != std::string::npos) ++warned;
+  EXPECT_EQ(warned, 1);
+}
+
 TEST(LoadJob, RealDumpsAndJunkInOneFolder) {
   std::string dir = std::string(HANGDX_SOURCE_DIR) + "/hangdx/ingest/formats/flight_recorder/testdata";
   LoadOptions opt;

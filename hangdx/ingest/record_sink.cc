@@ -9,6 +9,23 @@ void DumpBuilder::Diag(model::Diagnostic::Severity severity, std::string message
 }
 
 model::RankDump& DumpBuilder::Dump(model::Rank rank) {
+  if (rank < -1 || rank >= model::kMaxRank) {
+    // A garbled or hostile "[Rank 99999999999]": no job has that rank, and
+    // the analysis allocates per rank up to the highest. Its records go to
+    // a dump that is never returned; the containers callers can only append
+    // to are emptied each time, so it stays as small as one record.
+    if (!out_of_range_warned_)
+      Diag(model::Diagnostic::Severity::kWarning,
+           "rank " + std::to_string(rank) + " is out of range (0 to " + std::to_string(model::kMaxRank - 1) +
+               "): what this file says of it (and of any other rank out of range) is dropped");
+    out_of_range_warned_ = true;
+    discard_.ops.clear();
+    discard_.events.clear();
+    discard_.stacks.clear();
+    discard_.frames.clear();
+    discard_.device_tasks.clear();
+    return discard_;
+  }
   auto [it, fresh] = dumps_.try_emplace(rank);
   if (fresh) {
     it->second.rank = rank;

@@ -172,6 +172,8 @@ class DumpBuilder final : public RecordSink {
   std::vector<model::DeviceJob> device_;
   model::Rank unreadable_rank_ = -1;
   model::FileRead read_;
+  model::RankDump discard_;  // the records of ranks out of range (Dump)
+  bool out_of_range_warned_ = false;
 };
 
 }  // namespace hangdx::ingest
