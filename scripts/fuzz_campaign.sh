@@ -24,9 +24,12 @@ if [ ! -x "$BUILD/fuzz/format_fuzzer" ] || [ ! -x "$BUILD/fuzz/catalogue_fuzzer"
     -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null || exit 2
   nice -n 19 cmake --build "$BUILD" -j1 --target format_fuzzer device_json_fuzzer catalogue_fuzzer || exit 2
 fi
-seeds() {  # $1: folder; $2: device or formats
+seeds() {  # $1: folder; $2: device, catalogue or formats (as scripts/fuzz.sh seeds them)
   mkdir -p "$1"
-  if [ "$2" = device ]; then
+  if [ "$2" = catalogue ]; then
+    cp hangdx/ingest/messages/data/*.msgs "$1/"
+    find testdata/public -type f -name '*.log' -size -64k -exec cp --backup=numbered {} "$1/" \; 2>/dev/null
+  elif [ "$2" = device ]; then
     find examples testdata/device -type f -name '*.json' -size -64k -exec cp --backup=numbered {} "$1/" \; 2>/dev/null
   else
     find testdata hangdx/ingest/formats examples -type f -size -64k \( -name 'fr_trace_rank_*' -o -name '*.pickle' \
@@ -42,7 +45,10 @@ for target in $targets; do
   format=${target##*:}
   name=$bin${format:+-$format}
   corpus=$out/corpus-$name
-  [ -d "$corpus" ] || seeds "$corpus" "$([ "$bin" = device_json_fuzzer ] && echo device || echo formats)"
+  kind=formats
+  [ "$bin" = device_json_fuzzer ] && kind=device
+  [ "$bin" = catalogue_fuzzer ] && kind=catalogue
+  [ -d "$corpus" ] || seeds "$corpus" "$kind"
   start=$(date +%s)
   rc=0
   HANGDX_FUZZ_FORMAT=${format#all} nice -n 19 taskset -c 0 "$BUILD/fuzz/$bin" -runs="$RUNS" -max_total_time="$SECS" \

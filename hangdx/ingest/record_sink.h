@@ -114,7 +114,10 @@ class RecordSink {
 };
 
 // The RecordSink the loader uses today: builds one model::RankDump per rank
-// (file = the file read) and keeps the device jobs.
+// (file = the file read) and keeps the device jobs. Records of a rank out
+// of range (below -1, or model::kMaxRank and up: a garbled "[Rank N]") are
+// dropped, with one warning per file, so that no parser can make the
+// analysis allocate per rank up to a number no job has.
 class DumpBuilder final : public RecordSink {
  public:
   // What one file yielded.

@@ -33,13 +33,11 @@ bool AnInstanceExplainsIt(const RankAnalysis& a) {
 // Neither a peer named nor a rank without a log: the ranks that left a log
 // with nothing in it about the failure may have exited, been killed or still
 // run. Which of them the lost peer was the logs cannot tell.
-Finding UnnamedPeer(const std::vector<Rank>& losers, const std::vector<Rank>& quiet, const std::string& addr) {
-  Finding f;
+void DescribeUnnamedPeer(const std::vector<Rank>& losers, const std::vector<Rank>& quiet, const std::string& addr,
+                         Finding* out) {
+  Finding& f = *out;
   f.kind = Kind::kUndecided;
-  f.severity = Severity::kError;
-  f.hang = true;
   f.candidates = quiet;
-  f.roles.push_back({"lost the connection", losers});
   f.roles.push_back({"log shows no error", quiet});
   f.summary = RankWords(losers) + " lost " + Verb(losers, "its", "their") + " connection to a peer" +
               (addr.empty() ? "" : " (" + addr + ")") +
@@ -48,7 +46,6 @@ Finding UnnamedPeer(const std::vector<Rank>& losers, const std::vector<Rank>& qu
   f.would_decide =
       "the Flight Recorder dump or stack of every rank (where each one waits), or the launcher's exit codes: the peer "
       "at that address is the rank whose process ended";
-  return f;
 }
 
 }  // namespace
@@ -83,18 +80,18 @@ void LostPeerCheck(const RankAnalysis& a, FindingSink* sink) {
   // it is the only one that can have gone away.
   bool stopped = culprits.empty() && quiet.size() == 1;
   if (stopped) culprits = quiet;
+  Finding f;
+  f.severity = Severity::kError;
+  f.hang = true;
+  f.roles.push_back({"lost the connection", losers});
+  f.evidence = std::move(lines);
   if (culprits.empty()) {
-    Finding f = UnnamedPeer(losers, quiet, addr);
-    f.evidence = std::move(lines);
+    DescribeUnnamedPeer(losers, quiet, addr, &f);
     sink->Add(std::move(f));
     return;
   }
-  Finding f;
   f.kind = Kind::kCrashedRank;
-  f.severity = Severity::kError;
-  f.hang = true;
   f.culprit_ranks = culprits;
-  f.roles.push_back({"lost the connection", losers});
   f.roles.push_back({named ? "the peer they lost" : stopped ? "stopped logging" : "no log", culprits});
   f.summary = RankWords(losers) + " lost " + Verb(losers, "its", "their") + " connection to a peer while " +
               RankWords(culprits) +
@@ -105,7 +102,6 @@ void LostPeerCheck(const RankAnalysis& a, FindingSink* sink) {
   f.details.push_back(
       "a connection closed or reset by the peer means the peer's process ended; the ranks that "
       "report it are its victims");
-  f.evidence = std::move(lines);
   f.fix_hint =
       "find why the peer's process ended (its stderr, the launcher's exit codes, dmesg for the OOM killer); "
       "the other ranks' errors are its consequence";

@@ -31,26 +31,25 @@ std::string DeviceOnlyVerdict(const model::Job& job) {
 // crash, mismatch or repeated stall that names no rank cannot be placed: no
 // usable input, naming the message.
 std::string RanklessVerdict(const model::Job& job) {
-  const model::RecognisedMessage* lead = nullptr;  // the first that decides the verdict
-  const std::string* lead_file = nullptr;
-  bool claim = false, stall = false;
+  // The first message of each kind, with its file.
+  std::pair<const model::RecognisedMessage*, const std::string*> first{}, stall{}, claim{};
   for (const auto& read : job.file_reads)
     for (const auto& m : read.messages) {
       bool harmless = m.event == "info" || m.event == "config" || m.event == "progress" || m.event == "init";
       bool lone_stall = m.event == "stall" && m.count == 1;
-      stall = stall || lone_stall;
-      if ((!harmless && !lone_stall && !claim) || !lead) {
-        claim = claim || (!harmless && !lone_stall);
-        lead = &m;
-        lead_file = &read.file;
-      }
+      auto& slot = lone_stall ? stall : harmless ? first : claim;
+      if (!slot.first) slot = {&m, &read.file};
+      if (!first.first) first = {&m, &read.file};
     }
-  if (!lead) return "No usable input: no dump, log, stack dump or snapshot that names a rank could be read.";
-  std::string what = *lead_file + " holds " + lead->message_id + " (" + lead->event + ")";
-  if (!claim && stall)
-    return "No hang found: " + what + ", a lone stall warning that names no rank; by itself it is not a hang.";
-  return "No usable input: " + what + ", but names no rank hangdx can place it on" +
-         (claim ? ": pass --rank " + *lead_file + "=RANK if the file is one rank's." : ", and claims no hang.");
+  auto what = [](const auto& p) { return *p.second + " holds " + p.first->message_id + " (" + p.first->event + ")"; };
+  if (claim.first)
+    return "No usable input: " + what(claim) + ", but names no rank hangdx can place it on: pass --rank " +
+           *claim.second + "=RANK if the file is one rank's.";
+  if (stall.first)
+    return "No hang found: " + what(stall) + ", a lone stall warning that names no rank; by itself it is not a hang.";
+  if (first.first)
+    return "No usable input: " + what(first) + ", but names no rank hangdx can place it on, and claims no hang.";
+  return "No usable input: no dump, log, stack dump or snapshot that names a rank could be read.";
 }
 
 std::string NoFindingVerdict(const RankAnalysis& a) {

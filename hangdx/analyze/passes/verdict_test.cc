@@ -65,6 +65,10 @@ TEST(VerdictPass, ALoneRanklessStallWarningIsNoHang) {
   EXPECT_EQ(VerdictOf(Rankless("vllm.shm.no_block_v3", "stall", 4), {}),
             "No usable input: job.log holds vllm.shm.no_block_v3 (stall), but names no rank hangdx can place it on: "
             "pass --rank job.log=RANK if the file is one rank's.");
+  // A version line before the lone warning does not become the one named.
+  model::Job info_first = Rankless("nccl.version", "info", 1);
+  info_first.file_reads[0].messages.push_back({"vllm.shm.no_block_v3", "stall", "", 1});
+  EXPECT_EQ(VerdictOf(info_first, {}).rfind("No hang found: job.log holds vllm.shm.no_block_v3 (stall), ", 0), 0u);
   model::Job both = Rankless("vllm.shm.no_block_v3", "stall", 1);
   both.file_reads[0].messages.push_back({"hccl.fftsplus_task_timeout", "timeout", "", 1});
   EXPECT_EQ(VerdictOf(both, {}).rfind("No usable input: job.log holds hccl.fftsplus_task_timeout (timeout), ", 0), 0u);
