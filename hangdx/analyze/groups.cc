@@ -17,6 +17,7 @@ GroupTable GroupTable::Resolve(const model::Job& job, const World& world, model:
   t.per_dump_.resize(job.dumps.size());
   std::map<std::string, std::set<model::Rank>> inferred;  // name -> recording ranks
   std::map<std::string, std::string> inferred_desc;
+  std::map<std::string, int64_t> inferred_size;  // name -> the largest size a record gives
   std::vector<std::vector<std::pair<std::string_view, std::string_view>>> pending(job.dumps.size());
   for (size_t di = 0; di < job.dumps.size(); ++di) {
     const RankDump& d = job.dumps[di];
@@ -33,15 +34,23 @@ GroupTable GroupTable::Resolve(const model::Job& job, const World& world, model:
       } else {
         inferred[std::string(name)].insert(d.rank);
         inferred_desc[std::string(name)] = desc;
+        if (cfg != d.pg_config.end() && cfg->second.size > 0) {
+          int64_t& n = inferred_size[std::string(name)];
+          n = std::max(n, cfg->second.size);
+        }
         pending[di].emplace_back(name, op_desc);
       }
     }
   }
   // Members inferred from which ranks record the pg.
   std::map<std::string, int> inferred_group;
-  for (const auto& [name, ranks] : inferred)
-    inferred_group[name] = t.Intern(name, inferred_desc[name],
-                                    model::SharedRanks(std::vector<model::Rank>(ranks.begin(), ranks.end())), true);
+  for (const auto& [name, ranks] : inferred) {
+    int gi = t.Intern(name, inferred_desc[name],
+                      model::SharedRanks(std::vector<model::Rank>(ranks.begin(), ranks.end())), true);
+    auto n = inferred_size.find(name);
+    if (n != inferred_size.end()) t.groups_[gi].size = std::max<int64_t>(n->second, ranks.size());
+    inferred_group[name] = gi;
+  }
   for (size_t di = 0; di < job.dumps.size(); ++di)
     for (const auto& [name, desc] : pending[di]) t.per_dump_[di].Insert(name, inferred_group[std::string(name)]);
   t.IndexOps(job, diags);
@@ -113,6 +122,7 @@ int GroupTable::Intern(const std::string& name, const std::string& desc, const m
   g.member_list = members;
   g.members = members.get();
   g.inferred = inferred;
+  g.size = static_cast<int64_t>(g.members.size());
   groups_.push_back(std::move(g));
   candidates.push_back(static_cast<int>(groups_.size()) - 1);
   return candidates.back();

@@ -37,6 +37,10 @@ struct Group {
   std::vector<model::Rank> members;          // global ranks, ascending
   model::SharedRanks member_list;            // the same list, shared (identity speeds up group lookup)
   bool inferred = false;                     // members not recorded: inferred (gloo)
+  // How many members it has: members.size(), or more when `inferred` and a
+  // dump says more (model::PgConfig::size, the largest): the others left no
+  // record, and which ranks they are is unknown.
+  int64_t size = 0;
   std::vector<const model::RankDump*> dump;  // per member; nullptr = no dump
   std::vector<std::vector<std::pair<int64_t, uint32_t>>> coll;  // per member: (seq, op index) by seq
   std::vector<std::vector<uint32_t>> p2p;                       // per member: P2P op indices

@@ -31,8 +31,9 @@ int64_t HighestRankSeen(const model::Job& job) {
     seen = std::max(seen, d.rank + 1);
     if (d.wait)
       for (model::Rank r : d.wait->waiting_for) seen = std::max(seen, r + 1);
+    // A pg of N members (a size without its members) needs a world of N.
     for (const auto& [name, cfg] : d.pg_config)
-      if (!cfg.ranks.empty()) seen = std::max(seen, cfg.ranks.back() + 1);
+      seen = std::max({seen, cfg.ranks.empty() ? 0 : cfg.ranks.back() + 1, cfg.size});
   }
   return seen;
 }

@@ -56,6 +56,18 @@ TEST(ResolveWorld, HighestRankSeenIsAnInferredSize) {
   EXPECT_EQ(w.without_dump, Ranks{2});
 }
 
+TEST(ResolveWorld, APgOfNMembersNeedsAWorldOfN) {
+  // One rank's NCCL log of a communicator of 4 ranks (its size, not its
+  // members): ranks 1-3 have no data (tester F11).
+  model::Job job = JobBuilder("nccl").Coll(0, "c", 0, "broadcast", false).Build();
+  job.dumps[0].pg_config["c"].size = 4;
+  model::DiagnosticSink diags;
+  World w = ResolveWorld(job, &diags);
+  EXPECT_EQ(w.size, 4);
+  EXPECT_TRUE(w.inferred);
+  EXPECT_EQ(w.without_dump, (Ranks{1, 2, 3}));
+}
+
 TEST(ResolveWorld, UnbelievableRankNumbersAreNotAWorld) {
   // One rank with data waits for rank 1000: 1000 > 4 * 1 + 64, so the size
   // is left unknown (reported as the 1 dump) with a warning.

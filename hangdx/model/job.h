@@ -208,6 +208,11 @@ struct PgConfig {
   std::string name, desc;
   SharedRanks ranks;         // global ranks, sorted
   bool ranks_known = false;  // false when the dump records no members (gloo)
+  // How many members the record says the pg has, -1 when it does not say.
+  // Known even when `ranks` is not: an NCCL op line's `[nranks=N]` without
+  // the communicator's Init line, so that the members who left no record
+  // can still be counted (analyze::Group::size).
+  int64_t size = -1;
   // This dump's rank inside the pg (a communicator-local rank: NCCL Init
   // lines, HCCL group info), -1 when unknown. With the dump's global rank it
   // maps pg-local ranks to global ones (ingest::MapPgLocalRanks).

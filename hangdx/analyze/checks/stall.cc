@@ -59,11 +59,26 @@ bool StallFinding(const RankAnalysis& a, const Instance& in, Finding* out) {
   if (by_state.size() > 1) f.roles.push_back({"least advanced", by_state.begin()->second});
   f.severity = timed_out ? Severity::kError : Severity::kWarning;
   f.hang = timed_out;
-  f.summary = "all " + std::to_string(in.arrived.size()) + " recorded members of " + g.Label() + " are in " + f.op +
-              " seq " + std::to_string(in.seq) + " and agree on it, but it has not finished";
-  f.details.push_back(Why(g, a.OpAt(in, 0).backend == "gloo", by_state));
+  int64_t unrecorded = g.size - static_cast<int64_t>(g.members.size());
+  if (unrecorded > 0) {
+    // The record gives the pg's size but not its members (an NCCL op line's
+    // [nranks=N] without the Init line): the members that left no record
+    // are counted, not named, since which ranks they are is unknown.
+    bool one = in.arrived.size() == 1;
+    f.summary = "only " + std::to_string(in.arrived.size()) + " of the " + std::to_string(g.size) + " members of " +
+                g.Label() + " left a record (" + RankWords(in.arrived) + "): " + (one ? "it is" : "they are") + " in " +
+                f.op + " seq " + std::to_string(in.seq) + (one ? "" : " and agree on it") + ", but it has not finished";
+    f.details.push_back("the other " + std::to_string(unrecorded) + " members left no record: one that never arrived " +
+                        "would hang it, and which ranks they are is unknown (collect every rank's log from its start)");
+    f.would_decide = "the logs of the other members: the one not in this collective is the culprit";
+  } else {
+    f.summary = "all " + std::to_string(in.arrived.size()) + " recorded members of " + g.Label() + " are in " + f.op +
+                " seq " + std::to_string(in.seq) + " and agree on it, but it has not finished";
+    f.details.push_back(Why(g, a.OpAt(in, 0).backend == "gloo", by_state));
+  }
   if (!timed_out) f.details.push_back("no evidence that the wait timed out: it may still be running");
-  f.fix_hint = "check the communication layer of the least advanced ranks (NCCL logs, link errors)";
+  f.fix_hint = unrecorded > 0 ? "collect every member's log from its start (NCCL_DEBUG=INFO) and rerun"
+                              : "check the communication layer of the least advanced ranks (NCCL logs, link errors)";
   *out = std::move(f);
   return true;
 }

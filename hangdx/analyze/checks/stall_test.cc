@@ -37,6 +37,27 @@ TEST(StallCheck, EveryMemberInItAndTimedOutIsAnUndecidedError) {
   EXPECT_EQ(f.evidence.size(), 4u);
 }
 
+TEST(StallCheck, MembersThatLeftNoRecordAreCountedWhenOnlyTheSizeIsKnown) {
+  // Tester F11: one rank's NCCL log, [nranks=4] and no Init line: the pg's
+  // size is known, its members are not. Before: "all 1 recorded members ...
+  // agree on it" and "no rank is missing".
+  JobBuilder b("nccl");
+  b.Coll(0, "c", 0, "broadcast", false, {4}, "Float", true);
+  model::Job job = b.Build();
+  model::PgConfig& c = job.dumps[0].pg_config["c"];
+  c.name = "c";
+  c.size = 4;  // ranks_known stays false
+  std::vector<Finding> fs = RunCheck(&StallCheck, job);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kUndecided);
+  EXPECT_TRUE(fs[0].culprit_ranks.empty());
+  EXPECT_EQ(fs[0].summary,
+            "only 1 of the 4 members of pg c left a record (rank 0): it is in broadcast seq 0, but it has not "
+            "finished");
+  ASSERT_FALSE(fs[0].details.empty());
+  EXPECT_EQ(fs[0].details[0].rfind("the other 3 members left no record", 0), 0u) << fs[0].details[0];
+}
+
 TEST(StallCheck, AnEmptyPgNameIsWrittenAsTwoQuotes) {
   // Tester REPORT.md 19.9: "all 1 recorded members of pg  are in all_reduce seq 0".
   JobBuilder b("nccl");

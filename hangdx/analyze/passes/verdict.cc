@@ -1,6 +1,8 @@
 #include "hangdx/analyze/passes/verdict.h"
 
 #include <algorithm>
+#include <set>
+#include <string_view>
 
 #include "hangdx/base/rank_set.h"
 
@@ -52,6 +54,20 @@ std::string RanklessVerdict(const model::Job& job) {
   return "No usable input: no dump, log, stack dump or snapshot that names a rank could be read.";
 }
 
+// How many warnings and errors are about a file that records were taken
+// from (a seq far from its pg's, a record cut short, lines whose rank is
+// unknown): "no hang" rests on those records, so the verdict must say so,
+// not only the list at the end. Warnings about files left out (a second dump
+// of one rank) do not count.
+size_t WarningsAboutFilesUsed(const model::Job& job) {
+  std::set<std::string_view> used;
+  for (const auto& d : job.dumps) used.insert(d.file);
+  size_t n = 0;
+  for (const auto& g : job.diagnostics)
+    if (g.severity != model::Diagnostic::Severity::kInfo && used.count(g.file)) ++n;
+  return n;
+}
+
 std::string NoFindingVerdict(const RankAnalysis& a) {
   const model::Job& job = a.job;
   if (job.dumps.empty() && !job.device.empty()) return DeviceOnlyVerdict(job);
@@ -68,6 +84,9 @@ std::string NoFindingVerdict(const RankAnalysis& a) {
   // Every kept instance is a problem or still pending.
   if (!a.instances.list.empty()) v += " Some are still in progress.";
   if (!a.world.without_dump.empty()) v += " No dump from " + RankWords(a.world.without_dump) + ".";
+  if (size_t n = WarningsAboutFilesUsed(job))
+    v += " " + std::to_string(n) + (n == 1 ? " warning is" : " warnings are") +
+         " about the files read (see the end): fix what they name before trusting this.";
   return v;
 }
 

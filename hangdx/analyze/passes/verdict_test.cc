@@ -91,5 +91,22 @@ TEST(VerdictPass, NoFindingSaysWhatWasSeen) {
             "progress.");
 }
 
+TEST(VerdictPass, NoHangFoundSaysWhenTheFilesReadHaveWarnings) {
+  // Tester F15: a negative seq in a used dump was warned about at the end
+  // while the verdict said a plain "No hang found".
+  JobBuilder b("nccl");
+  for (int r = 0; r < 2; ++r) b.Steps(r, "0", 1, 3);
+  model::Job job = b.Members("0", {0, 1}).Build();
+  job.dumps[1].file = "fr_trace_rank_1";
+  job.diagnostics.push_back(model::MakeDiagnostic(model::Diagnostic::Severity::kWarning, "fr_trace_rank_1",
+                                                  "record 0: collective_seq_id -5 of pg '' is negative"));
+  // About a file no record was taken from: not counted.
+  job.diagnostics.push_back(model::MakeDiagnostic(model::Diagnostic::Severity::kWarning, "other.json", "ignored"));
+  job.diagnostics.push_back(model::MakeDiagnostic(model::Diagnostic::Severity::kInfo, "fr_trace_rank_1", "a note"));
+  EXPECT_EQ(VerdictOf(job, {}),
+            "No hang found: every process group's recorded collectives match on all 2 ranks seen. 1 warning is "
+            "about the files read (see the end): fix what they name before trusting this.");
+}
+
 }  // namespace
 }  // namespace hangdx::analyze

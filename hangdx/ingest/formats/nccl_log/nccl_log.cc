@@ -549,6 +549,7 @@ class NcclLogReader {
     // "NCCL communicator of N ranks": DeriveNcclLogCompletion reads N.
     cfg.desc = "NCCL communicator of " + std::to_string(nranks) + " ranks" +
                (anonymous ? ", no Init line: matched across ranks by size and order" : "");
+    cfg.size = nranks;
     // Members are global ranks: known when the comm is as large as the
     // process's largest (the world) and this rank's comm rank is its global
     // rank (or unknown). Other comms: from all members' Init lines
