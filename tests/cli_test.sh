@@ -37,6 +37,24 @@ if command -v dot >/dev/null; then dot -Tsvg "$tmp/out" -o "$tmp/g.svg" || { ech
 check output_file 1 "$BIN" analyze examples/mismatch --format json -o "$tmp/report.json"
 [ -s "$tmp/report.json" ] || { echo "FAIL -o wrote nothing"; fail=1; }
 
+# One Horovod stall report whose tensor lines split the ranks: the smaller
+# side is the odd one out (testdata/horovod/README.md).
+check horovod_per_tensor_split 1 "$BIN" analyze testdata/horovod/per_tensor_split/job.log --format json
+python3 -c "
+import json
+f=json.load(open('$tmp/out'))['findings'][0]
+assert f['kind']=='collective_mismatch' and f['culprit_ranks']==[3], f
+" || { echo "FAIL horovod_per_tensor_split"; fail=1; }
+# One rank's NCCL log of a communicator of 8 ranks without its Init line:
+# the other 7 members are counted and the world is at least 8 (tester F11).
+check nccl_one_of_eight 0 "$BIN" analyze testdata/cases/nccl147-ddp-fp16-first-broadcast/rank0.log --format json
+python3 -c "
+import json
+d=json.load(open('$tmp/out'))
+assert d['world_size']==8 and d['ranks_without_dump']==[1,2,3,4,5,6,7], d
+assert d['findings'][0]['summary'].startswith('only 1 of the 8 members'), d['findings'][0]
+" || { echo "FAIL nccl_one_of_eight"; fail=1; }
+
 # Healthy: exit 0.
 check healthy 0 "$BIN" analyze testdata/torch/j1/pickle
 # Straggler: a warning, not a hang: exit 0.

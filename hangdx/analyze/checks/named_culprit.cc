@@ -120,11 +120,15 @@ int64_t LoggedStepMs(const model::Job& job) {
 
 // What the reports of one (pg, seq) say together.
 struct Verdict {
-  std::set<Rank> blamed;        // never joined, or joined and did not finish
-  std::set<Rank> ready;         // named as arrived
-  bool world_blamed = false;    // every rank of the world is blamed
-  bool joined = false;          // the blamed ranks are among those that arrived
-  bool rotating = false;        // two reports blame disjoint ranks
+  std::set<Rank> blamed;      // never joined, or joined and did not finish
+  std::set<Rank> ready;       // named as arrived
+  bool world_blamed = false;  // every rank of the world is blamed
+  bool joined = false;        // the blamed ranks are among those that arrived
+  bool rotating = false;      // two successive printings blame disjoint ranks
+  // The blamed ranks of the last printing, by which of its lines blame them
+  // (ranks blamed for the same tensors are one class), smallest class first;
+  // one class when every line blames the same ranks.
+  std::vector<std::vector<Rank>> classes;
   bool progress_after = false;  // normal progress was logged after the last report
   bool within_rhythm = false;   // the reported wait is under kStallFactor logged steps
   bool pg_local = false;
@@ -155,23 +159,58 @@ bool Arrived(const RankAnalysis& a, const Key& key, const std::set<Rank>& ranks)
   return false;
 }
 
+// True when report `b` is printed with report `a`, the one before it: the
+// same reporter's same file, on the same or the next line, `b` with no
+// header of its own (no wait time). Horovod prints one line per stalled
+// tensor under one header: "T1 [missing ranks: 3]", "T2 [missing ranks: 0,
+// 1, 2]" are one stall report, not two that blame different ranks; its
+// early one-line reports each carry their wait and are separate reports.
+bool SamePrinting(const Report& a, const Report& b) {
+  return a.reporter == b.reporter && a.e->file == b.e->file && b.e->line >= a.e->line && b.e->line - a.e->line <= 1 &&
+         b.e->waited_ms < 0;
+}
+
+// The blamed ranks of one printing's lines (`each`, one set per line) in
+// classes: ranks blamed by the same lines are one class; smallest first,
+// then by lowest rank.
+std::vector<std::vector<Rank>> Classes(const std::vector<std::set<Rank>>& each) {
+  std::map<Rank, std::vector<size_t>> lines_of;
+  for (size_t i = 0; i < each.size(); ++i)
+    for (Rank r : each[i]) lines_of[r].push_back(i);
+  std::map<std::vector<size_t>, std::vector<Rank>> by_lines;
+  for (const auto& [r, lines] : lines_of) by_lines[lines].push_back(r);
+  std::vector<std::vector<Rank>> out;
+  for (auto& [lines, ranks] : by_lines) out.push_back(std::move(ranks));
+  std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) {
+    return x.size() != y.size() ? x.size() < y.size() : x.front() < y.front();
+  });
+  return out;
+}
+
 Verdict Judge(const RankAnalysis& a, const Key& key, const std::vector<Report>& reports) {
   Verdict v;
   int64_t world = WorldSizeOf(a, reports);
-  std::vector<std::set<Rank>> each;
-  for (const Report& r : reports) {
-    each.push_back(BlamedBy(r, world));
-    v.blamed.insert(each.back().begin(), each.back().end());
+  // Per printing, the blamed set of each of its lines.
+  std::vector<std::vector<std::set<Rank>>> printings;
+  for (size_t i = 0; i < reports.size(); ++i) {
+    const Report& r = reports[i];
+    if (i == 0 || !SamePrinting(reports[i - 1], r)) printings.emplace_back();
+    printings.back().push_back(BlamedBy(r, world));
+    v.blamed.insert(printings.back().back().begin(), printings.back().back().end());
     v.ready.insert(r.e->ready_ranks.begin(), r.e->ready_ranks.end());
     v.pg_local = v.pg_local || r.e->ranks_pg_local;
     v.waited_ms = std::max(v.waited_ms, WaitedMs(a.job, r));
   }
-  for (size_t i = 1; i < each.size(); ++i) {
+  std::set<Rank> before;  // the previous printing's blamed ranks
+  for (size_t p = 0; p < printings.size(); ++p) {
+    std::set<Rank> now;
+    for (const auto& line : printings[p]) now.insert(line.begin(), line.end());
     std::vector<Rank> common;
-    std::set_intersection(each[i - 1].begin(), each[i - 1].end(), each[i].begin(), each[i].end(),
-                          std::back_inserter(common));
-    if (!each[i - 1].empty() && !each[i].empty() && common.empty()) v.rotating = true;
+    std::set_intersection(before.begin(), before.end(), now.begin(), now.end(), std::back_inserter(common));
+    if (p > 0 && !before.empty() && !now.empty() && common.empty()) v.rotating = true;
+    before = std::move(now);
   }
+  v.classes = Classes(printings.back());
   v.world_blamed = world > 1 && static_cast<int64_t>(v.blamed.size()) == world;
   v.joined =
       std::includes(v.ready.begin(), v.ready.end(), v.blamed.begin(), v.blamed.end()) || Arrived(a, key, v.blamed);
@@ -183,6 +222,36 @@ Verdict Judge(const RankAnalysis& a, const Key& key, const std::vector<Report>& 
   int64_t step_ms = LoggedStepMs(a.job);
   v.within_rhythm = step_ms > 0 && v.waited_ms >= 0 && v.waited_ms < kStallFactor * step_ms;
   return v;
+}
+
+// Every rank lacks what another submitted: they issue different
+// collectives. When the report's lines split the ranks into classes (ranks
+// 0-2 lack tensor A, rank 3 lacks B and C), the one class smaller than
+// every other is the odd one out, the rank to look at first; a tie of the
+// smallest classes decides nothing and names them as the candidates.
+void MismatchOfClasses(const Verdict& v, const std::vector<Rank>& blamed, Finding* f) {
+  f->kind = Kind::kCollectiveMismatch;
+  f->summary = "every rank (" + FormatRanks(blamed) +
+               ") waits for something another rank has not submitted: they issue different collectives";
+  f->fix_hint =
+      "make every rank issue the same collectives in the same order (a rank-dependent branch, "
+      "rank-0-only work, uneven data)";
+  if (v.classes.size() < 2) return;
+  std::string split = "the report splits them in " + std::to_string(v.classes.size()) +
+                      " groups, each lacking what another submitted: ";
+  for (size_t i = 0; i < v.classes.size(); ++i) split += (i ? "; " : "") + RankWords(v.classes[i]);
+  f->details.push_back(split);
+  if (v.classes[0].size() < v.classes[1].size()) {
+    f->culprit_ranks = v.classes[0];
+    f->details.push_back(RankWords(v.classes[0]) + " " + Verb(v.classes[0], "is", "are") +
+                         " the odd one out: the fewest ranks on another code path");
+    return;
+  }
+  f->culprit_ranks.clear();
+  for (const auto& c : v.classes)
+    if (c.size() == v.classes[0].size()) f->candidates.insert(f->candidates.end(), c.begin(), c.end());
+  std::sort(f->candidates.begin(), f->candidates.end());
+  f->would_decide = "the stacks (py-spy dump) of one rank of each group: the group on the wrong code path";
 }
 
 // Kind, severity, culprits and words of the finding, by the rules in the header.
@@ -225,12 +294,7 @@ void Decide(const Verdict& v, Finding* f) {
                  "that never joined";
     f->fix_hint = "collect the Flight Recorder dumps (or logs) of every rank: the ranks they wait for are missing";
   } else if (v.world_blamed) {
-    f->kind = Kind::kCollectiveMismatch;
-    f->summary = "every rank (" + FormatRanks(blamed) +
-                 ") waits for something another rank has not submitted: they issue different collectives";
-    f->fix_hint =
-        "make every rank issue the same collectives in the same order (a rank-dependent branch, "
-        "rank-0-only work, uneven data)";
+    MismatchOfClasses(v, blamed, f);
   } else {
     f->kind = Kind::kMissingRank;
     f->summary = RankWords(blamed) + " never joined the collective the other ranks wait in, as the report says";

@@ -9,15 +9,21 @@
 //   - the named ranks, or the world without the ready ones, never joined:
 //     missing_rank (a hang: the producer waited past its own threshold);
 //     when every rank of the job is named (each lacks what another sent),
-//     they issue different collectives: collective_mismatch naming all;
+//     they issue different collectives: collective_mismatch; when the
+//     lines of one printing (Horovod's one line per stalled tensor) split
+//     the ranks into classes, the class smaller than every other is the
+//     culprit (the odd one out), a tie names the tied classes as
+//     candidates, one class names all;
 //   - the named ranks joined but did not finish (they are among the ready
 //     ones) and they are every member: the collective itself does not
 //     progress, resource_deadlock with no culprit; only some: undecided;
 //   - progress logged after the last report, or a reported wait under
 //     kStallFactor (checks/rhythm.h) times the step time progress lines
 //     report: the wait ended or is within the job's rhythm, a straggler
-//     warning naming them (exit 0); successive reports that name different
-//     ranks: the job is slow as a whole, a warning naming nobody.
+//     warning naming them (exit 0); successive printings that name
+//     different ranks: the job is slow as a whole, a warning naming nobody.
+//     A printing is a report's lines on consecutive lines of one file, each
+//     after the first carrying no wait time of its own (no header).
 // Ranks any line names as arrived at the same (pg, seq) count as ready (a
 // desync report's snapshot lines); the ranks a report can name are at least
 // 0 .. its highest, and for global ranks at least the job's world. A stall

@@ -101,6 +101,49 @@ TEST(NamedCulpritCheck, EveryRankNamedAsMissingIsAMismatch) {
   EXPECT_EQ(fs[0].culprit_ranks, (Ranks{0, 1, 2, 3}));
 }
 
+TEST(NamedCulpritCheck, OneReportsTensorLinesSplitTheRanksAndTheSmallerSideIsTheOddOneOut) {
+  // Horovod 0.13.6-0.16.1 prints one line per stalled tensor under one
+  // header: "loss [missing ranks: 0, 1, 2]", then "grad_a [missing ranks: 3]",
+  // "grad_b [missing ranks: 3]" on the next lines. One report, not three
+  // that blame different ranks in turn (a slow job): rank 3 alone submitted
+  // the loss while ranks 0-2 submitted the gradients.
+  JobBuilder b;
+  b.Event(0, Report({0, 1, 2}, {}, 3)).Event(0, Report({3}, {}, 4)).Event(0, Report({3}, {}, 5));
+  std::vector<Finding> fs = RunCheck(&NamedCulpritCheck, b.FromLog(0).World(4).Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kCollectiveMismatch);
+  EXPECT_TRUE(fs[0].hang);
+  EXPECT_EQ(fs[0].culprit_ranks, Ranks{3});
+  ASSERT_GE(fs[0].details.size(), 2u);
+  EXPECT_EQ(fs[0].details[0],
+            "the report splits them in 2 groups, each lacking what another submitted: rank 3; ranks 0-2");
+}
+
+TEST(NamedCulpritCheck, TwoEqualSidesOfOneReportAreCandidatesNotCulprits) {
+  // Ranks 0-1 lack tensor A, ranks 2-3 lack tensor B: nothing says which
+  // side is on the wrong code path.
+  JobBuilder b;
+  b.Event(0, Report({0, 1}, {}, 3)).Event(0, Report({2, 3}, {}, 4));
+  std::vector<Finding> fs = RunCheck(&NamedCulpritCheck, b.FromLog(0).World(4).Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kCollectiveMismatch);
+  EXPECT_TRUE(fs[0].culprit_ranks.empty());
+  EXPECT_EQ(fs[0].candidates, (Ranks{0, 1, 2, 3}));
+  EXPECT_FALSE(fs[0].would_decide.empty());
+}
+
+TEST(NamedCulpritCheck, ReportLinesWithTheirOwnWaitAreSeparateReportsEvenOnConsecutiveLines) {
+  // horovod#334: two one-line stall reports (each with its wait) on
+  // consecutive lines name different ranks: the job is slow as a whole.
+  LogEvent first = Report({2, 3}, {}, 1), second = Report({0, 6}, {}, 2);
+  first.waited_ms = second.waited_ms = 60000;
+  JobBuilder b;
+  b.Event(0, first).Event(0, second).FromLog(0).World(8);
+  std::vector<Finding> fs = RunCheck(&NamedCulpritCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kStraggler);
+}
+
 TEST(NamedCulpritCheck, SomeRanksJoinedAndDidNotFinishIsUndecided) {
   JobBuilder b;
   b.Event(0, Report({2}, {0, 1, 2}, 7)).FromLog(0).World(4);
