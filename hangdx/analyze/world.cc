@@ -22,15 +22,28 @@ int64_t RecordedWorldSize(const model::Job& job) {
   return w;
 }
 
+// One more than the highest global rank message `e` names, 0 when none.
+int64_t HighestNamed(const model::LogEvent& e) {
+  int64_t n = 0;
+  if (e.ranks_pg_local) return n;
+  for (const auto* list : {&e.ranks, &e.ready_ranks})
+    for (model::Rank r : *list) n = std::max(n, r + 1);
+  return n;
+}
+
 // One more than the highest rank any input names (a dump, an unreadable
-// file, a wait, a pg config).
+// file, a wait, a pg config, a message naming global ranks).
 int64_t HighestRankSeen(const model::Job& job) {
   int64_t seen = 0;
   for (const auto& [r, file] : job.unreadable) seen = std::max(seen, r + 1);
+  for (const auto& e : job.job_events) seen = std::max(seen, HighestNamed(e));
   for (const auto& d : job.dumps) {
     seen = std::max(seen, d.rank + 1);
     if (d.wait)
       for (model::Rank r : d.wait->waiting_for) seen = std::max(seen, r + 1);
+    // Global ranks a message names (a stall report's missing and ready
+    // ranks) are ranks of the job.
+    for (const auto& e : d.events) seen = std::max(seen, HighestNamed(e));
     // A pg of N members (a size without its members) needs a world of N.
     for (const auto& [name, cfg] : d.pg_config)
       seen = std::max({seen, cfg.ranks.empty() ? 0 : cfg.ranks.back() + 1, cfg.size});

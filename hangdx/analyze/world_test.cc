@@ -68,6 +68,24 @@ TEST(ResolveWorld, APgOfNMembersNeedsAWorldOfN) {
   EXPECT_EQ(w.without_dump, (Ranks{1, 2, 3}));
 }
 
+TEST(ResolveWorld, GlobalRanksAMessageNamesAreRanksOfTheJob) {
+  // Horovod's coordinator (rank 0, the only log) reports tensors that rank 3
+  // submitted: a world of 4, ranks 1-3 without data. Ranks inside a pg do
+  // not count.
+  model::LogEvent stall;
+  stall.kind = model::LogEvent::Kind::kStall;
+  stall.ready_ranks = {3};
+  model::LogEvent local;
+  local.kind = model::LogEvent::Kind::kCulprit;
+  local.ranks = {40};
+  local.ranks_pg_local = true;
+  model::Job job = JobBuilder().Event(0, stall).Event(0, local).FromLog(0).Build();
+  model::DiagnosticSink diags;
+  World w = ResolveWorld(job, &diags);
+  EXPECT_EQ(w.size, 4);
+  EXPECT_EQ(w.without_dump, (Ranks{1, 2, 3}));
+}
+
 TEST(ResolveWorld, UnbelievableRankNumbersAreNotAWorld) {
   // One rank with data waits for rank 1000: 1000 > 4 * 1 + 64, so the size
   // is left unknown (reported as the 1 dump) with a warning.

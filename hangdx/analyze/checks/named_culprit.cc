@@ -160,14 +160,15 @@ bool Arrived(const RankAnalysis& a, const Key& key, const std::set<Rank>& ranks)
 }
 
 // True when report `b` is printed with report `a`, the one before it: the
-// same reporter's same file, on the same or the next line, `b` with no
-// header of its own (no wait time). Horovod prints one line per stalled
-// tensor under one header: "T1 [missing ranks: 3]", "T2 [missing ranks: 0,
-// 1, 2]" are one stall report, not two that blame different ranks; its
-// early one-line reports each carry their wait and are separate reports.
+// same reporter's same file, on the same line (the items of one line), or
+// on the next line with no header of its own (no wait time). Horovod prints
+// one line per stalled tensor under one header: "T1 [missing ranks: 3]",
+// "T2 [missing ranks: 0, 1, 2]" are one stall report, not two that blame
+// different ranks; its early one-line reports each carry their wait and
+// are separate reports.
 bool SamePrinting(const Report& a, const Report& b) {
-  return a.reporter == b.reporter && a.e->file == b.e->file && b.e->line >= a.e->line && b.e->line - a.e->line <= 1 &&
-         b.e->waited_ms < 0;
+  if (a.reporter != b.reporter || a.e->file != b.e->file) return false;
+  return b.e->line == a.e->line || (b.e->line == a.e->line + 1 && b.e->waited_ms < 0);
 }
 
 // The blamed ranks of one printing's lines (`each`, one set per line) in
@@ -192,12 +193,17 @@ Verdict Judge(const RankAnalysis& a, const Key& key, const std::vector<Report>& 
   int64_t world = WorldSizeOf(a, reports);
   // Per printing, the blamed set of each of its lines.
   std::vector<std::vector<std::set<Rank>>> printings;
+  std::set<Rank> joined_ready;  // ready ranks that can show a blamed rank joined
   for (size_t i = 0; i < reports.size(); ++i) {
     const Report& r = reports[i];
     if (i == 0 || !SamePrinting(reports[i - 1], r)) printings.emplace_back();
     printings.back().push_back(BlamedBy(r, world));
     v.blamed.insert(printings.back().back().begin(), printings.back().back().end());
     v.ready.insert(r.e->ready_ranks.begin(), r.e->ready_ranks.end());
+    // A line that lists only who is ready blames the others, never someone
+    // who joined; its ready ranks (of one tensor) say nothing of another
+    // line's blamed ranks.
+    if (!r.e->ranks.empty()) joined_ready.insert(r.e->ready_ranks.begin(), r.e->ready_ranks.end());
     v.pg_local = v.pg_local || r.e->ranks_pg_local;
     v.waited_ms = std::max(v.waited_ms, WaitedMs(a.job, r));
   }
@@ -212,12 +218,13 @@ Verdict Judge(const RankAnalysis& a, const Key& key, const std::vector<Report>& 
   }
   v.classes = Classes(printings.back());
   v.world_blamed = world > 1 && static_cast<int64_t>(v.blamed.size()) == world;
-  v.joined =
-      std::includes(v.ready.begin(), v.ready.end(), v.blamed.begin(), v.blamed.end()) || Arrived(a, key, v.blamed);
+  v.joined = std::includes(joined_ready.begin(), joined_ready.end(), v.blamed.begin(), v.blamed.end()) ||
+             Arrived(a, key, v.blamed);
   std::set<Rank> also_ready = ReadyAt(a.job, key);
   v.ready.insert(also_ready.begin(), also_ready.end());
-  v.joined = v.joined ||
-             (!v.blamed.empty() && std::includes(v.ready.begin(), v.ready.end(), v.blamed.begin(), v.blamed.end()));
+  joined_ready.insert(also_ready.begin(), also_ready.end());
+  v.joined = v.joined || (!v.blamed.empty() &&
+                          std::includes(joined_ready.begin(), joined_ready.end(), v.blamed.begin(), v.blamed.end()));
   v.progress_after = ProgressAfter(a.job, *reports.back().e);
   int64_t step_ms = LoggedStepMs(a.job);
   v.within_rhythm = step_ms > 0 && v.waited_ms >= 0 && v.waited_ms < kStallFactor * step_ms;
@@ -320,12 +327,17 @@ Finding ReportFinding(const RankAnalysis& a, const Key& key, const std::vector<R
     f.details.push_back(
         "no progress is logged after the report; if the job's steps take about as long as that "
         "wait, the named rank may only be slow");
-  for (size_t i = 0; i < reports.size() && i < kEvidencePerSide; ++i)
-    f.evidence.push_back({reports[i].e->file, reports[i].reporter, -1,
-                          "line " + std::to_string(reports[i].e->line) + ": " + reports[i].e->message.substr(0, 300)});
-  if (reports.size() > kEvidencePerSide)
-    f.evidence.push_back(
-        {"", -1, -1, "... and " + std::to_string(reports.size() - kEvidencePerSide) + " more report lines"});
+  // One entry per line: the items of one line (a tensor each) share it.
+  size_t lines = 0;
+  for (size_t i = 0; i < reports.size(); ++i) {
+    const LogEvent& e = *reports[i].e;
+    if (i > 0 && reports[i - 1].e->file == e.file && reports[i - 1].e->line == e.line) continue;
+    if (++lines <= kEvidencePerSide)
+      f.evidence.push_back(
+          {e.file, reports[i].reporter, -1, "line " + std::to_string(e.line) + ": " + e.message.substr(0, 300)});
+  }
+  if (lines > kEvidencePerSide)
+    f.evidence.push_back({"", -1, -1, "... and " + std::to_string(lines - kEvidencePerSide) + " more report lines"});
   return f;
 }
 

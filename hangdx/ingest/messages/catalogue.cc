@@ -122,10 +122,12 @@ Status RowReader::Add(std::string_view key, std::string_view value, int64_t line
   } else if (key == "seq_base") {
     if (v != "0" && v != "1") return Error(line, "seq_base must be 0 or 1");
     row_.seq_base = v == "0" ? 0 : 1;
-  } else if (key == "pattern" || key == "continuation" || key == "end") {
+  } else if (key == "pattern" || key == "continuation" || key == "end" || key == "item") {
     HANGDX_RETURN_IF_ERROR(CheckPattern(v, line));
     if (key == "pattern")
       row_.pattern = v;
+    else if (key == "item")
+      row_.item = v;
     else if (key == "end")
       row_.end = v;
     else
@@ -190,6 +192,8 @@ StatusOr<Row> RowReader::Finish() {
     return Error(row_.line, "row " + row_.id + " has a rank_scope but captures no rank");
   if (row_.layout == Row::Layout::kLine && (!row_.continuation.empty() || !row_.end.empty()))
     return Error(row_.line, "row " + row_.id + ": continuation and end are for layout block");
+  if (row_.layout == Row::Layout::kBlock && !row_.item.empty())
+    return Error(row_.line, "row " + row_.id + ": item is for layout line");
   if (row_.layout == Row::Layout::kBlock && row_.continuation.empty())
     return Error(row_.line, "row " + row_.id + ": a block needs at least one continuation");
   return std::move(row_);

@@ -97,7 +97,12 @@ struct Row {
   std::string anchor;                     // literal every matching line holds (prefilter)
   std::string pattern;                    // RE2, partial match on the cleaned line
   std::vector<std::string> continuation;  // block: patterns of the following lines
-  std::string end;                        // block: pattern of the closing line ("" none)
+  // line: a pattern matched again and again along the line, one message per
+  // match, each with the row's captures and this one's in their place (a
+  // list the producer prints on one line: Horovod's early stall line, one
+  // "{tensor} [ready ranks: ...]" per stalled tensor); "" none.
+  std::string item;
+  std::string end;  // block: pattern of the closing line ("" none)
   EventKind event = EventKind::kInfo;
   bool subject_captured = false;  // the `rank` capture is not the printing rank
   int seq_base = 1;               // 0: the producer counts seq from 0 (PyTorch DETAIL)

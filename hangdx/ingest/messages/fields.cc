@@ -236,6 +236,19 @@ bool SetField(std::string_view name, std::string_view text, MessageFields* f, st
   return true;
 }
 
+void ClearField(std::string_view name, MessageFields* f) {
+  const FieldSpec* spec = Find(name);
+  if (spec == nullptr) return;
+  if (spec->type == Type::kExitCode)
+    f->exit_code.reset();
+  else if (spec->num != nullptr)
+    f->*(spec->num) = -1;
+  else if (spec->str != nullptr)
+    (f->*(spec->str)).clear();
+  else if (spec->list != nullptr)
+    (f->*(spec->list)).clear();
+}
+
 std::map<std::string, std::string> FieldsToMap(const MessageFields& f) {
   std::map<std::string, std::string> out;
   for (const auto& s : Specs()) {

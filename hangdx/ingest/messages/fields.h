@@ -57,6 +57,11 @@ const std::vector<std::string_view>& KnownFields();
 // integer field holding "abc"); unknown names are refused too.
 bool SetField(std::string_view name, std::string_view text, MessageFields* f, std::string* error);
 
+// Unsets the field a capture group names (a scalar to unset, a list to
+// empty), so that the next SetField of it replaces instead of keeping or
+// appending. Unknown names are ignored.
+void ClearField(std::string_view name, MessageFields* f);
+
 // The fields that are set, as "name" -> normalized text (lists "0,1,5",
 // timeouts in ms): what a row's `expect` line is compared with.
 std::map<std::string, std::string> FieldsToMap(const MessageFields& f);

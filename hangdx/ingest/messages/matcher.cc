@@ -11,7 +11,7 @@ namespace hangdx::ingest::messages {
 // group the field it sets.
 struct CompiledRow {
   const Row* row = nullptr;
-  std::unique_ptr<RE2> pattern, end;
+  std::unique_ptr<RE2> pattern, end, item;
   std::vector<std::unique_ptr<RE2>> continuation;
 };
 
@@ -59,6 +59,31 @@ void FinishFields(const Row& row, MessageFields* f) {
   if (row.seq_base == 0 && f->seq >= 0 && f->seq < INT64_MAX) ++f->seq;
 }
 
+constexpr int kMaxItems = 1024;  // items of one line past this are not read (a hostile line)
+
+// The messages of a line row with an `item` pattern: `m` (the row's match)
+// once per item match along `text`, the item's captures replacing the
+// row's; `m` alone when no item matches.
+void EmitItems(const CompiledRow& c, std::string_view text, MessageMatch m, std::vector<MessageMatch>* out) {
+  re2::StringPiece sp(text.data(), text.size()), whole;
+  size_t pos = 0;
+  int n = 0;
+  while (n < kMaxItems && pos <= text.size() && c.item->Match(sp, pos, text.size(), RE2::UNANCHORED, &whole, 1)) {
+    MessageMatch each = m;
+    for (const auto& [name, index] : c.item->NamedCapturingGroups()) ClearField(name, &each.fields);
+    Capture(*c.item, std::string_view(whole.data(), whole.size()), &each.fields, &each.problems);
+    FinishFields(*c.row, &each.fields);
+    out->push_back(std::move(each));
+    ++n;
+    size_t end = static_cast<size_t>(whole.data() - text.data()) + whole.size();
+    pos = whole.empty() ? end + 1 : end;
+  }
+  if (n == 0) {
+    FinishFields(*c.row, &m.fields);
+    out->push_back(std::move(m));
+  }
+}
+
 }  // namespace
 
 C10dPrefix FindC10dPrefix(std::string_view t) {
@@ -83,6 +108,10 @@ CompiledCatalogue::CompiledCatalogue(const Catalogue& catalogue) : impl_(std::ma
     if (!row.end.empty()) {
       c.end = std::make_unique<RE2>(row.end, Opts());
       ok = ok && c.end->ok();
+    }
+    if (!row.item.empty()) {
+      c.item = std::make_unique<RE2>(row.item, Opts());
+      ok = ok && c.item->ok();
     }
     for (const auto& p : row.continuation) {
       c.continuation.push_back(std::make_unique<RE2>(p, Opts()));
@@ -203,6 +232,8 @@ bool MessageMatcher::Start(std::string_view text, int64_t line, int64_t offset, 
       block_open_ = true;
       block_row_ = static_cast<size_t>(impl.set_to_row[h]);
       block_lines_ = 1;
+    } else if (c.item && m.captured) {
+      EmitItems(c, text, std::move(m), out);
     } else {
       FinishFields(*c.row, &m.fields);
       out->push_back(std::move(m));
@@ -238,8 +269,8 @@ std::vector<std::string> CheckRow(const CompiledCatalogue& compiled, const Row& 
     }
     m.Finish(&got);
     const MessageMatch* mine = nullptr;
-    for (const auto& g : got)
-      if (g.row == &row) mine = &g;
+    for (const auto& g : got)  // the first: a row with `item` gives one per item, tested on the first
+      if (g.row == &row && mine == nullptr) mine = &g;
     if (mine == nullptr) {
       std::string other = got.empty() ? "nothing" : "row " + got.front().row->id;
       failures.push_back(what + ": does not match this row (matched " + other + ")");

@@ -63,6 +63,21 @@ example Stalled ranks:
 example 3: [t1, t2]
 example 5!: [t1]
 expect ranks=3,5
+
+message t.items
+producer horovod
+versions 0.9-0.13.5
+source o.cc@v0.13.5
+format waiting for more than {} seconds. Stalled ops: {tensor} [ready ranks: {r}, ...], ...
+layout line
+anchor [ready ranks:
+pattern for more than (?P<elapsed_s>\d+) seconds\. Stalled ops: (?P<tensor>[^\s\[]+) \[ready ranks: (?P<ready_ranks>\d+(?:, \d+)*)\]
+item (?P<tensor>[^\s\[,]+) \[ready ranks: (?P<ready_ranks>\d+(?:, \d+)*)\]
+event stall
+rank_scope global
+proves the listed ranks are ready
+example waiting for more than 60 seconds. Stalled ops: a [ready ranks: 3], b [ready ranks: 2, 0]
+expect elapsed_s=60 tensor=a ready_ranks=3
 )";
 
 class MatcherTest : public ::testing::Test {
@@ -151,6 +166,47 @@ TEST_F(MatcherTest, CheckRowSaysWhatDiffers) {
 
 TEST_F(MatcherTest, ALineWithoutAnyAnchorCostsOneSetScan) {
   EXPECT_TRUE(Run({"epoch 3 step 100 loss 0.25", ""}).empty());
+}
+
+TEST_F(MatcherTest, AnItemPatternGivesOneMessagePerItemOfTheLine) {
+  // Horovod's early stall line lists every stalled tensor with its ready
+  // ranks: one message each, the row's other captures (the wait) shared.
+  auto out =
+      Run({"waiting for more than 60 seconds. Stalled ops: a [ready ranks: 3], b [ready ranks: 2, 0], c "
+           "[ready ranks: 1]"});
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].fields.tensor, "a");
+  EXPECT_EQ(out[0].fields.ready_ranks, (std::vector<int64_t>{3}));
+  EXPECT_EQ(out[1].fields.tensor, "b");
+  EXPECT_EQ(out[1].fields.ready_ranks, (std::vector<int64_t>{2, 0}));  // replaced, not appended to a's
+  EXPECT_EQ(out[2].fields.tensor, "c");
+  for (const auto& m : out) {
+    EXPECT_EQ(m.fields.elapsed_ms, 60000);
+    EXPECT_EQ(m.line, 1);
+  }
+  EXPECT_TRUE(CheckRow(*compiled_, catalogue_.rows().back()).empty());
+}
+
+TEST(CatalogueItem, IsForLineRowsOnly) {
+  auto c = Catalogue::Parse(R"(message t.bad
+producer p
+versions 1-
+source s@v1
+format f
+layout block
+anchor A
+pattern ^A$
+continuation ^(?P<ranks>\d+)
+item (?P<ranks>\d+)
+event culprit
+rank_scope global
+proves x
+example A
+expect
+)",
+                            "bad.msgs");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("item is for layout line"), std::string::npos) << c.status().message();
 }
 
 }  // namespace

@@ -143,8 +143,12 @@ bool Handlers::Emit(const Message& m, model::LogEvent e) {
   }
   if (rank >= 0) out_->NoteRank(rank);
   if (events_of_[rank] >= kMaxEventsPerRank) return false;
-  // The same message repeated (an exception and its what()) counts once.
-  if (!seen_.emplace(rank, static_cast<int>(e.kind), e.message_id + "\n" + e.message).second) return false;
+  // The same message repeated (an exception and its what()) counts once;
+  // the items of one line (a row's `item`: one per tensor) are different
+  // messages of the same text.
+  if (!seen_.emplace(rank, static_cast<int>(e.kind), e.message_id + "\n" + e.message + "\n" + m.match->fields.tensor)
+           .second)
+    return false;
   ++events_of_[rank];
   out_->AddEvent(rank, std::move(e));
   return true;
