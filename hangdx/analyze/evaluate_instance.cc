@@ -24,6 +24,7 @@ bool SameOps(const Group& g, const Instance& in, size_t i, size_t j) {
   for (size_t k = 0; k < a.size(); ++k) {
     const OpRecord& x = da->ops[a[k]];
     const OpRecord& y = db->ops[b[k]];
+    if (KindUnknown(x) || KindUnknown(y)) continue;  // reached this seq, calling what is not known
     // Common case first: identical records (interned values compare by
     // address within a dump, by value across dumps).
     if (x.op == y.op && x.input_sizes == y.input_sizes && x.output_sizes == y.output_sizes &&
@@ -61,6 +62,7 @@ void OrderClasses(Instance* in, const Group& g, const std::map<std::string, int6
 void NoteArrivedOp(const OpRecord& op, Instance* in) {
   if (!op.completed) in->any_pending = true;
   if (op.completed || op.retired) in->all_in_flight = false;
+  if (KindUnknown(op)) return;          // no backend, no times: nothing more to say
   if (op.completed) in->failed = true;  // meaningful only if the instance is a problem
   if (op.time_created_ns > 0 && (in->created_ns == 0 || op.time_created_ns < in->created_ns))
     in->created_ns = op.time_created_ns;
@@ -71,10 +73,20 @@ void NoteArrivedOp(const OpRecord& op, Instance* in) {
   if (op.backend != "gloo") in->all_in_flight = false;
 }
 
+// True when every op of arrived rank i at this seq names its kind.
+bool KindsKnown(const Group& g, const Instance& in, size_t i) {
+  const RankDump* d = g.DumpOf(in.arrived[i]);
+  for (uint32_t idx : in.ops(i))
+    if (KindUnknown(d->ops[idx])) return false;
+  return true;
+}
+
 // Sorts every member into arrived, not reached, no dump (or passed: none of
-// them). Returns false when the arrived ranks' ops disagree somewhere.
+// them); sets in->lead. Returns false when the arrived ranks' ops disagree
+// somewhere.
 bool SortMembers(const Group& g, Instance* in) {
-  bool same = true;  // every arrived rank's ops agree with the first one's
+  bool same = true;  // every arrived rank's ops agree with the lead's
+  bool lead_known = false;
   for (size_t m = 0; m < g.members.size(); ++m) {
     Rank r = g.members[m];
     const auto& list = g.coll[m];
@@ -91,7 +103,16 @@ bool SortMembers(const Group& g, Instance* in) {
       }
       in->arrived.push_back(r);
       in->op_start.push_back(static_cast<uint32_t>(in->op_idx.size()));
-      if (same && in->arrived.size() > 1) same = SameOps(g, *in, 0, in->arrived.size() - 1);
+      size_t i = in->arrived.size() - 1;
+      if (!lead_known && KindsKnown(g, *in, i)) {
+        // A rank known by its progress alone agrees with anyone: the
+        // comparisons are against the first rank that says what it called
+        // (the earlier ones' unknown records agreed with it too).
+        in->lead = static_cast<uint32_t>(i);
+        lead_known = true;
+      } else if (same && i > 0) {
+        same = SameOps(g, *in, in->lead, i);
+      }
     } else if (!g.dump[m]) {
       in->no_dump.push_back(r);
     } else if (list.empty() || list.back().first < in->seq) {
@@ -152,6 +173,7 @@ std::optional<Instance> EvaluateInstance(const GroupTable& groups, int gi, int64
     // distinct signature.
     std::map<std::string, std::vector<Rank>> classes;
     for (size_t i = 0; i < in.arrived.size(); ++i) {
+      if (!KindsKnown(g, in, i)) continue;  // no side: what it called is not known
       std::string sig;
       for (uint32_t idx : in.ops(i)) sig += (sig.empty() ? "" : " + ") + Signature(g.DumpOf(in.arrived[i])->ops[idx]);
       classes[sig].push_back(in.arrived[i]);

@@ -52,7 +52,11 @@ struct Instance {
   bool any_pending = false;   // some arrived op not completed
   bool all_in_flight = true;  // every arrived op pending, not retired
   bool failed = false;        // arrived ops finished although a member never came
-  int64_t created_ns = 0;     // earliest creation among arrived ops
+  // The arrived index whose op stands for the instance (its kind, its
+  // backend): the first rank whose record names its op kind, 0 when none
+  // does (match.h, KindUnknown).
+  uint32_t lead = 0;
+  int64_t created_ns = 0;  // earliest creation among arrived ops
   bool problem() const { return mismatch || !not_reached.empty() || !no_dump.empty(); }
 };
 

@@ -30,6 +30,12 @@ MatchState MatchOps(const model::OpRecord& a, const model::OpRecord& b);
 // Ranks whose records give the same signature agree.
 std::string Signature(const model::OpRecord& op);
 
+// True for a record that names no op kind (neither op nor profiling name):
+// a rank known by its progress counters alone (a `hangdx watch` wait state
+// with "progress") says that it reached this seq, not what it called. It
+// agrees with any record; an instance takes its op from the others.
+inline bool KindUnknown(const model::OpRecord& op) { return op.op.empty() && op.profiling_name.empty() && !op.is_p2p; }
+
 // True for ops whose per-rank sizes may legitimately differ.
 bool IsAllToAll(std::string_view op);
 

@@ -38,7 +38,7 @@ std::string RankAnalysis::NodeLabel(int n) const {
   switch (node.type) {
     case RankNodeType::kInstance: {
       const Instance& in = instances.list[node.instance];
-      return groups[in.group].Label() + " seq " + std::to_string(in.seq) + " " + std::string(OpAt(in, 0).op);
+      return groups[in.group].Label() + " seq " + std::to_string(in.seq) + " " + std::string(LeadOp(in).op);
     }
     case RankNodeType::kP2P: {
       const model::OpRecord& op = job.Find(node.rank)->ops[node.op];

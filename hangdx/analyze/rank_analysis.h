@@ -52,6 +52,8 @@ struct RankAnalysis {
     const Group& g = groups[in.group];
     return g.DumpOf(in.arrived[arrived_idx])->ops[in.ops(arrived_idx).front()];
   }
+  // The op that stands for the instance: the lead rank's (Instance::lead).
+  const model::OpRecord& LeadOp(const Instance& in) const { return OpAt(in, in.lead); }
   // The dump of member r of the instance's pg.
   const model::RankDump* DumpOf(const Instance& in, model::Rank r) const { return groups[in.group].DumpOf(r); }
   bool Crashed(model::Rank r) const { return analyze::Crashed(job, r); }

@@ -29,7 +29,7 @@ void PgSummaries(const RankAnalysis& a, Diagnosis* out) {
     PgSummary& s = out->pgs[first + in.group];
     if (s.stuck_seq < 0) {
       s.stuck_seq = in.seq;
-      s.stuck_op = a.OpAt(in, 0).op;
+      s.stuck_op = a.LeadOp(in).op;
     }
   }
 }

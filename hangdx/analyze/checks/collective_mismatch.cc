@@ -160,7 +160,7 @@ Finding MismatchFinding(const RankAnalysis& a, const Instance& in) {
                      "rank-dependent branch, uneven data (DistributedSampler, drop_last), or a collective "
                      "that only some ranks reach (checkpointing, logging, clip_grad_norm_)"
                    : "make the tensors of this collective the same shape and dtype on every rank";
-  if (in.failed && a.OpAt(in, 0).backend == "gloo")
+  if (in.failed && a.LeadOp(in).backend == "gloo")
     f.details.push_back("gloo has ended the op (timed out or failed) on the ranks that called it");
   DetectedByPyTorch(a, in, &f);
   return f;

@@ -26,7 +26,7 @@ Finding CrashedRankFinding(const RankAnalysis& a, const std::vector<model::Rank>
   f.roles.push_back({"crashed", crashed});
   if (in) {
     FillPg(a, *in, &f);
-    f.op = a.OpAt(*in, 0).op;
+    f.op = a.LeadOp(*in).op;
     f.roles.push_back({"waiting for it", in->arrived});
     f.summary = RankWords(in->arrived) + " " + Verb(in->arrived, "waits", "wait") + " in " + f.op + " (" +
                 a.groups[in->group].Label() + " seq " + std::to_string(in->seq) + ") for " + RankWords(crashed) +

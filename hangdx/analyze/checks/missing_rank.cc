@@ -131,7 +131,7 @@ void AddEvidenceAndDetails(const RankAnalysis& a, const Instance& in, const Side
   }
   for (Rank r : s.dead) f->details.push_back(WhereInstead(a, r));
   for (Rank r : s.cascade) f->details.push_back(WhereInstead(a, r) + " (blocked: see the other findings)");
-  if (in.failed && a.OpAt(in, 0).backend == "gloo")
+  if (in.failed && a.LeadOp(in).backend == "gloo")
     f->details.push_back("gloo has ended the op (timed out or failed) on the ranks that called it");
 }
 
@@ -139,7 +139,7 @@ Finding MissingFinding(const RankAnalysis& a, const Instance& in, AbsentRanks ab
   Sides s = SidesOf(a, in, std::move(absent));
   Finding f;
   FillPg(a, in, &f);
-  f.op = a.OpAt(in, 0).op;
+  f.op = a.LeadOp(in).op;
   f.roles.push_back({"arrived", in.arrived});
   if (!s.logged.empty()) f.roles.push_back({"never arrived", s.logged});
   if (!s.unlogged.empty()) f.roles.push_back({"no line in the logs given", s.unlogged});

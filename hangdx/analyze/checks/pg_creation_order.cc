@@ -25,7 +25,7 @@ Finding NamingFinding(const RankAnalysis& a, const CreationOrderSplit& split) {
   f.kind = Kind::kOrderInversion;
   f.severity = Severity::kError;
   f.hang = true;
-  f.op = a.OpAt(a.instances.list[split.instances.front()], 0).op;
+  f.op = a.LeadOp(a.instances.list[split.instances.front()]).op;
   f.summary = "process groups were created in different orders: pg '" + desc + "' is";
   for (size_t k = 0; k < sides.size(); ++k) {
     f.summary += (k ? (k + 1 == sides.size() ? " and" : ",") : "") + std::string(" pg ") + sides[k].first + " on " +

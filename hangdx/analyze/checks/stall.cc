@@ -4,6 +4,7 @@
 
 #include "hangdx/analyze/checks/finding_util.h"
 #include "hangdx/analyze/checks/stalled_pgs.h"
+#include "hangdx/analyze/match.h"
 #include "hangdx/base/rank_set.h"
 
 namespace hangdx::analyze {
@@ -35,18 +36,19 @@ bool StallFinding(const RankAnalysis& a, const Instance& in, Finding* out) {
   const Group& g = a.groups[in.group];
   Finding f;
   FillPg(a, in, &f);
-  f.op = a.OpAt(in, 0).op;
+  f.op = a.LeadOp(in).op;
   f.kind = Kind::kUndecided;
   bool timed_out = a.options.assume_timed_out;
   // Least advanced state among members: the ranks to look at first.
   std::map<int, std::vector<Rank>> by_state;
   for (size_t k = 0; k < in.arrived.size(); ++k) {
     const model::OpRecord& op = a.OpAt(in, k);
+    const model::RankDump* d = a.job.Find(in.arrived[k]);
+    if (!op.completed && d && d->wait && d->wait->Stalled()) timed_out = true;  // observed waiting too long
+    if (KindUnknown(op)) continue;  // known by its progress alone: its state is not known either
     int st = op.completed ? 3 : op.state == model::OpState::kStarted ? 2 : 1;
     by_state[st].push_back(in.arrived[k]);
     if (op.retired && !op.completed) timed_out = true;
-    const model::RankDump* d = a.job.Find(in.arrived[k]);
-    if (!op.completed && d && d->wait && d->wait->Stalled()) timed_out = true;  // observed waiting too long
     AddOpEvidence(a, &f, in.arrived[k], op,
                   "in " + std::string(op.op) + " seq " + std::to_string(in.seq) +
                       (op.completed ? ", completed" : ", not completed"));
@@ -74,7 +76,7 @@ bool StallFinding(const RankAnalysis& a, const Instance& in, Finding* out) {
   } else {
     f.summary = "all " + std::to_string(in.arrived.size()) + " recorded members of " + g.Label() + " are in " + f.op +
                 " seq " + std::to_string(in.seq) + " and agree on it, but it has not finished";
-    f.details.push_back(Why(g, a.OpAt(in, 0).backend == "gloo", by_state));
+    f.details.push_back(Why(g, a.LeadOp(in).backend == "gloo", by_state));
   }
   if (!timed_out) f.details.push_back("no evidence that the wait timed out: it may still be running");
   f.fix_hint = unrecorded > 0 ? "collect every member's log from its start (NCCL_DEBUG=INFO) and rerun"

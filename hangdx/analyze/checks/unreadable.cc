@@ -14,7 +14,7 @@ Finding UnreadableFinding(const RankAnalysis& a, const Instance& in, const std::
   f.kind = Kind::kUndecided;
   f.severity = Severity::kError;
   f.hang = true;
-  f.op = a.OpAt(in, 0).op;
+  f.op = a.LeadOp(in).op;
   f.culprit_ranks = unreadable;
   f.roles.push_back({"arrived", in.arrived});
   f.roles.push_back({"dump unreadable", unreadable});

@@ -65,6 +65,60 @@ bool ReadWait(const nlohmann::json& v, model::WaitSnapshot* w) {
   return true;
 }
 
+// At most this many in-flight collectives per pg become records of a
+// rank known by its progress: a hang is at the lowest unfinished seqs.
+constexpr int64_t kMaxInFlight = 4;
+
+// Reads "progress": {"<pg>": {"enqueued": E, "completed": C}} (integers >=
+// -1, E >= C); false when malformed.
+bool ReadProgress(const nlohmann::json& v, std::vector<std::tuple<std::string, int64_t, int64_t>>* pgs) {
+  auto f = v.find("progress");
+  if (f == v.end() || f->is_null()) return true;
+  if (!f->is_object()) return false;
+  for (auto it = f->begin(); it != f->end(); ++it) {
+    if (!it->is_object()) return false;
+    int64_t e = -2, c = -2;
+    for (auto [key, field] : {std::pair{"enqueued", &e}, std::pair{"completed", &c}}) {
+      auto x = it->find(key);
+      if (x == it->end() || !x->is_number_integer() || x->get<int64_t>() < -1) return false;
+      *field = x->get<int64_t>();
+    }
+    if (e < c) return false;
+    pgs->emplace_back(it.key(), e, c);
+  }
+  return true;
+}
+
+// The records a rank known by its progress counters alone stands for: per
+// pg its last completed collective (completed: the seqs before it are
+// outside what this record shows, as for a Flight Recorder ring that
+// wrapped) and its enqueued, unfinished ones (the lowest kMaxInFlight), of
+// an op kind nobody recorded. No size, dtype or stack: those are unknown,
+// never guessed.
+void AddProgressOps(model::Rank rank, const std::vector<std::tuple<std::string, int64_t, int64_t>>& pgs,
+                    RecordSink* out) {
+  for (const auto& [pg, enqueued, completed] : pgs) {
+    model::Interner& pool = out->Strings(rank);
+    int64_t id = -1;
+    auto res = std::from_chars(pg.data(), pg.data() + pg.size(), id);
+    if (res.ec != std::errc() || res.ptr != pg.data() + pg.size()) id = -1;
+    auto add = [&](int64_t seq, bool done) {
+      model::OpRecord r;
+      r.record_id = static_cast<int64_t>(out->OpCount(rank));
+      r.pg_id = id;
+      r.pg_name = pool.Str(pg);
+      r.collective_seq = seq;
+      r.op_id = seq;
+      r.state = done ? model::OpState::kCompleted : model::OpState::kUnknown;
+      r.completed = done;
+      out->AddOp(rank, r);
+    };
+    if (completed >= 1) add(completed, true);
+    for (int64_t seq = std::max<int64_t>(completed + 1, 1); seq <= enqueued && seq <= completed + kMaxInFlight; ++seq)
+      add(seq, false);
+  }
+}
+
 }  // namespace
 
 int SniffWaitSnapshot(std::string_view data) {
@@ -102,16 +156,18 @@ bool ParseWaitSnapshot(const Artifact& in, RecordSink* out) {
       continue;
     }
     model::WaitSnapshot w;
-    if (!ReadWait(*it, &w)) {
+    std::vector<std::tuple<std::string, int64_t, int64_t>> progress;
+    if (!ReadWait(*it, &w) || !ReadProgress(*it, &progress)) {
       diag(rank, "rank " + it.key() +
                      ": malformed wait state (want current_op: str, "
                      "waiting_for_ranks: [ranks 0 to 16777215], op_seq: int, waited_ms: int >= 0, "
-                     "stall_after_ms: int > 0); skipped");
+                     "stall_after_ms: int > 0, progress: {pg: {enqueued: int, completed: int}}); skipped");
       continue;
     }
-    if (seen.insert(rank).second)
+    if (seen.insert(rank).second) {
       out->SetWait(rank, std::move(w));
-    else  // "007" after "7", or "7" after "07" (keys come sorted as text)
+      AddProgressOps(rank, progress, out);
+    } else  // "007" after "7", or "7" after "07" (keys come sorted as text)
       diag(rank, "rank key '" + it.key() + "' names rank " + std::to_string(rank) +
                      " again (another key did too): the first wait counts, this one is skipped");
   }
