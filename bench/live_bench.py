@@ -136,9 +136,45 @@ class PeakRss:
 
 
 def watch_finding(w, timeout):
-    """The watch's stdout and stderr once it exits."""
-    out, err = w.communicate(timeout=timeout)
-    return out, err
+    """The watch's stdout and stderr once it exits, and when (monotonic ns)
+    its first document was whole on stdout: the finding is out then, even
+    if the watch goes on completing the bundle before it exits."""
+    import threading
+    out, err, first = [], [], [None]
+
+    def read_out():
+        for line in w.stdout:
+            out.append(line)
+            if first[0] is None and line.startswith("}"):  # a document's last line
+                try:
+                    json.loads("".join(out))
+                    first[0] = time.monotonic_ns()
+                except ValueError:
+                    pass
+
+    def read_err():
+        for line in w.stderr:
+            err.append(line)
+
+    threads = [threading.Thread(target=read_out, daemon=True), threading.Thread(target=read_err, daemon=True)]
+    for t in threads:
+        t.start()
+    w.wait(timeout=timeout)
+    for t in threads:
+        t.join(10)
+    return "".join(out), "".join(err), first[0] or time.monotonic_ns()
+
+
+def same_replay(a, bundle, doc):
+    """True when `hangdx analyze BUNDLE` gives the watch's first finding
+    (kind, culprits, pg, seq)."""
+    r = subprocess.run([a.hangdx, "analyze", bundle, "--format", "json"], stdout=subprocess.PIPE, text=True)
+    try:
+        replay = json.loads(r.stdout)["findings"][0]
+    except (ValueError, IndexError, KeyError):
+        return False
+    f = doc["findings"][0]
+    return all(replay.get(k) == f.get(k) for k in ("kind", "culprit_ranks", "pg", "seq"))
 
 
 def metric(text, name):
@@ -197,22 +233,37 @@ def bench_probe(a, tmp):
         res["bytes_per_probe"] = len(probe_body)
         steady_rss = rss_mb(w.pid)
         hang_at = fleet.fault("hang %d" % (a.ranks // 3))
-        out, err = watch_finding(w, 300)
-        found_at = time.monotonic_ns()
+        out, err, found_at = watch_finding(w, 300)
+        exited_at = time.monotonic_ns()
+        if a.keep:
+            os.makedirs(a.keep, exist_ok=True)
+            with open(os.path.join(a.keep, "probe-watch.log"), "w") as f:
+                f.write(err)
+            with open(os.path.join(a.keep, "probe-watch.out"), "w") as f:
+                f.write(out)
         if not out:
             raise RuntimeError("the watch found nothing:\n" + err[-3000:])
         doc = json.loads(out)
         res["finding"] = "%s %s" % (doc["findings"][0]["kind"], doc["findings"][0]["culprit_ranks"])
         res["hang_to_finding_s"] = (found_at - hang_at) / 1e9
         res["over_stall_after_s"] = res["hang_to_finding_s"] - a.stall_after
-        m = re.search(r"details of (\d+) ranks in (\S+) s, bundle in (\S+) s, analysis in (\S+) s", err)
+        res["hang_to_exit_s"] = (exited_at - hang_at) / 1e9
+        m = re.search(r"details of (\d+) ranks in (\S+) s.*, bundle in (\S+) s, analysis in (\S+) s", err)
         if m:
+            res["details_ranks"] = int(m.group(1))
             res["details_s"], res["bundle_s"], res["analysis_s"] = (float(m.group(i)) for i in (2, 3, 4))
+        m = re.search(r"every rank's records: details of (\d+) more ranks in (\S+) s, bundle in (\S+) s, "
+                      r"analysis in (\S+) s: (.*)", err)
+        if m:
+            res["whole_details_s"], res["whole_bundle_s"], res["whole_analysis_s"] = (
+                float(m.group(i)) for i in (2, 3, 4))
+            res["whole_evidence"] = m.group(5)
         res["watch_rss_mb_probing"] = steady_rss
         res["watch_peak_rss_mb"] = peak.peak
         bundles = os.listdir(os.path.join(tmp, "probe-out"))
         res["bundle_mb"] = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in
                                os.walk(os.path.join(tmp, "probe-out", bundles[0])) for f in fs) / 1e6
+        res["replay_same_finding"] = same_replay(a, os.path.join(tmp, "probe-out", bundles[0]), doc)
     finally:
         fleet.stop()
     return res
@@ -328,6 +379,7 @@ def main():
     ap.add_argument("--connections", type=int, default=8, help="pushers' keep-alive connections (the service has 8 threads)")
     ap.add_argument("--only", default="probe,push,agents")
     ap.add_argument("--json")
+    ap.add_argument("--keep", help="copy the evidence bundles here before the temporary folder goes")
     ap.add_argument("--smoke", action="store_true", help="a short check that the benchmark runs")
     a = ap.parse_args()
     if a.smoke:
@@ -362,6 +414,10 @@ def main():
         if redis:
             redis.send_signal(signal.SIGTERM)
             redis.wait()
+        if a.keep:
+            for d in os.listdir(tmp):
+                if d.endswith("-out") or "-out-" in d:
+                    shutil.copytree(os.path.join(tmp, d), os.path.join(a.keep, d), dirs_exist_ok=True)
         shutil.rmtree(tmp, ignore_errors=True)
     print(json.dumps(out, indent=1))
     if a.json:

@@ -24,6 +24,12 @@ StatusOr<std::string> WriteBundle(const std::string& root, const std::string& na
     fs::create_directories(dir / sub, ec);
     if (ec) return IoError("cannot create " + (dir / sub).string() + ": " + ec.message());
   }
+  HANGDX_RETURN_IF_ERROR(WriteInto(dir.string(), e));
+  return dir.string();
+}
+
+Status WriteInto(const std::string& bundle, const Evidence& e) {
+  fs::path dir(bundle);
   for (const auto& [rank, text] : e.fr)
     HANGDX_RETURN_IF_ERROR(WriteTextFile((dir / "fr" / ("rank_" + std::to_string(rank) + ".json")).string(), text));
   for (const auto& [rank, text] : e.stacks)
@@ -34,7 +40,7 @@ StatusOr<std::string> WriteBundle(const std::string& root, const std::string& na
   for (const auto& line : e.history) history += line + "\n";
   HANGDX_RETURN_IF_ERROR(WriteTextFile((dir / ".watch" / "probes.jsonl").string(), history));
   HANGDX_RETURN_IF_ERROR(WriteTextFile((dir / ".watch" / "stall.json").string(), e.stall_json + "\n"));
-  return dir.string();
+  return Status::Ok();
 }
 
 }  // namespace hangdx::live

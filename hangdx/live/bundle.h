@@ -39,6 +39,11 @@ struct Evidence {
 // written.
 StatusOr<std::string> WriteBundle(const std::string& root, const std::string& name, const Evidence& evidence);
 
+// Writes `evidence` into the existing bundle `dir`: its files are added,
+// replacing those of the same names (the second step of a stall, which
+// completes the first look's bundle). Errors (kIo).
+Status WriteInto(const std::string& dir, const Evidence& evidence);
+
 // Writes `text` into `path` (replacing it). Errors (kIo).
 Status WriteTextFile(const std::string& path, const std::string& text);
 

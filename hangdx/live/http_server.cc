@@ -10,7 +10,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <memory>
@@ -557,17 +559,26 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const ServerOptions& opt
   // it waits in SYN-ACK retransmits (1 s, 3 s, 7 s...) before it is even
   // accepted. Its socket is taken as it is made, and listened on again with
   // a deep backlog once bound (a second listen() only changes the backlog).
+  // And SO_REUSEADDR, not cpp-httplib's SO_REUSEPORT: with that, a second
+  // watch given the same --listen bound it too and the kernel shared the
+  // connections between the two, silently. SO_REUSEADDR only lets a
+  // restarted watch bind while the old connections are in TIME_WAIT.
   auto listening = std::make_shared<int>(-1);
   s.set_socket_options([listening](socket_t sock) {
-    httplib::default_socket_options(sock);
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     *listening = sock;
   });
   int port = options.port;
+  errno = 0;
   if (port == 0) {
     port = s.bind_to_any_port(options.host);
     if (port <= 0) return IoError("--listen: cannot bind " + options.host + " (any port)");
   } else if (!s.bind_to_port(options.host, port)) {
-    return IoError("--listen: cannot bind " + options.host + ":" + std::to_string(port));
+    std::string address = options.host + ":" + std::to_string(port);
+    if (errno == EADDRINUSE)
+      return IoError("--listen: " + address + " is in use (another hangdx watch, or another service, listens there)");
+    return IoError("--listen: cannot bind " + address + (errno ? std::string(": ") + std::strerror(errno) : ""));
   }
   impl->port = port;
   if (*listening >= 0) ::listen(*listening, 4096);

@@ -95,6 +95,25 @@ class HttpServerTest : public ::testing::Test {
   std::unique_ptr<HttpServer> server;
 };
 
+// cpp-httplib's own socket options set SO_REUSEPORT: a second service on
+// the same address bound it too, and the kernel split the connections
+// between the two without a word. The second must fail, naming it.
+TEST_F(HttpServerTest, ASecondServiceOnTheSameAddressFailsNamingIt) {
+  StartServer({});
+  ServerOptions o;
+  o.port = server->port();
+  auto second = HttpServer::Start(
+      o,
+      [](const HttpRequest&) -> HttpResponse {
+        return {200, "text/plain", "second"};
+      },
+      nullptr);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().message(), "--listen: 127.0.0.1:" + std::to_string(o.port) +
+                                           " is in use (another hangdx watch, or another service, listens there)");
+  EXPECT_EQ(Ping(), 200);  // the first one still serves
+}
+
 TEST_F(HttpServerTest, HugeBodiesAreRefusedBeforeTheyAreRead) {
   StartServer({.max_body_bytes = 1024});
   std::string r =

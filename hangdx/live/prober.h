@@ -52,6 +52,14 @@ class Prober {
   // Adds rank `rank`'s worker, or moves it to a new address.
   void SetWorker(Rank rank, const Endpoint& endpoint);
   bool Has(Rank rank) const { return workers_.count(rank) > 0; }
+  // True when `rank`'s worker is probed through NCCL's dump
+  // (dump_nccl_trace_json): its pg_status counts collective seqs, which
+  // Flight Recorder entries carry too. gloo's counts op ids, P2P ops
+  // included; unknown before the worker's first answer.
+  bool CountsCollectives(Rank rank) const {
+    auto it = workers_.find(rank);
+    return it != workers_.end() && it->second.kind == Kind::kNccl;
+  }
   std::vector<Rank> Ranks() const;
   std::string Url(Rank rank) const;
 

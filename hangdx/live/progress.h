@@ -15,6 +15,7 @@
 // probe of a 10,000-rank job costs a scan of its bytes, not a parse.
 #pragma once
 
+#include <compare>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -38,6 +39,7 @@ struct PgProgress {
   // Some op of this pg was enqueued and has not completed.
   bool Unfinished() const { return enqueued > completed; }
   bool operator==(const PgProgress&) const = default;
+  auto operator<=>(const PgProgress&) const = default;  // by pg, then the counters
 };
 
 struct Progress {

@@ -23,7 +23,8 @@ void StallDetector::Observe(Rank rank, Clock::time_point now, const std::vector<
     if (fresh || it->second.enqueued != p.enqueued || it->second.completed != p.completed) {
       it->second = p;
       rs.changed = now;
-      pg.last_change = now;
+      // A round observes its ranks at their answers' times, not in order.
+      pg.last_change = std::max(pg.last_change, now);
     }
     pg.members.insert(rank);
   }

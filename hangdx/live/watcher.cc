@@ -11,6 +11,7 @@
 
 #include "hangdx/base/rank_set.h"
 #include "hangdx/live/bundle.h"
+#include "hangdx/live/first_look.h"
 #include "hangdx/live/hooks.h"
 #include "hangdx/live/redis_store.h"
 #include "hangdx/live/tcp_store.h"
@@ -251,7 +252,11 @@ void Watcher::ProbeRound() {
   // 10,000-rank job sends the same 10,000-number list of the default pg in
   // every answer.
   std::map<Rank, StatusOr<Progress>> parsed;
+  // When each answer came: the counters in it held then (a round of 10,000
+  // takes a second or two; its end is up to that much later).
+  std::map<Rank, Clock::time_point> answered_at;
   auto digest = [&](Rank rank, std::string* body) {
+    answered_at[rank] = Clock::now();
     std::string_view config;
     StatusOr<Progress> p = ParseProgress(*body, false, &config);
     if (p.ok() && !config.empty()) {
@@ -295,7 +300,8 @@ void Watcher::ProbeRound() {
         detector_.AddMembers(it->first, members);
         it->second = members.size();
       }
-      detector_.Observe(r.rank, now, p->pgs);
+      auto at = answered_at.find(r.rank);
+      detector_.Observe(r.rank, at == answered_at.end() ? now : at->second, p->pgs);
       records.push_back({r.rank, prober_.Url(r.rank), FormatCompact(p->pgs), WallMs(now),
                          WallMs(detector_.LastChange(r.rank)), opt_.agent});
     }
@@ -494,40 +500,53 @@ bool Watcher::NeverSeen() {
 // evidence a live dump lacks: `hangdx analyze` reads an in-flight op of a
 // rank that waited past the threshold as hung. No waiting_for_ranks: who
 // waits for whom is the Flight Recorder's to say. A wait state a rank
-// pushed is kept, with the same two fields added.
-std::string Watcher::WaitStates(const std::map<Rank, std::string>& fr) {
+// pushed is kept, with the same two fields added. The ranks `by_progress`
+// (a first look's others: first_look.h) get the same entry with their
+// probed counters as "progress", which is all the analysis knows of them.
+std::string Watcher::WaitStates(const std::vector<Rank>& with_fr, const std::vector<Rank>& by_progress) {
   auto now = Clock::now();
-  json pushed = json::parse(board_.WaitSnapshot().empty() ? "{}" : board_.WaitSnapshot(), nullptr, false);
-  json out = json::object();
+  // A plain (key-sorted) json: an ordered_json finds a key by a linear
+  // search, which made this O(ranks^2), half a second at 10,000 ranks.
+  using plain = nlohmann::json;
+  plain pushed = plain::parse(board_.WaitSnapshot().empty() ? "{}" : board_.WaitSnapshot(), nullptr, false);
+  plain out = plain::object();
   std::lock_guard<std::mutex> lock(mu_);
-  auto add_time = [&](Rank r, json* w) {
+  auto add_time = [&](Rank r, plain* w) {
     if (!w->contains("waited_ms"))
       (*w)["waited_ms"] = std::chrono::duration_cast<milliseconds>(now - detector_.LastChange(r)).count();
     if (!w->contains("stall_after_ms")) (*w)["stall_after_ms"] = opt_.stall_after.count();
   };
   if (pushed.is_object())
     for (auto it = pushed.begin(); it != pushed.end(); ++it) {
-      json w = *it;
+      plain w = *it;
       add_time(std::stoll(it.key()), &w);
       out[it.key()] = std::move(w);
     }
-  for (const auto& [rank, text] : fr) {
+  auto add = [&](Rank rank, bool progress) {
     std::string key = std::to_string(rank);
-    if (out.contains(key)) continue;
+    if (out.contains(key)) return;
     std::string op = "not in a collective";
     int64_t seq = -1;
-    for (const PgProgress& p : detector_.Last(rank)) {
+    std::vector<PgProgress> last = detector_.Last(rank);
+    for (const PgProgress& p : last) {
       if (p.Unfinished()) {
         op = "pg " + p.pg + " op " + std::to_string(p.enqueued) + " enqueued, not completed";
         seq = p.enqueued;
         break;
       }
     }
-    json w = {{"current_op", op}, {"waiting_for_ranks", json::array()}};
+    plain w = {{"current_op", op}, {"waiting_for_ranks", plain::array()}};
     if (seq >= 0) w["op_seq"] = seq;
     add_time(rank, &w);
+    if (progress) {
+      plain pgs = plain::object();
+      for (const PgProgress& p : last) pgs[p.pg] = {{"enqueued", p.enqueued}, {"completed", p.completed}};
+      w["progress"] = std::move(pgs);
+    }
     out[key] = std::move(w);
-  }
+  };
+  for (Rank rank : with_fr) add(rank, false);
+  for (Rank rank : by_progress) add(rank, true);
   return out.empty() ? "" : out.dump(1) + "\n";
 }
 
@@ -567,33 +586,68 @@ Details Watcher::CollectPushed(const Stall& stall) {
   return d;
 }
 
-void Watcher::Investigate(const Stall& stall) {
-  auto marked = store_->MarkStall(stall.key);
-  if (marked.ok() && !*marked) return;  // a previous watch analysed this episode
-  metrics_.Add("hangdx_stalls_total");
-  auto now = Clock::now();
-  std::string pgs;
-  for (const auto& pg : stall.pgs) pgs += (pgs.empty() ? "" : ", ") + pg;
-  char seconds[32];
-  std::snprintf(seconds, sizeof seconds, "%.1f s", Secs(now - stall.since));
-  log() << "hangdx watch: stall: "
-        << (stall.reason == Stall::Reason::kSilentRank ? "rank " + Ranks(stall.silent) + " has not answered for "
-                                                       : "pg " + pgs + " has not progressed for ")
-        << seconds << (stall.behind.empty() ? "" : "; least progressed: rank " + Ranks(stall.behind))
-        << "; fetching details from " << Count(static_cast<int64_t>(stall.ranks.size()), "rank", "ranks") << "\n";
-  auto t_fetch = Clock::now();
-  Details d = prober_.Fetch(stall.ranks, opt_.fetch_timeout);
-  Details pushed = CollectPushed(stall);
-  d.fr.merge(pushed.fr);
-  d.stacks.merge(pushed.stacks);
-  d.unanswered.merge(pushed.unanswered);
+namespace {
+
+std::vector<Rank> KeysOf(const std::map<Rank, std::string>& m) {
+  std::vector<Rank> keys;
+  keys.reserve(m.size());
+  for (const auto& [r, text] : m) keys.push_back(r);
+  return keys;
+}
+
+// True when some Flight Recorder answer records a P2P op: then a rank's
+// counters may count P2P ops too, and the ranks cannot stand in by them.
+bool AnyP2p(const std::map<Rank, std::string>& fr) {
+  for (const auto& [r, text] : fr)
+    if (text.find("\"is_p2p\":true") != std::string::npos || text.find("\"is_p2p\": true") != std::string::npos)
+      return true;
+  return false;
+}
+
+// The fingerprints of a diagnosis's hang findings (what Report reports).
+std::set<std::string> HangPrints(const analyze::Diagnosis& d) {
+  std::set<std::string> out;
+  for (const auto& f : d.findings)
+    if (f.hang && f.severity == analyze::Severity::kError) out.insert(Fingerprint(f));
+  return out;
+}
+
+std::string JoinPrints(const std::set<std::string>& prints) {
+  std::string s;
+  for (const auto& p : prints) s += (s.empty() ? "" : "; ") + p;
+  return s.empty() ? "no hang" : s;
+}
+
+}  // namespace
+
+// The ranks to fetch first (first_look.h), or none: every rank at once.
+// Only when every rank of the stall is probed through NCCL's dump, whose
+// counters are the collective seqs its entries carry.
+std::vector<Rank> Watcher::FirstRanks(const Stall& stall) {
   for (Rank r : stall.ranks)
-    if (!d.fr.count(r) && !d.unanswered.count(r)) d.unanswered[r] = "no worker address and no pushed report";
+    if (!prober_.CountsCollectives(r)) return {};
+  std::map<Rank, std::vector<PgProgress>> last;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (Rank r : stall.ranks) last[r] = detector_.Last(r);
+  }
+  return FirstLook(stall,
+                   [&](Rank r) -> const std::vector<PgProgress>* {
+                     auto it = last.find(r);
+                     return it == last.end() ? nullptr : &it->second;
+                   },
+                   {});
+}
+
+// The bundle's contents for `stall` from `d`; `by_progress` ranks enter by
+// their counters (WaitStates).
+Evidence Watcher::EvidenceOf(const Stall& stall, Details d, const std::vector<Rank>& by_progress,
+                             Clock::time_point now) {
   Evidence e;
   e.fr = std::move(d.fr);
   e.stacks = std::move(d.stacks);
   e.unanswered = d.unanswered;
-  e.wait_snapshot = WaitStates(e.fr);
+  e.wait_snapshot = WaitStates(KeysOf(e.fr), by_progress);
   json unanswered = json::object();
   for (const auto& [r, why] : d.unanswered) unanswered[std::to_string(r)] = why;
   json trigger = {{"reason", stall.reason == Stall::Reason::kSilentRank ? "silent_rank" : "no_progress"},
@@ -607,28 +661,79 @@ void Watcher::Investigate(const Stall& stall) {
                   {"world_size", opt_.world_size},
                   {"detected_at", UtcStamp(false)},
                   {"unanswered", unanswered}};
+  if (!by_progress.empty()) trigger["by_progress"] = by_progress.size();
   e.stall_json = trigger.dump(1);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    size_t keep = std::min<size_t>(history_.size(), 500);
-    e.history.assign(history_.end() - static_cast<std::ptrdiff_t>(keep), history_.end());
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t keep = std::min<size_t>(history_.size(), 500);
+  e.history.assign(history_.end() - static_cast<std::ptrdiff_t>(keep), history_.end());
+  return e;
+}
+
+// The analysis of `hangdx analyze` on `bundle`, nothing more: the time
+// evidence (how long each rank has waited, against --stall-after) is in
+// the bundle's wait_state.json, so the replay needs no flag but the world
+// size (when the highest ranks left no file, as for analyze). Writes its
+// reports into the bundle's .watch/ as `name`.txt and .json.
+StatusOr<analyze::Diagnosis> Watcher::Analyse(const std::string& bundle, const std::string& name, std::string* replay) {
+  pipeline::PipelineOptions p;
+  int64_t world = opt_.world_size > 0 ? opt_.world_size : pushed_world_size_.load();
+  if (world > 0) p.load.world_size = world;
+  *replay = "hangdx analyze " + bundle + (world > 0 ? " --world-size " + std::to_string(world) : "");
+  auto diagnosis = pipeline::Diagnose({bundle}, p);
+  if (!diagnosis.ok()) {
+    log() << "hangdx watch: analysis failed: " << diagnosis.status().message() << "\n";
+    return diagnosis;
   }
+  for (const char* format : {"text", "json"}) {
+    auto text = pipeline::Render(*diagnosis, format);
+    if (text.ok())
+      (void)WriteTextFile(bundle + "/.watch/" + name + "." + (std::string(format) == "text" ? "txt" : "json"), *text);
+  }
+  return diagnosis;
+}
+
+void Watcher::Investigate(const Stall& stall) {
+  auto marked = store_->MarkStall(stall.key);
+  if (marked.ok() && !*marked) return;  // a previous watch analysed this episode
+  metrics_.Add("hangdx_stalls_total");
+  auto now = Clock::now();
+  std::string pgs;
+  for (const auto& pg : stall.pgs) pgs += (pgs.empty() ? "" : ", ") + pg;
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.1f s", Secs(now - stall.since));
+  std::vector<Rank> first = FirstRanks(stall);
+  log() << "hangdx watch: stall: "
+        << (stall.reason == Stall::Reason::kSilentRank ? "rank " + Ranks(stall.silent) + " has not answered for "
+                                                       : "pg " + pgs + " has not progressed for ")
+        << seconds << (stall.behind.empty() ? "" : "; least progressed: rank " + Ranks(stall.behind))
+        << "; fetching details from "
+        << (first.empty() ? Count(static_cast<int64_t>(stall.ranks.size()), "rank", "ranks")
+                          : std::to_string(first.size()) + " of its " + std::to_string(stall.ranks.size()) +
+                                " ranks first (the least progressed, and " +
+                                std::to_string(FirstLookOptions{}.per_class) + " of each progress class)")
+        << "\n";
+  if (!first.empty()) {
+    InvestigateInTwoSteps(stall, first, now);
+    return;
+  }
+  auto t_fetch = Clock::now();
+  Details d = prober_.Fetch(stall.ranks, opt_.fetch_timeout);
+  Details pushed = CollectPushed(stall);
+  d.fr.merge(pushed.fr);
+  d.stacks.merge(pushed.stacks);
+  d.unanswered.merge(pushed.unanswered);
+  for (Rank r : stall.ranks)
+    if (!d.fr.count(r) && !d.unanswered.count(r)) d.unanswered[r] = "no worker address and no pushed report";
+  Evidence e = EvidenceOf(stall, std::move(d), {}, now);
   auto t_bundle = Clock::now();
   auto bundle = WriteBundle(opt_.out_dir, "stall-" + UtcStamp(true), e);
   if (!bundle.ok()) {
     log() << "hangdx watch: cannot write the evidence bundle: " << bundle.status().message() << "\n";
     return;
   }
-  // The analysis of `hangdx analyze` on the bundle, nothing more: the time
-  // evidence (how long each rank has waited, against --stall-after) is in
-  // the bundle's wait_state.json, so the replay needs no flag but the
-  // world size (when the highest ranks left no file, as for analyze).
-  pipeline::PipelineOptions p;
-  int64_t world = opt_.world_size > 0 ? opt_.world_size : pushed_world_size_.load();
-  if (world > 0) p.load.world_size = world;
-  std::string replay = "hangdx analyze " + *bundle + (world > 0 ? " --world-size " + std::to_string(world) : "");
   auto t_analysis = Clock::now();
-  auto diagnosis = pipeline::Diagnose({*bundle}, p);
+  std::string replay;
+  auto diagnosis = Analyse(*bundle, "report", &replay);
   auto t_done = Clock::now();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -639,16 +744,103 @@ void Watcher::Investigate(const Stall& stall) {
   }
   log() << "hangdx watch: details of " << stall.ranks.size() << " ranks in " << Secs(t_bundle - t_fetch)
         << " s, bundle in " << Secs(t_analysis - t_bundle) << " s, analysis in " << Secs(t_done - t_analysis) << " s\n";
-  if (!diagnosis.ok()) {
-    log() << "hangdx watch: analysis failed: " << diagnosis.status().message() << "\n";
+  if (diagnosis.ok()) Report(stall, *diagnosis, *bundle, replay);
+}
+
+// A large stall (first_look.h): the first look's ranks in full and the
+// others by their counters give the finding, reported at once; then every
+// other rank's records complete the bundle and are analysed again, so that
+// the bundle is the whole evidence and `hangdx analyze BUNDLE` is the
+// finding's replay. A finding the whole evidence changes or adds is
+// reported then, and said.
+void Watcher::InvestigateInTwoSteps(const Stall& stall, const std::vector<Rank>& first, Clock::time_point now) {
+  auto t_fetch = Clock::now();
+  Details d = prober_.Fetch(first, opt_.fetch_timeout);
+  std::set<Rank> fetched(first.begin(), first.end());
+  std::vector<Rank> rest;
+  for (Rank r : stall.ranks)
+    if (!fetched.count(r)) rest.push_back(r);
+  if (AnyP2p(d.fr)) {
+    log() << "hangdx watch: the first look records P2P ops, which the counters count too: fetching the other "
+          << rest.size() << " ranks before the analysis\n";
+    Details more = prober_.Fetch(rest, opt_.fetch_timeout);
+    d.fr.merge(more.fr);
+    d.stacks.merge(more.stacks);
+    d.unanswered.merge(more.unanswered);
+    rest.clear();
+  }
+  // A rank that does not answer is a rank without records, as in the whole
+  // path; the others stand in by their counters.
+  Evidence e = EvidenceOf(stall, std::move(d), rest, now);
+  auto t_bundle = Clock::now();
+  auto bundle = WriteBundle(opt_.out_dir, "stall-" + UtcStamp(true), e);
+  if (!bundle.ok()) {
+    log() << "hangdx watch: cannot write the evidence bundle: " << bundle.status().message() << "\n";
     return;
   }
-  for (const char* format : {"text", "json"}) {
-    auto text = pipeline::Render(*diagnosis, format);
-    if (text.ok())
-      (void)WriteTextFile(*bundle + "/.watch/report." + (std::string(format) == "text" ? "txt" : "json"), *text);
+  auto t_analysis = Clock::now();
+  std::string replay;
+  auto quick = Analyse(*bundle, rest.empty() ? "report" : "first_report", &replay);
+  auto t_done = Clock::now();
+  log() << "hangdx watch: first look: details of " << first.size() << " ranks in " << Secs(t_bundle - t_fetch)
+        << " s (the other " << rest.size() << " by their progress), bundle in " << Secs(t_analysis - t_bundle)
+        << " s, analysis in " << Secs(t_done - t_analysis) << " s\n";
+  if (quick.ok()) Report(stall, *quick, *bundle, replay);
+  if (rest.empty()) return;  // it was the whole evidence
+  // The second step: every other rank's records into the same bundle.
+  auto t2_fetch = Clock::now();
+  Details more = prober_.Fetch(rest, opt_.fetch_timeout);
+  for (const auto& [r, why] : e.unanswered) more.unanswered.try_emplace(r, why);
+  std::vector<Rank> with_fr = KeysOf(e.fr), still;
+  for (Rank r : rest) (more.fr.count(r) ? with_fr : still).push_back(r);
+  Evidence all;
+  all.fr = std::move(more.fr);
+  all.stacks = std::move(more.stacks);
+  all.unanswered = more.unanswered;
+  all.history = std::move(e.history);
+  json trigger = json::parse(e.stall_json);
+  json unanswered = json::object();
+  for (const auto& [r, why] : more.unanswered) unanswered[std::to_string(r)] = why;
+  trigger["unanswered"] = unanswered;
+  trigger.erase("by_progress");
+  all.stall_json = trigger.dump(1);
+  // Ranks that answered the probe and not this: known by their counters still.
+  std::sort(with_fr.begin(), with_fr.end());
+  all.wait_snapshot = WaitStates(with_fr, still);
+  auto t2_bundle = Clock::now();
+  if (auto st = WriteInto(*bundle, all); !st.ok()) {
+    log() << "hangdx watch: cannot complete the evidence bundle: " << st.message() << "\n";
+    return;
   }
-  Report(stall, *diagnosis, *bundle, replay);
+  all.fr.clear();
+  all.stacks.clear();
+  auto t2_analysis = Clock::now();
+  auto whole = Analyse(*bundle, "report", &replay);
+  auto t2_done = Clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_investigation_ = {{"first_look_ranks", first.size()},
+                           {"details_s", Secs(t_bundle - t_fetch)},
+                           {"bundle_s", Secs(t_analysis - t_bundle)},
+                           {"analysis_s", Secs(t_done - t_analysis)},
+                           {"whole_details_s", Secs(t2_bundle - t2_fetch)},
+                           {"whole_bundle_s", Secs(t2_analysis - t2_bundle)},
+                           {"whole_analysis_s", Secs(t2_done - t2_analysis)},
+                           {"ranks", stall.ranks.size()}};
+  }
+  if (!whole.ok()) return;
+  std::set<std::string> was = quick.ok() ? HangPrints(*quick) : std::set<std::string>{};
+  std::set<std::string> now_prints = HangPrints(*whole);
+  auto line = log();
+  line << "hangdx watch: every rank's records: details of " << rest.size() << " more ranks in "
+       << Secs(t2_bundle - t2_fetch) << " s, bundle in " << Secs(t2_analysis - t2_bundle) << " s, analysis in "
+       << Secs(t2_done - t2_analysis) << " s: ";
+  if (was == now_prints) {
+    line << "the same finding (" << JoinPrints(now_prints) << ")\n";
+    return;
+  }
+  line << "the finding changes: " << JoinPrints(was) << " -> " << JoinPrints(now_prints) << "\n";
+  Report(stall, *whole, *bundle, replay);
 }
 
 bool Watcher::Report(const Stall& stall, const analyze::Diagnosis& d, const std::string& bundle,

@@ -46,6 +46,7 @@
 
 #include "hangdx/analyze/diagnosis.h"
 #include "hangdx/base/status.h"
+#include "hangdx/live/bundle.h"
 #include "hangdx/live/http_server.h"
 #include "hangdx/live/metrics.h"
 #include "hangdx/live/prober.h"
@@ -125,8 +126,12 @@ class Watcher {
   bool NeverSeen();
   void ReadAgents();
   void Investigate(const Stall& stall);
+  void InvestigateInTwoSteps(const Stall& stall, const std::vector<Rank>& first, Clock::time_point now);
+  std::vector<Rank> FirstRanks(const Stall& stall);
+  Evidence EvidenceOf(const Stall& stall, Details d, const std::vector<Rank>& by_progress, Clock::time_point now);
+  StatusOr<analyze::Diagnosis> Analyse(const std::string& bundle, const std::string& name, std::string* replay);
   Details CollectPushed(const Stall& stall);
-  std::string WaitStates(const std::map<Rank, std::string>& fr);
+  std::string WaitStates(const std::vector<Rank>& with_fr, const std::vector<Rank>& by_progress);
   bool Report(const Stall& stall, const analyze::Diagnosis& d, const std::string& bundle, const std::string& replay);
   void RecordHistory(double round_s, size_t ok, size_t failed);
   void UpdateGauges();

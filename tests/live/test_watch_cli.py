@@ -335,6 +335,21 @@ def test_404_lists_every_endpoint(hangdx_bin, procs):
     w.kill()
 
 
+def test_a_second_watch_on_the_same_listen_address_exits_2_naming_it(hangdx_bin, procs):
+    port = free_port()
+    first = procs.start([hangdx_bin, "watch", "--listen", "127.0.0.1:%d" % port, "--duration", "20"],
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_listening(port)
+    r = subprocess.run([hangdx_bin, "watch", "--listen", "127.0.0.1:%d" % port, "--duration", "5"],
+                       capture_output=True, text=True, timeout=20)
+    assert r.returncode == 2, r.stderr
+    assert "127.0.0.1:%d is in use" % port in r.stderr, r.stderr
+    assert first.poll() is None  # the first one goes on serving
+    status, _ = http("GET", "http://127.0.0.1:%d/healthz" % port)
+    assert status == 200
+    first.kill()
+
+
 @pytest.mark.parametrize("args, message", [
     (["--workers", "99999999999 http://127.0.0.1:2"], "rank 99999999999 is outside 0..16777215"),
     (["--workers", "-1 http://127.0.0.1:2"], "rank -1 is outside 0..16777215"),
