@@ -425,6 +425,8 @@ def main():
             json.dump(out, f, indent=1)
     want = "missing_rank [%d]" % (a.ranks // 3)
     wrong = [k for k in ("probe", "push", "push_redis", "agents") if k in out and out[k].get("finding") != want]
+    if "probe" in out and not out["probe"].get("replay_same_finding"):
+        wrong.append("the probe's bundle replayed")
     if a.smoke and wrong:
         print("live_bench: no %s finding in %s" % (want, ", ".join(wrong)), file=sys.stderr)
         return 1

@@ -48,6 +48,35 @@ def test_missing_rank_is_found_and_the_bundle_replays(hangdx_bin, fleet, procs, 
     assert json.loads(replay.stdout) == doc  # the same analysis, the same document
 
 
+def test_a_large_stall_is_reported_from_a_first_look_then_the_bundle_completed(hangdx_bin, fleet, procs, tmp_path):
+    # 100 NCCL-shaped ranks (over the 64 fetched at once): the finding from
+    # rank 37 and 4 others in full, the rest by their counters; then every
+    # rank's records in the bundle, which replays to the same finding.
+    f = fleet(100, backend="nccl")
+    w = procs.start([hangdx_bin, "watch", "--workers", f.file, *FAST, "--exit-on-finding", "--format", "json",
+                     "--duration", "40", "--out", str(tmp_path / "out")], stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    assert f.send("hang 37") == "ok"
+    out, err = w.communicate(timeout=40)
+    assert w.returncode == 1, err
+    doc = json.loads(out)
+    assert [(x["kind"], x["culprit_ranks"]) for x in doc["findings"] if x["severity"] == "error"] == \
+        [("missing_rank", [37])], err
+    assert "fetching details from 5 of its 100 ranks first" in err, err
+    assert "the same finding (missing_rank pg 0 seq" in err, err
+    bundle = bundle_of(err)
+    assert sorted(os.listdir(os.path.join(bundle, "fr"))) == sorted("rank_%d.json" % r for r in range(100))
+    assert "progress" not in open(os.path.join(bundle, "wait_state.json")).read()
+    replay = subprocess.run([hangdx_bin, "analyze", bundle, "--format", "json"], capture_output=True, text=True)
+    assert replay.returncode == 1
+    first = doc["findings"][0]
+    again = json.loads(replay.stdout)["findings"][0]
+    assert [again[k] for k in ("kind", "culprit_ranks", "pg", "seq")] == \
+        [first[k] for k in ("kind", "culprit_ranks", "pg", "seq")]
+    assert json.loads(replay.stdout) == json.load(open(os.path.join(bundle, ".watch", "report.json")))
+
+
 def test_push_service_refuses_hostile_requests_and_counts_them(hangdx_bin, procs, tmp_path):
     port = free_port()
     token = tmp_path / "token"
