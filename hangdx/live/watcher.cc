@@ -260,8 +260,13 @@ void Watcher::ProbeRound() {
     std::string_view config;
     StatusOr<Progress> p = ParseProgress(*body, false, &config);
     if (p.ok() && !config.empty()) {
-      if (configs_seen_.size() > 100000) configs_seen_.clear();
-      if (configs_seen_.insert(std::hash<std::string_view>{}(config)).second) p->members = ParseMembers(config);
+      // Most answers repeat the last text: a compare (memcmp speed) is far
+      // cheaper than hashing its 59 KB again for every answer.
+      if (config != last_config_) {
+        if (configs_seen_.size() > 100000) configs_seen_.clear();
+        if (configs_seen_.insert(std::hash<std::string_view>{}(config)).second) p->members = ParseMembers(config);
+        last_config_.assign(config);
+      }
     }
     parsed.insert_or_assign(rank, std::move(p));
     std::string().swap(*body);

@@ -175,6 +175,7 @@ class Watcher {
   std::map<Rank, std::string> url_of_;                // every known worker address (coordinator: from the agents)
   std::set<std::string> found_;                       // fingerprints reported
   std::unordered_set<size_t> configs_seen_;           // hashes of the pg_config texts parsed (probe thread only)
+  std::string last_config_;                           // the last pg_config text seen (probe thread only)
   Clock::time_point observed_at_;                     // when the last probe round's answers came
   std::map<std::string, size_t> members_added_;       // pg id -> size of the largest member list added
   std::set<Rank> failure_said_;                       // ranks whose failure to answer was logged (probe thread only)
