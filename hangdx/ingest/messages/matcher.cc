@@ -3,6 +3,8 @@
 #include <re2/re2.h>
 #include <re2/set.h>
 
+#include <algorithm>
+
 #include "hangdx/ingest/logs/line_util.h"
 
 namespace hangdx::ingest::messages {
@@ -59,16 +61,18 @@ void FinishFields(const Row& row, MessageFields* f) {
   if (row.seq_base == 0 && f->seq >= 0 && f->seq < INT64_MAX) ++f->seq;
 }
 
-constexpr int kMaxItems = 1024;  // items of one line past this are not read (a hostile line)
+constexpr int64_t kMaxItems = 1024;  // items of one line past this are not read (a hostile line)
 
 // The messages of a line row with an `item` pattern: `m` (the row's match)
 // once per item match along `text`, the item's captures replacing the
-// row's; `m` alone when no item matches.
-void EmitItems(const CompiledRow& c, std::string_view text, MessageMatch m, std::vector<MessageMatch>* out) {
+// row's, at most *left in all (decremented); `m` alone when no item
+// matches.
+void EmitItems(const CompiledRow& c, std::string_view text, MessageMatch m, std::vector<MessageMatch>* out,
+               int64_t* left) {
   re2::StringPiece sp(text.data(), text.size()), whole;
   size_t pos = 0;
-  int n = 0;
-  while (n < kMaxItems && pos <= text.size() && c.item->Match(sp, pos, text.size(), RE2::UNANCHORED, &whole, 1)) {
+  int64_t n = 0, most = std::min(kMaxItems, *left);
+  while (n < most && pos <= text.size() && c.item->Match(sp, pos, text.size(), RE2::UNANCHORED, &whole, 1)) {
     MessageMatch each = m;
     for (const auto& [name, index] : c.item->NamedCapturingGroups()) ClearField(name, &each.fields);
     Capture(*c.item, std::string_view(whole.data(), whole.size()), &each.fields, &each.problems);
@@ -78,6 +82,7 @@ void EmitItems(const CompiledRow& c, std::string_view text, MessageMatch m, std:
     size_t end = static_cast<size_t>(whole.data() - text.data()) + whole.size();
     pos = whole.empty() ? end + 1 : end;
   }
+  *left -= n;
   if (n == 0) {
     FinishFields(*c.row, &m.fields);
     out->push_back(std::move(m));
@@ -233,7 +238,7 @@ bool MessageMatcher::Start(std::string_view text, int64_t line, int64_t offset, 
       block_row_ = static_cast<size_t>(impl.set_to_row[h]);
       block_lines_ = 1;
     } else if (c.item && m.captured) {
-      EmitItems(c, text, std::move(m), out);
+      EmitItems(c, text, std::move(m), out, &items_left_);
     } else {
       FinishFields(*c.row, &m.fields);
       out->push_back(std::move(m));

@@ -187,6 +187,15 @@ TEST_F(MatcherTest, AnItemPatternGivesOneMessagePerItemOfTheLine) {
   EXPECT_TRUE(CheckRow(*compiled_, catalogue_.rows().back()).empty());
 }
 
+TEST_F(MatcherTest, ItemsAreBoundedPerLineAndPerFile) {
+  // A hostile log of long item lists: at most 1,024 per line and 65,536 per
+  // matcher, then one message per line, so the work stays linear in lines.
+  std::string line = "waiting for more than 60 seconds. Stalled ops: ";
+  for (int i = 0; i < 2000; ++i) line += (i ? ", t" : "t") + std::to_string(i) + " [ready ranks: 1]";
+  auto out = Run(std::vector<std::string>(70, line));
+  EXPECT_EQ(out.size(), 64u * 1024u + 6u);
+}
+
 TEST(CatalogueItem, IsForLineRowsOnly) {
   auto c = Catalogue::Parse(R"(message t.bad
 producer p
