@@ -43,11 +43,14 @@ std::map<Key, std::vector<Report>> CulpritReports(const model::Job& job) {
 // A report's header: a stall line naming nobody that opens the block of a
 // line naming ranks (Horovod's "One or more tensors were submitted ..."
 // then "Stalled ranks:"): at most 3 lines above it in the same file.
-bool HeadsAReport(const model::RankDump& d, const LogEvent& stall) {
-  for (const auto& e : d.events)
-    if (&e != &stall && NamesRanks(e) && e.file == stall.file && e.line > stall.line && e.line - stall.line <= 3)
-      return true;
-  return false;
+bool HeadsAReport(const model::Job& job, const model::RankDump& d, const LogEvent& stall) {
+  auto heads = [&](const LogEvent& e) {
+    return &e != &stall && NamesRanks(e) && e.file == stall.file && e.line > stall.line && e.line - stall.line <= 3;
+  };
+  // The block may be the coordinator's (d) or, printed with no rank of its
+  // own, a job-wide report's.
+  return std::any_of(d.events.begin(), d.events.end(), heads) ||
+         std::any_of(job.job_events.begin(), job.job_events.end(), heads);
 }
 
 // How long report `r` says the ranks waited: its own waited_ms, else that of
@@ -129,6 +132,7 @@ struct Verdict {
   // (ranks blamed for the same tensors are one class), smallest class first;
   // one class when every line blames the same ranks.
   std::vector<std::vector<Rank>> classes;
+  bool persistent = false;      // `blamed` are the ranks every printing blames; the others changed
   bool progress_after = false;  // normal progress was logged after the last report
   bool within_rhythm = false;   // the reported wait is under kStallFactor logged steps
   bool pg_local = false;
@@ -140,6 +144,9 @@ struct Verdict {
 std::set<Rank> BlamedBy(const Report& r, int64_t world) {
   if (!r.e->ranks.empty()) return {r.e->ranks.begin(), r.e->ranks.end()};
   std::set<Rank> out;
+  // Past kMaxListedWorld the others are not listed one by one (world.h): a
+  // ready list naming rank 16777215 must not blame 16 million ranks.
+  if (world > kMaxListedWorld) return out;
   std::set<Rank> ready(r.e->ready_ranks.begin(), r.e->ready_ranks.end());
   for (Rank x = 0; x < world; ++x)
     if (!ready.count(x)) out.insert(x);
@@ -207,16 +214,29 @@ Verdict Judge(const RankAnalysis& a, const Key& key, const std::vector<Report>& 
     v.pg_local = v.pg_local || r.e->ranks_pg_local;
     v.waited_ms = std::max(v.waited_ms, WaitedMs(a.job, r));
   }
-  std::set<Rank> before;  // the previous printing's blamed ranks
+  std::set<Rank> before, always;  // the previous printing's blamed ranks; those every printing blames
   for (size_t p = 0; p < printings.size(); ++p) {
     std::set<Rank> now;
     for (const auto& line : printings[p]) now.insert(line.begin(), line.end());
     std::vector<Rank> common;
     std::set_intersection(before.begin(), before.end(), now.begin(), now.end(), std::back_inserter(common));
     if (p > 0 && !before.empty() && !now.empty() && common.empty()) v.rotating = true;
+    if (p == 0) {
+      always = now;
+    } else {
+      std::set<Rank> kept;
+      std::set_intersection(always.begin(), always.end(), now.begin(), now.end(), std::inserter(kept, kept.end()));
+      always = std::move(kept);
+    }
     before = std::move(now);
   }
-  v.classes = Classes(printings.back());
+  // Ranks every printing blames while the others change: those are stuck
+  // (a tensor still missing report after report), the others late in turn.
+  if (printings.size() > 1 && !always.empty() && always.size() < v.blamed.size()) {
+    v.blamed = always;
+    v.persistent = true;
+  }
+  if (!v.persistent) v.classes = Classes(printings.back());
   v.world_blamed = world > 1 && static_cast<int64_t>(v.blamed.size()) == world;
   v.joined = std::includes(joined_ready.begin(), joined_ready.end(), v.blamed.begin(), v.blamed.end()) ||
              Arrived(a, key, v.blamed);
@@ -267,7 +287,16 @@ void Decide(const Verdict& v, Finding* f) {
   f->severity = Severity::kError;
   f->hang = true;
   f->culprit_ranks = blamed;
-  if (v.rotating) {
+  if (blamed.empty()) {
+    // Only ready ranks listed, all of 0 .. the highest (or a world too
+    // large to list): the ones it waits for are the others of a world
+    // whose size nothing gives.
+    f->kind = Kind::kUndecided;
+    f->summary = "the report lists only the ranks that are ready (" + FormatRanks({v.ready.begin(), v.ready.end()}) +
+                 "): which ranks it waits for depends on the world size, which nothing gives";
+    f->would_decide = "the job's world size (pass --world-size): the ranks above the ready ones are the missing ones";
+    f->fix_hint = "rerun with --world-size N";
+  } else if (v.rotating) {
     f->kind = Kind::kStraggler;
     f->severity = Severity::kWarning;
     f->hang = false;
@@ -321,6 +350,9 @@ Finding ReportFinding(const RankAnalysis& a, const Key& key, const std::vector<R
   f.ranks_are_pg_local = v.pg_local && !f.culprit_ranks.empty();
   f.roles.push_back({"named by the report", {v.blamed.begin(), v.blamed.end()}});
   if (!v.ready.empty()) f.roles.push_back({"ready", {v.ready.begin(), v.ready.end()}});
+  if (v.persistent)
+    f.details.push_back("every report names " + RankWords({v.blamed.begin(), v.blamed.end()}) +
+                        "; the other ranks they name change from one report to the next (late in turn)");
   if (v.waited_ms >= 0)
     f.details.push_back("the report was printed after a wait of " + std::to_string(v.waited_ms / 1000) + " s");
   if (f.kind == Kind::kMissingRank && !v.progress_after)
@@ -347,7 +379,7 @@ void UnnamedStalls(const model::Job& job, FindingSink* sink) {
   std::map<Rank, std::vector<const LogEvent*>> by_reporter;
   for (const auto& d : job.dumps)
     for (const auto& e : d.events)
-      if (e.kind == LogEvent::Kind::kStall && e.ranks.empty() && e.ready_ranks.empty() && !HeadsAReport(d, e))
+      if (e.kind == LogEvent::Kind::kStall && e.ranks.empty() && e.ready_ranks.empty() && !HeadsAReport(job, d, e))
         by_reporter[d.rank].push_back(&e);
   if (by_reporter.empty()) return;
   std::vector<Rank> repeated, reporters;  // ranks -1 (a log naming none) are not listed

@@ -144,6 +144,36 @@ TEST(NamedCulpritCheck, ReportLinesWithTheirOwnWaitAreSeparateReportsEvenOnConse
   EXPECT_EQ(fs[0].kind, Kind::kStraggler);
 }
 
+TEST(NamedCulpritCheck, ARankEveryReportNamesIsStuckWhileTheOthersChange) {
+  // Three reports a minute apart: tensor t_a is missing rank 2 in each, a
+  // second tensor misses rank 1, then 3, then 0 (tester3 G3). Rank 2 is
+  // stuck; not a slow job.
+  JobBuilder b;
+  for (int k = 0; k < 3; ++k) {
+    LogEvent other = Report({k == 0 ? 1 : k == 1 ? 3 : 0}, {}, 4 + 4 * k);
+    b.Event(0, Report({2}, {}, 3 + 4 * k)).Event(0, other);
+  }
+  std::vector<Finding> fs = RunCheck(&NamedCulpritCheck, b.FromLog(0).World(4).Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kMissingRank);
+  EXPECT_EQ(fs[0].culprit_ranks, Ranks{2});
+}
+
+TEST(NamedCulpritCheck, ReadyRanksAloneWithNoWorldSizeNameNobody) {
+  // "t [ready ranks: 0, 1, 2]" from rank 0's log and nothing else: the
+  // missing ranks are those of a world nothing gives. Before: "ranks
+  // joined the collective" with an empty list.
+  JobBuilder b;
+  b.Event(0, Report({}, {0, 1, 2}, 1, LogEvent::Kind::kStall)).FromLog(0);
+  std::vector<Finding> fs = RunCheck(&NamedCulpritCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kUndecided);
+  EXPECT_TRUE(fs[0].culprit_ranks.empty());
+  EXPECT_EQ(fs[0].summary,
+            "the report lists only the ranks that are ready (0-2): which ranks it waits for depends on the world "
+            "size, which nothing gives");
+}
+
 TEST(NamedCulpritCheck, SomeRanksJoinedAndDidNotFinishIsUndecided) {
   JobBuilder b;
   b.Event(0, Report({2}, {0, 1, 2}, 7)).FromLog(0).World(4);

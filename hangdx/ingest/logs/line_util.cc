@@ -34,7 +34,9 @@ size_t KubectlPrefix(std::string_view s) {
   return 0;
 }
 
-// Open MPI --tag-output: "[1,0]<stdout>:", optionally after a date.
+// Open MPI --tag-output: "[1,0]<stdout>:" (job, rank), optionally after a
+// date; horovodrun's own launcher (gloo, horovod/runner/common/util/
+// safe_shell_exec.py) tags "[0]<stderr>:" with the rank alone.
 size_t MpiPrefix(std::string_view s, int64_t* rank) {
   size_t lim = std::min<size_t>(s.size(), 64);
   std::string_view head = s.substr(0, lim);
@@ -51,7 +53,7 @@ size_t MpiPrefix(std::string_view s, int64_t* rank) {
   std::string_view inside = head.substr(open + 1, tag - open - 1);
   size_t comma = inside.find(',');
   int64_t r;
-  if (comma == std::string_view::npos || !ParseDec(inside.substr(comma + 1), &r)) return 0;
+  if (!ParseDec(comma == std::string_view::npos ? inside : inside.substr(comma + 1), &r)) return 0;
   *rank = r;
   return end + 2;
 }

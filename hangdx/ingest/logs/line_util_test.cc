@@ -34,6 +34,9 @@ TEST(LineUtil, PeelsForeignPrefixes) {
       Peel("[1,0]<stderr>:[2019-04-13 13:53:31.[1,0]<stderr>:851588: W horovod/common/operations.cc:588] x", &r, &lr),
       "[2019-04-13 13:53:31.[1,0]<stderr>:851588: W horovod/common/operations.cc:588] x");
   EXPECT_EQ(r, 0);
+  // horovodrun's own launcher (gloo) tags the rank alone.
+  EXPECT_EQ(Peel("[3]<stderr>:Stalled ops:", &r, &lr), "Stalled ops:");
+  EXPECT_EQ(r, 3);
   // Not prefixes: c10 severity brackets, PG prefixes.
   EXPECT_EQ(Peel("[E ProcessGroupNCCL.cpp:457] [Rank 3] W", &r, &lr), "[E ProcessGroupNCCL.cpp:457] [Rank 3] W");
 }

@@ -61,7 +61,7 @@ void FinishFields(const Row& row, MessageFields* f) {
   if (row.seq_base == 0 && f->seq >= 0 && f->seq < INT64_MAX) ++f->seq;
 }
 
-constexpr int64_t kMaxItems = 1024;  // items of one line past this are not read (a hostile line)
+constexpr int64_t kMaxItems = int64_t{1} << 16;  // items of one line past this are not read (a hostile line)
 
 // The messages of a line row with an `item` pattern: `m` (the row's match)
 // once per item match along `text`, the item's captures replacing the
@@ -83,6 +83,10 @@ void EmitItems(const CompiledRow& c, std::string_view text, MessageMatch m, std:
     pos = whole.empty() ? end + 1 : end;
   }
   *left -= n;
+  if (n == most && n > 0 && c.item->Match(sp, pos, text.size(), RE2::UNANCHORED, nullptr, 0))
+    out->back().problems.push_back("only the first " + std::to_string(n) +
+                                   " items of this line were read (the item budget of a line and a file): the "
+                                   "verdict may miss what the others say");
   if (n == 0) {
     FinishFields(*c.row, &m.fields);
     out->push_back(std::move(m));

@@ -119,9 +119,9 @@ class MessageMatcher {
   size_t block_row_ = 0;
   MessageMatch block_;
   int block_lines_ = 0;
-  // Items (a row's `item` matches) this matcher may still give: past it a
-  // line gives one message, so a file of long item lists costs no more
-  // than its lines.
+  // Items (a row's `item` matches) this matcher may still give, per line
+  // and in all: past it a line gives one message (with a problem saying
+  // so), so a file of long item lists costs no more than its lines.
   int64_t items_left_ = int64_t{1} << 16;
   std::vector<int> hits_;
 };

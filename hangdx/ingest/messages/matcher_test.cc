@@ -188,12 +188,17 @@ TEST_F(MatcherTest, AnItemPatternGivesOneMessagePerItemOfTheLine) {
 }
 
 TEST_F(MatcherTest, ItemsAreBoundedPerLineAndPerFile) {
-  // A hostile log of long item lists: at most 1,024 per line and 65,536 per
-  // matcher, then one message per line, so the work stays linear in lines.
+  // A hostile log of long item lists: at most 65,536 per matcher (and per
+  // line), then one message per line, so the work stays linear in lines;
+  // the line that was cut says so.
   std::string line = "waiting for more than 60 seconds. Stalled ops: ";
   for (int i = 0; i < 2000; ++i) line += (i ? ", t" : "t") + std::to_string(i) + " [ready ranks: 1]";
   auto out = Run(std::vector<std::string>(70, line));
-  EXPECT_EQ(out.size(), 64u * 1024u + 6u);
+  ASSERT_EQ(out.size(), 65536u + 37u);  // 32 whole lines, 1,536 items of the 33rd, then one per line
+  EXPECT_EQ(out[65535].line, 33);
+  ASSERT_EQ(out[65535].problems.size(), 1u);
+  EXPECT_EQ(out[65535].problems[0].rfind("only the first 1536 items of this line were read", 0), 0u);
+  EXPECT_TRUE(out[65534].problems.empty());
 }
 
 TEST(CatalogueItem, IsForLineRowsOnly) {

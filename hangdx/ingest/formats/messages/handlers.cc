@@ -99,6 +99,17 @@ bool ParseShape(const std::string& s, model::Shape* out) {
 
 }  // namespace
 
+namespace {
+
+// "0,1,5": a rank list as part of a key.
+std::string RankKey(const std::vector<model::Rank>& ranks) {
+  std::string out;
+  for (model::Rank r : ranks) out += std::to_string(r) + ",";
+  return out;
+}
+
+}  // namespace
+
 model::LogEvent MakeEvent(const Message& m, Kind kind, const std::string& file) {
   const MessageMatch& x = *m.match;
   const messages::MessageFields& f = x.fields;
@@ -136,19 +147,46 @@ void Handlers::Handle(const Message& m) {
 
 bool Handlers::Emit(const Message& m, model::LogEvent e) {
   int64_t rank = m.who.rank;
+  // Rank numbers past model::kMaxRank (or negative) in a message's lists
+  // are no rank of any job: left out, with one warning per file, so that
+  // they name no culprit and make no world.
+  size_t bad = 0;
+  for (auto* list : {&e.ranks, &e.ready_ranks}) {
+    size_t before = list->size();
+    list->erase(std::remove_if(list->begin(), list->end(), [](model::Rank r) { return r < 0 || r >= model::kMaxRank; }),
+                list->end());
+    bad += before - list->size();
+  }
+  if (bad > 0 && !warned_rank_range_) {
+    warned_rank_range_ = true;
+    out_->Diag(model::Diagnostic::Severity::kWarning,
+               "line " + std::to_string(e.line) + ": " + m.match->row->id + " names a rank out of range (0 to " +
+                   std::to_string(model::kMaxRank - 1) + "): left out of its rank lists (and later ones')",
+               rank);
+  }
   bool names_global = !e.ranks_pg_local && (!e.ranks.empty() || !e.ready_ranks.empty() || e.peer >= 0);
   if (rank < 0 && !names_global) {
     ++unranked_[m.match->row];
     return false;
   }
   if (rank >= 0) out_->NoteRank(rank);
-  if (events_of_[rank] >= kMaxEventsPerRank) return false;
-  // The same message repeated (an exception and its what()) counts once;
-  // the items of one line (a row's `item`: one per tensor) are different
-  // messages of the same text.
-  if (!seen_.emplace(rank, static_cast<int>(e.kind), e.message_id + "\n" + e.message + "\n" + m.match->fields.tensor)
-           .second)
+  // The same message repeated (an exception and its what()) counts once. A
+  // stall or culprit report printed again a minute later is evidence (the
+  // same tensor still missing, a warning that repeats): it is the same only
+  // on the same line, where the items of a row's `item` (one per tensor)
+  // that name the same ranks say nothing more.
+  std::string key = e.message_id + "\n" + e.message;
+  if (e.kind == Kind::kStall || e.kind == Kind::kCulprit)
+    key += "\n" + std::to_string(e.line) + ":" + RankKey(e.ranks) + "/" + RankKey(e.ready_ranks);
+  if (!seen_.emplace(rank, static_cast<int>(e.kind), key).second) return false;
+  if (events_of_[rank] >= kMaxEventsPerRank) {
+    if (events_of_[rank]++ == kMaxEventsPerRank)
+      out_->Diag(model::Diagnostic::Severity::kWarning,
+                 "rank " + std::to_string(rank) + ": messages past the first " + std::to_string(kMaxEventsPerRank) +
+                     " hangdx reads were left out (line " + std::to_string(e.line) + " on)",
+                 rank);
     return false;
+  }
   ++events_of_[rank];
   out_->AddEvent(rank, std::move(e));
   return true;

@@ -85,6 +85,7 @@ class Handlers {
   std::map<std::pair<int64_t, int64_t>, Attribution> status_pg_;
   std::map<int64_t, int> events_of_;  // per rank, capped
   std::set<std::tuple<int64_t, int, std::string>> seen_;
+  bool warned_rank_range_ = false;  // a message named a rank past model::kMaxRank
   std::map<const messages::Row*, int64_t> unranked_;
 };
 
