@@ -18,7 +18,19 @@ uint64_t EdgeKey(int from, int to) { return (static_cast<uint64_t>(from) << 32) 
 class RankGraphBuilder {
  public:
   RankGraphBuilder(const model::Job& job, const GroupTable& groups, const InstanceTable& instances, RankGraph* g)
-      : job_(job), groups_(groups), instances_(instances), g_(*g) {}
+      : job_(job), groups_(groups), instances_(instances), g_(*g) {
+    // Per-rank lookups go through arrays indexed by rank for ranks below
+    // the highest with a dump (bounded, so that a few far ranks cost no
+    // memory): a tree lookup per wait was most of the graph's build for a
+    // 100,000-rank snapshot.
+    if (!job.dumps.empty() && job.dumps.back().rank >= 0) {
+      size_t n = static_cast<size_t>(job.dumps.back().rank) + 1;
+      if (n <= 4 * job.dumps.size() + 1024) dense_ = n;
+    }
+    blocking_of_.assign(dense_, -1);
+    snapshot_of_.assign(dense_, -1);
+    sink_of_dense_.assign(dense_, -1);
+  }
 
   void Run() {
     MakeNodes();
@@ -28,6 +40,7 @@ class RankGraphBuilder {
     // Every rank with a dump gets its blocking node now, so that the graph
     // is complete before it is reduced (a sink made now has no edges).
     for (const auto& d : job_.dumps) BlockingNode(d.rank);
+    StoreDenseBlocking();
     AddEdgesSorted();
     g_.dead_ = g_.graph_.Deadlocked();
     g_.components_ = g_.graph_.CyclicComponents(g_.dead_);
@@ -75,9 +88,12 @@ class RankGraphBuilder {
     // A wait on pg-local ranks (global ranks unknown) still blocks its rank;
     // it gets no edges.
     for (const auto& d : job_.dumps)
-      if (d.wait && !d.wait->waiting_for.empty())
-        g_.snapshot_node_[d.rank] = NewNode(d.wait->any_of ? WaitGraph::NodeKind::kOr : WaitGraph::NodeKind::kAnd,
-                                            {RankNodeType::kSnapshot, d.rank});
+      if (d.wait && !d.wait->waiting_for.empty()) {
+        int n = NewNode(d.wait->any_of ? WaitGraph::NodeKind::kOr : WaitGraph::NodeKind::kAnd,
+                        {RankNodeType::kSnapshot, d.rank});
+        g_.snapshot_node_.emplace_hint(g_.snapshot_node_.end(), d.rank, n);  // dumps come by rank
+        if (Dense(d.rank)) snapshot_of_[static_cast<size_t>(d.rank)] = n;
+      }
   }
 
   void InstanceEdges() {
@@ -118,28 +134,58 @@ class RankGraphBuilder {
   }
 
   int SinkFor(Rank r) {
+    if (Dense(r) && sink_of_dense_[static_cast<size_t>(r)] >= 0) return sink_of_dense_[static_cast<size_t>(r)];
     auto it = sink_of_.find(r);
     if (it != sink_of_.end()) return it->second;
     bool has = job_.Find(r) != nullptr && !Crashed(job_, r);
     int n = NewNode(WaitGraph::NodeKind::kSink, {has ? RankNodeType::kIdle : RankNodeType::kNoDump, r});
-    sink_of_[r] = n;
+    if (Dense(r))
+      sink_of_dense_[static_cast<size_t>(r)] = n;
+    else
+      sink_of_[r] = n;
     return n;
   }
+
+  bool Dense(Rank r) const { return r >= 0 && static_cast<size_t>(r) < dense_; }
 
   // The node where rank r is blocked now: its last recorded op if that op is
   // stuck, else its live wait state, else a sink (busy elsewhere / no data).
   int BlockingNode(Rank r) {
-    auto it = g_.blocking_.find(r);
-    if (it != g_.blocking_.end()) return it->second;
+    if (Dense(r)) {
+      if (blocking_of_[static_cast<size_t>(r)] >= 0) return blocking_of_[static_cast<size_t>(r)];
+    } else if (auto it = g_.blocking_.find(r); it != g_.blocking_.end()) {
+      return it->second;
+    }
     int n = Crashed(job_, r) ? SinkFor(r) : LastOpNode(r);
     const RankDump* d = job_.Find(r);
     if (n < 0 && d && d->wait) {
-      auto s = g_.snapshot_node_.find(r);
-      if (s != g_.snapshot_node_.end()) n = s->second;
+      if (Dense(r)) {
+        n = snapshot_of_[static_cast<size_t>(r)];
+      } else if (auto s = g_.snapshot_node_.find(r); s != g_.snapshot_node_.end()) {
+        n = s->second;
+      }
     }
     if (n < 0) n = SinkFor(r);
-    g_.blocking_[r] = n;
+    if (Dense(r))
+      blocking_of_[static_cast<size_t>(r)] = n;  // into g_.blocking_ at the end, in rank order
+    else
+      g_.blocking_[r] = n;
     return n;
+  }
+
+  // Moves the blocking nodes of the dense ranks into the graph's map, in
+  // rank order (each insertion at the end: linear).
+  void StoreDenseBlocking() {
+    std::map<Rank, int> merged;
+    auto far = g_.blocking_.begin();
+    for (size_t r = 0; r < dense_; ++r) {
+      if (blocking_of_[r] < 0) continue;
+      for (; far != g_.blocking_.end() && far->first < static_cast<Rank>(r); ++far)
+        merged.emplace_hint(merged.end(), *far);
+      merged.emplace_hint(merged.end(), static_cast<Rank>(r), blocking_of_[r]);
+    }
+    for (; far != g_.blocking_.end(); ++far) merged.emplace_hint(merged.end(), *far);
+    g_.blocking_ = std::move(merged);
   }
 
   // The node of rank r's last recorded op, -1 when that op has none (it
@@ -215,8 +261,10 @@ class RankGraphBuilder {
   const GroupTable& groups_;
   const InstanceTable& instances_;
   RankGraph& g_;
-  std::map<Rank, int> sink_of_;
+  std::map<Rank, int> sink_of_;  // ranks not below dense_
   std::map<std::pair<Rank, uint32_t>, int> p2p_node_;
+  size_t dense_ = 0;                                            // ranks below this are looked up in the arrays below
+  std::vector<int> blocking_of_, snapshot_of_, sink_of_dense_;  // by rank, -1: not made yet
 };
 
 RankGraph RankGraph::Build(const model::Job& job, const GroupTable& groups, const InstanceTable& instances) {

@@ -7,6 +7,10 @@
 namespace hangdx::model {
 
 const RankDump* Job::Find(Rank r) const {
+  // Dumps are sorted and unique by rank: when they hold every rank from 0
+  // (a wait snapshot of the whole job), rank r is at r; no search.
+  if (r >= 0 && static_cast<size_t>(r) < dumps.size() && dumps[static_cast<size_t>(r)].rank == r)
+    return &dumps[static_cast<size_t>(r)];
   auto it = std::lower_bound(dumps.begin(), dumps.end(), r, [](const RankDump& d, Rank x) { return d.rank < x; });
   return it != dumps.end() && it->rank == r ? &*it : nullptr;
 }

@@ -1,9 +1,11 @@
 #include "hangdx/report/report.h"
 
+#include <algorithm>
 #include <set>
 
 #include "hangdx/base/rank_set.h"
 #include "hangdx/report/json_writer.h"
+#include "hangdx/report/rank_classes.h"
 
 namespace hangdx::report {
 
@@ -67,6 +69,52 @@ nlohmann::ordered_json DiagJson(const model::Diagnostic& g) {
           {"message", g.message}};
 }
 
+// Rank sets in the text report: ranges, cut at a range boundary past
+// kTextRanks characters with the count, so that a line of a 100,000-rank
+// report fits a screen (--format json lists every rank).
+constexpr size_t kTextRanks = 160;
+std::string TextRanks(const std::vector<int64_t>& ranks, size_t max_chars = kTextRanks) {
+  std::string text = FormatRanks(ranks);
+  if (text.size() <= max_chars) return text;
+  size_t cut = text.rfind(',', max_chars - 20);
+  std::vector<int64_t> sorted = ranks;
+  std::sort(sorted.begin(), sorted.end());
+  int64_t n = std::unique(sorted.begin(), sorted.end()) - sorted.begin();
+  return text.substr(0, cut == std::string::npos ? max_chars - 20 : cut) + ",... (" + Count(n, "rank", "ranks") +
+         "; --format json lists them)";
+}
+
+// The rank classes (rank_classes.h), one line each, largest first: shown
+// when a report has more than kClassesFrom ranks, at most kClassLines.
+constexpr size_t kClassesFrom = 64, kClassLines = 16;
+std::string ClassLines(const RankClasses& c) {
+  std::vector<size_t> order(c.classes.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return c.classes[a].count > c.classes[b].count; });
+  std::string o = "\nRank classes (" + std::to_string(c.of.size()) + " ranks in " +
+                  Count(static_cast<int64_t>(c.classes.size()), "class", "classes") +
+                  ": the same state, waiting for ranks in the same states), largest first:\n";
+  for (size_t k = 0; k < order.size(); ++k) {
+    if (k == kClassLines) {
+      o += "  ... " + Count(static_cast<int64_t>(order.size() - k), "more class", "more classes") +
+           " in --format json (rank_classes)\n";
+      break;
+    }
+    const RankClass& r = c.classes[order[k]];
+    o += "  #" + std::to_string(order[k]) + " [" + Count(r.count, "rank", "ranks") + "] " + C(r.state);
+    if (!r.current.empty()) o += ", " + C(r.current);
+    if (!r.waits_for.empty()) {
+      o += ", waiting for ranks of class";
+      o += r.waits_for.size() == 1 ? " " : "es ";
+      for (size_t i = 0; i < r.waits_for.size(); ++i)
+        o += (i ? "," : "") + std::string("#") + std::to_string(r.waits_for[i]);
+    }
+    o += ": " + TextRanks(r.ranks, 80) + "\n";
+  }
+  return o;
+}
+
 std::string PgText(const Finding& f) {
   if (f.pg_name.empty()) return "";
   std::string s = "pg " + C(f.pg_name);
@@ -101,17 +149,17 @@ std::string RenderText(const Diagnosis& d, size_t max_findings) {
          C(f.summary) + "\n";
     std::string pg = PgText(f);
     if (!pg.empty()) o += "  where:    " + pg + (f.op.empty() ? "" : " " + C(f.op)) + "\n";
-    o += "  culprits: " + (f.culprit_ranks.empty() ? std::string("none named") : FormatRanks(f.culprit_ranks)) +
+    o += "  culprits: " + (f.culprit_ranks.empty() ? std::string("none named") : TextRanks(f.culprit_ranks)) +
          (f.ranks_are_pg_local ? " (ranks inside pg " + C(f.pg_name) + ")" : "") + "\n";
     if (!f.cycle.empty()) {
       o += "  cycle:    ";
       for (auto r : f.cycle) o += std::to_string(r) + " -> ";
       o += std::to_string(f.cycle.front()) + "\n";
     }
-    for (const auto& role : f.roles) o += "  " + C(role.role) + ": " + FormatRanks(role.ranks) + "\n";
-    if (!f.candidates.empty()) o += "  candidates: " + FormatRanks(f.candidates) + "\n";
+    for (const auto& role : f.roles) o += "  " + C(role.role) + ": " + TextRanks(role.ranks) + "\n";
+    if (!f.candidates.empty()) o += "  candidates: " + TextRanks(f.candidates) + "\n";
     if (!f.would_decide.empty()) o += "  to decide: " + C(f.would_decide) + "\n";
-    if (!f.blocked_behind.empty()) o += "  blocked behind it: ranks " + FormatRanks(f.blocked_behind) + "\n";
+    if (!f.blocked_behind.empty()) o += "  blocked behind it: ranks " + TextRanks(f.blocked_behind) + "\n";
     size_t n = 0;
     for (const auto& line : f.details) {
       if (n++ == 6) {
@@ -148,7 +196,7 @@ std::string RenderText(const Diagnosis& d, size_t max_findings) {
       }
       ++shown;
       o += "  pg " + (p.name.empty() ? "''" : C(p.name)) +
-           (p.desc.empty() || p.desc.size() > 32 ? "" : " (" + C(p.desc) + ")") + ": ranks " + FormatRanks(p.ranks) +
+           (p.desc.empty() || p.desc.size() > 32 ? "" : " (" + C(p.desc) + ")") + ": ranks " + TextRanks(p.ranks) +
            (p.ranks_inferred ? " (inferred)" : "") + ", last seq " + std::to_string(p.max_seq);
       if (p.stuck_seq >= 0) o += ", first unfinished seq " + std::to_string(p.stuck_seq) + " " + p.stuck_op;
       if (p.mismatched_seqs > 0) o += ", " + Count(p.mismatched_seqs, "seq", "seqs") + " where ranks disagree";
@@ -159,16 +207,17 @@ std::string RenderText(const Diagnosis& d, size_t max_findings) {
   std::vector<int64_t> seen;
   for (const auto& r : d.ranks)
     if (!r.file.empty()) seen.push_back(r.rank);
-  o += "\nRanks with data: " + (seen.empty() ? std::string("none") : FormatRanks(seen));
+  o += "\nRanks with data: " + (seen.empty() ? std::string("none") : TextRanks(seen));
   if (!d.unreadable.empty()) {
     std::vector<int64_t> bad;
     for (const auto& [r, file] : d.unreadable) bad.push_back(r);
-    o += "; unreadable: " + FormatRanks(bad);
+    o += "; unreadable: " + TextRanks(bad);
   }
   if (!d.ranks_without_dump.empty())
-    o += "; without: " + FormatRanks(d.ranks_without_dump) +
+    o += "; without: " + TextRanks(d.ranks_without_dump) +
          (d.world_size_inferred ? " (world size " + std::to_string(d.world_size) + " inferred; set --world-size)" : "");
   o += "\n";
+  if (d.ranks.size() > kClassesFrom) o += ClassLines(ClassifyRanks(d));
   // Problems first, then notes (skipped files), at most 12 lines.
   if (!d.diagnostics.empty()) {
     o += "\nInput problems and notes (" + std::to_string(d.diagnostics.size()) + "):\n";
@@ -334,6 +383,10 @@ nlohmann::ordered_json FindingToJson(const Finding& f) {
   return x;
 }
 
+// Above these counts the JSON lists ranks by class and only the edges of
+// cycles: a 100,000-rank snapshot's ranks and edges were 38 of its 50 MB.
+constexpr size_t kListedRanks = 4096, kListedEdges = 4096;
+
 nlohmann::ordered_json ToJson(const Diagnosis& d) {
   using J = nlohmann::ordered_json;
   J j;
@@ -364,18 +417,59 @@ nlohmann::ordered_json ToJson(const Diagnosis& d) {
                    {"stuck_op", p.stuck_op},
                    {"mismatched_seqs", p.mismatched_seqs}});
   j["process_groups"] = pgs;
+  const RankClasses classes = ClassifyRanks(d);
+  // Every rank up to kListedRanks; above, the lowest rank of each class
+  // (rank_classes and rank_class say every rank's state).
+  // rank_class is an array by rank: only when the ranks are dense enough
+  // (a --rank 16777215 would make it 16 M long); otherwise every rank is listed.
+  int64_t top = -1;
+  for (const auto& r : d.ranks) top = std::max(top, r.rank);
+  const bool dense = top < 2 * static_cast<int64_t>(d.ranks.size()) + 64;
+  const bool all_ranks = d.ranks.size() <= kListedRanks || !dense;
+  std::vector<bool> shown(classes.classes.size());
   J ranks = J::array();
-  for (const auto& r : d.ranks)
+  for (size_t i = 0; i < d.ranks.size(); ++i) {
+    const auto& r = d.ranks[i];
+    size_t c = static_cast<size_t>(classes.of[i]);
+    if (!all_ranks && (shown[c] || classes.classes[c].ranks.front() != r.rank)) continue;
+    shown[c] = true;
     ranks.push_back({{"rank", r.rank},
                      {"file", r.file.empty() ? J(nullptr) : J(r.file)},
                      {"state", r.state},
                      {"last_completed", r.last_completed},
                      {"current", r.current}});
+  }
   j["ranks"] = ranks;
+  j["ranks_listed"] = all_ranks ? "all" : "one per class";
+  J class_list = J::array();
+  for (size_t i = 0; i < classes.classes.size(); ++i) {
+    const RankClass& c = classes.classes[i];
+    class_list.push_back({{"id", i},
+                          {"state", c.state},
+                          {"current", c.current},
+                          {"last_completed", c.last_completed},
+                          {"file", c.file.empty() ? J(nullptr) : J(c.file)},
+                          {"waits_for", c.waits_for},
+                          {"count", c.count},
+                          {"lowest_rank", c.ranks.front()}});
+  }
+  j["rank_classes"] = class_list;
+  // rank_class[r]: the class of rank r (-1: r has no summary).
+  std::vector<int> rank_class(dense ? static_cast<size_t>(top + 1) : 0, -1);
+  for (size_t i = 0; i < d.ranks.size(); ++i)
+    if (dense && d.ranks[i].rank >= 0 && rank_class[static_cast<size_t>(d.ranks[i].rank)] < 0)
+      rank_class[static_cast<size_t>(d.ranks[i].rank)] = classes.of[i];
+  j["rank_class"] = rank_class;
+  // Every edge up to kListedEdges; above, those of cycles, at most that
+  // many (rank_classes' waits_for say which states wait for which).
+  const bool all_edges = d.edges.size() <= kListedEdges;
   J edges = J::array();
-  for (const auto& e : d.edges)
+  for (const auto& e : d.edges) {
+    if (!all_edges && (!e.in_cycle || edges.size() == kListedEdges)) continue;
     edges.push_back({{"from", e.from}, {"to", e.to}, {"label", e.label}, {"in_cycle", e.in_cycle}});
-  j["wait_for_graph"] = {{"edges", edges}};
+  }
+  j["wait_for_graph"] = {
+      {"edges", edges}, {"edge_count", d.edges.size()}, {"edges_listed", all_edges ? "all" : "cycles"}};
   J diags = J::array();
   for (const auto& g : d.diagnostics) diags.push_back(DiagJson(g));
   j["diagnostics"] = diags;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "hangdx/report/json_writer.h"
+#include "hangdx/report/rank_classes.h"
 
 namespace hangdx::report {
 namespace {
@@ -90,6 +91,84 @@ TEST(JsonWriter, InvalidUtf8IsReplacedNeverThrown) {
   j["frame"] = std::string("bad \xff\xfe byte");
   j["ok"] = "caf\xc3\xa9";
   EXPECT_EQ(WriteJson(j), "{\n  \"frame\": \"bad \xef\xbf\xbd\xef\xbf\xbd byte\",\n  \"ok\": \"caf\xc3\xa9\"\n}\n");
+}
+
+// A RankSummary of rank r.
+analyze::RankSummary Summary(int64_t r, const std::string& state, const std::string& current) {
+  analyze::RankSummary s;
+  s.rank = r;
+  s.file = "snap.json";
+  s.state = state;
+  s.current = current;
+  return s;
+}
+
+// Ranks in one state waiting on ranks in one state are one class, however
+// many ranks each waits on; a different state, or waits on ranks in a
+// different state, is another class.
+TEST(RankClasses, SameStateWaitingOnTheSameStatesIsOneClass) {
+  analyze::Diagnosis d;
+  for (int64_t r : {0, 1, 2}) d.ranks.push_back(Summary(r, "blocked", "all_reduce seq 7"));
+  d.ranks.push_back(Summary(3, "blocked", "all_reduce seq 8"));
+  for (int64_t r : {4, 5}) d.ranks.push_back(Summary(r, "idle", "forward"));
+  d.ranks.push_back(Summary(6, "idle", "checkpoint"));
+  d.edges = {{0, 4, "all_reduce seq 7", false},
+             {0, 5, "all_reduce seq 7", false},
+             {1, 5, "all_reduce seq 7", false},
+             {2, 6, "all_reduce seq 7", false},
+             {3, 4, "all_reduce seq 8", false}};
+  RankClasses c = ClassifyRanks(d);
+  ASSERT_EQ(c.classes.size(), 5u);
+  EXPECT_EQ(c.of, (std::vector<int>{0, 0, 1, 2, 3, 3, 4}));
+  EXPECT_EQ(c.classes[0].ranks, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(c.classes[0].waits_for, (std::vector<int>{3}));
+  EXPECT_EQ(c.classes[1].waits_for, (std::vector<int>{4}));
+  EXPECT_EQ(c.classes[3].count, 2);
+  EXPECT_TRUE(c.classes[3].waits_for.empty());
+  auto j = ToJson(d);
+  EXPECT_EQ(j["rank_class"], nlohmann::json::array({0, 0, 1, 2, 3, 3, 4}));
+  EXPECT_EQ(j["rank_classes"][1]["state"], "blocked");
+  EXPECT_EQ(j["rank_classes"][1]["lowest_rank"], 2);
+  EXPECT_EQ(j["ranks_listed"], "all");
+  EXPECT_EQ(j["ranks"].size(), 7u);
+}
+
+// Past 4,096 ranks the JSON lists one rank per class and the text report a
+// line per class with its ranks cut to fit.
+TEST(RankClasses, ALargeReportListsRanksByClass) {
+  analyze::Diagnosis d;
+  for (int64_t r = 0; r < 10000; ++r)
+    d.ranks.push_back(Summary(r, r % 3 ? "blocked" : "idle", r % 3 ? "all_reduce seq 7" : "forward"));
+  for (int64_t r = 1; r < 10000; r += 3) d.edges.push_back({r, r - 1, "all_reduce seq 7", false});
+  for (int64_t r = 2; r < 10000; r += 3) d.edges.push_back({r, r - 1, "all_reduce seq 7", false});
+  auto j = ToJson(d);
+  EXPECT_EQ(j["ranks_listed"], "one per class");
+  EXPECT_EQ(j["ranks"].size(), 3u);
+  EXPECT_EQ(j["rank_class"].size(), 10000u);
+  EXPECT_EQ(j["wait_for_graph"]["edge_count"], d.edges.size());
+  EXPECT_EQ(j["wait_for_graph"]["edges"].size(), 0u);  // none in a cycle
+  std::string t = RenderText(d);
+  EXPECT_NE(t.find("Rank classes (10000 ranks in 3 classes"), std::string::npos) << t;
+  EXPECT_NE(t.find("#1 [3333 ranks] blocked, all_reduce seq 7, waiting for ranks of class #0: 1,4,7,"),
+            std::string::npos)
+      << t;
+  for (size_t a = 0, b; (b = t.find('\n', a)) != std::string::npos; a = b + 1) EXPECT_LT(b - a, 300u);
+}
+
+// Long arrays of numbers are written on one line; short ones and others
+// as nlohmann's dump(2) does.
+TEST(JsonWriter, LongArraysOfNumbersOnOneLine) {
+  nlohmann::ordered_json j;
+  j["few"] = {1, 2};
+  j["many"] = std::vector<int>(20, 7);
+  j["empty"] = nlohmann::ordered_json::array();
+  j["obj"] = nlohmann::ordered_json::object();
+  j["x"] = {{"y", -1.5}};
+  EXPECT_EQ(WriteJson(j),
+            "{\n  \"few\": [\n    1,\n    2\n  ],\n  \"many\": [7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7],\n"
+            "  \"empty\": [],\n  \"obj\": {},\n  \"x\": {\n    \"y\": -1.5\n  }\n}\n");
+  nlohmann::ordered_json k = {{"few", {1, 2}}, {"x", {{"y", -1.5}}}, {"s", "a\"b"}};
+  EXPECT_EQ(WriteJson(k), k.dump(2) + "\n");
 }
 
 }  // namespace

@@ -110,5 +110,41 @@ TEST(SnapshotRootCheck, ADeadlockedWaitIsTheCycleChecks) {
   EXPECT_TRUE(RunCheck(&SnapshotRootCheck, b.Build()).empty());
 }
 
+TEST(SnapshotRootCheck, WaitersOfCulpritsInOneStateShareOneFinding) {
+  // Ranks 0 and 1 wait in all_reduce for different ranks (3, 4) that are
+  // both in forward: one finding. Rank 2 waits for rank 5, which
+  // checkpoints: another. Rank 6 waits in a barrier: a third.
+  JobBuilder b;
+  b.Wait(0, "all_reduce", {3}, 7).Wait(1, "all_reduce", {4}, 7).Wait(2, "all_reduce", {5}, 7);
+  b.Wait(3, "forward", {}, 6).Wait(4, "forward", {}, 6).Wait(5, "checkpoint", {}, 6).Wait(6, "barrier", {3}, 7);
+  model::Job job = b.Build();
+  std::vector<Finding> fs = RunCheck(&SnapshotRootCheck, job);
+  ASSERT_EQ(fs.size(), 3u);
+  EXPECT_EQ(fs[0].roles[0].ranks, (Ranks{0, 1}));
+  EXPECT_EQ(fs[0].culprit_ranks, (Ranks{3, 4}));
+  EXPECT_EQ(fs[0].kind, Kind::kStraggler);
+  EXPECT_EQ(fs[0].details.size(), 2u);
+  EXPECT_EQ(fs[1].roles[0].ranks, Ranks{2});
+  EXPECT_EQ(fs[1].culprit_ranks, Ranks{5});
+  EXPECT_EQ(fs[2].roles[0].ranks, Ranks{6});
+  EXPECT_EQ(fs[2].op, "barrier");
+}
+
+TEST(SnapshotRootCheck, ManyWaitersListTheirFirstEvidenceThenACount) {
+  // 40 ranks wait each for its own idle rank: one finding; its roles hold
+  // them all, its evidence and details the first 16 and a count.
+  JobBuilder b;
+  for (model::Rank r = 0; r < 40; ++r) b.Wait(r, "all_reduce", {40 + r}, 7).Wait(40 + r, "forward", {}, 6);
+  std::vector<Finding> fs = RunCheck(&SnapshotRootCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].roles[0].ranks.size(), 40u);
+  EXPECT_EQ(fs[0].culprit_ranks.size(), 40u);
+  ASSERT_EQ(fs[0].evidence.size(), 17u);
+  EXPECT_EQ(fs[0].evidence[16].rank, -1);
+  EXPECT_EQ(fs[0].evidence[16].note, "... and 24 more ranks wait in all_reduce (the role 'waiting' lists them)");
+  ASSERT_EQ(fs[0].details.size(), 17u);
+  EXPECT_EQ(fs[0].details[16].rfind("... and 24 more culprits", 0), 0u) << fs[0].details[16];
+}
+
 }  // namespace
 }  // namespace hangdx::analyze

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <climits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <tuple>
@@ -119,6 +120,217 @@ void AddProgressOps(model::Rank rank, const std::vector<std::tuple<std::string, 
   }
 }
 
+// The fast path of ParseWaitSnapshot: one SAX pass that reads a clean
+// snapshot straight into wait states, with no DOM (a 100,000-rank snapshot's
+// DOM took most of the read and a few hundred bytes per rank). It gives up
+// (a handler call returns false) on anything the DOM path would warn about
+// or reject: a key that is not digits, a member that is not an object or
+// lacks both wait keys, a field of the wrong type or out of range, a nested
+// value under an unknown key, a repeated key, a float. The caller then reads
+// the file again through the DOM path, which says what is wrong, so both
+// paths give the same waits and diagnostics.
+class FastSnapshot {
+ public:
+  struct Member {
+    std::string key;
+    model::WaitSnapshot wait;
+  };
+  using json = nlohmann::json;
+
+  // null is "not given" for these fields (as ReadWait reads them).
+  bool null() {
+    bool optional =
+        field_ == kOther || field_ == kOpSeq || field_ == kWaitedMs || field_ == kStallAfterMs || field_ == kWaiting;
+    return depth_ == 2 && optional && Done();
+  }
+  bool boolean(bool) { return field_ == kOther && depth_ == 2 ? Done() : false; }
+  bool number_integer(json::number_integer_t v) { return Integer(v); }
+  bool number_unsigned(json::number_unsigned_t v) {
+    return v <= static_cast<uint64_t>(INT64_MAX) && Integer(static_cast<int64_t>(v));
+  }
+  bool number_float(json::number_float_t, const json::string_t&) {
+    return field_ == kOther && depth_ == 2 ? Done() : false;
+  }
+  bool binary(json::binary_t&) { return false; }
+  bool string(json::string_t& v) {
+    if (depth_ != 2) return false;
+    if (field_ == kCurrentOp) {
+      members_.back().wait.current_op = std::move(v);
+    } else if (field_ == kWaitKind) {
+      if (v != "any" && v != "all") return false;
+      members_.back().wait.any_of = v == "any";
+    } else if (field_ != kOther) {
+      return false;
+    }
+    return Done();
+  }
+  bool start_object(size_t) {
+    if (depth_ == 0) return ++depth_, true;
+    if (depth_ != 1 || !expect_member_) return false;
+    expect_member_ = false;
+    depth_ = 2;
+    seen_ = 0;
+    others_.clear();
+    return true;
+  }
+  bool end_object() {
+    if (depth_ == 2) {
+      if (!(seen_ & (Bit(kCurrentOp) | Bit(kWaiting)))) return false;
+      auto& w = members_.back().wait.waiting_for;
+      std::sort(w.begin(), w.end());
+      w.erase(std::unique(w.begin(), w.end()), w.end());
+    }
+    --depth_;
+    return true;
+  }
+  bool start_array(size_t) {
+    if (depth_ != 2 || field_ != kWaiting) return false;
+    depth_ = 3;
+    return true;
+  }
+  bool end_array() {
+    if (depth_ != 3) return false;
+    depth_ = 2;
+    return Done();
+  }
+  bool key(json::string_t& k) {
+    if (depth_ == 1) {
+      if (k.empty() || k.size() > 19 || !std::all_of(k.begin(), k.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        return false;
+      members_.push_back({std::move(k), {}});
+      expect_member_ = true;
+      return true;
+    }
+    if (depth_ != 2) return false;
+    field_ = k == "current_op"          ? kCurrentOp
+             : k == "op_seq"            ? kOpSeq
+             : k == "wait_kind"         ? kWaitKind
+             : k == "waited_ms"         ? kWaitedMs
+             : k == "stall_after_ms"    ? kStallAfterMs
+             : k == "waiting_for_ranks" ? kWaiting
+                                        : kOther;
+    if (field_ == kOther) {
+      if (std::find(others_.begin(), others_.end(), k) != others_.end()) return false;
+      others_.push_back(k);
+      return true;
+    }
+    if (seen_ & Bit(field_)) return false;
+    seen_ |= Bit(field_);
+    return true;
+  }
+  template <class Exception>
+  bool parse_error(size_t, const std::string&, const Exception&) {
+    return false;
+  }
+
+  // The members in key order (as the DOM's std::map holds them): indices
+  // into members(); false when a key occurs twice (the DOM path warns).
+  // When every key is a rank in range written without leading zeros (as
+  // producers write them), text order only reorders ranks that are all
+  // kept and warned about in no order: the file's order is used, no sort.
+  bool SortedOrder(std::vector<uint32_t>* order) const {
+    order->resize(members_.size());
+    for (uint32_t i = 0; i < order->size(); ++i) (*order)[i] = i;
+    if (std::all_of(members_.begin(), members_.end(), [](const Member& m) {
+          return (m.key.size() == 1 || m.key[0] != '0') && m.key.size() <= 8 && std::stoll(m.key) < kMaxRank;
+        }))
+      return !order->empty();
+    std::sort(order->begin(), order->end(), [&](uint32_t a, uint32_t b) { return members_[a].key < members_[b].key; });
+    for (size_t i = 1; i < order->size(); ++i)
+      if (members_[(*order)[i]].key == members_[(*order)[i - 1]].key) return false;
+    return !order->empty();
+  }
+  std::vector<Member>& members() { return members_; }
+
+ private:
+  enum Field { kNone, kCurrentOp, kOpSeq, kWaitKind, kWaitedMs, kStallAfterMs, kWaiting, kOther };
+  static uint32_t Bit(Field f) { return 1u << f; }
+  bool Done() {
+    if (depth_ == 2) field_ = kNone;
+    return true;
+  }
+  bool Integer(int64_t v) {
+    model::WaitSnapshot& w = members_.back().wait;
+    if (depth_ == 3) {
+      if (v < 0 || v >= kMaxRank) return false;
+      w.waiting_for.push_back(v);
+      return true;
+    }
+    if (depth_ != 2) return false;
+    switch (field_) {
+      case kOpSeq:
+        w.op_seq = v;
+        break;
+      case kWaitedMs:
+        if (v < 0) return false;
+        w.waited_ms = v;
+        break;
+      case kStallAfterMs:
+        if (v < 1) return false;
+        w.stall_after_ms = v;
+        break;
+      case kOther:
+        break;
+      default:
+        return false;
+    }
+    return Done();
+  }
+
+  std::vector<Member> members_;
+  std::vector<std::string> others_;  // the current member's unknown keys
+  int depth_ = 0;                    // 1: in the top object, 2: in a member, 3: in its waiting_for_ranks
+  bool expect_member_ = false;
+  Field field_ = kNone;
+  uint32_t seen_ = 0;
+};
+
+// Reads `data` through FastSnapshot into `out`; false (nothing recorded)
+// when it gave up and the DOM path must read it.
+bool ParseFast(std::string_view data, RecordSink* out, bool* any) {
+  FastSnapshot fast;
+  std::vector<uint32_t> order;
+  try {
+    if (!nlohmann::json::sax_parse(data.begin(), data.end(), &fast) || !fast.SortedOrder(&order)) return false;
+  } catch (const nlohmann::json::exception&) {
+    return false;
+  }
+  std::vector<bool> seen;  // "0" and "00" are one rank: the first wait counts
+  // A rank twice from keys without leading zeros is a repeated key: the
+  // DOM path warns about it.
+  for (uint32_t i : order) {
+    const std::string& k = fast.members()[i].key;
+    model::Rank rank = -1;
+    if (k.size() > 1 && k[0] == '0') break;  // sorted as text: the loop below tells
+    if (!RankKey(k, &rank)) continue;
+    if (static_cast<size_t>(rank) >= seen.size()) seen.resize(static_cast<size_t>(rank) + 1);
+    if (seen[rank]) return false;
+    seen[rank] = true;
+  }
+  seen.clear();
+  *any = false;
+  for (uint32_t i : order) {
+    FastSnapshot::Member& m = fast.members()[i];
+    model::Rank rank = -1;
+    if (!RankKey(m.key, &rank)) {
+      out->Diag(model::Diagnostic::Severity::kWarning, "rank " + m.key + " is out of range (0 to 16777215); skipped");
+      continue;
+    }
+    if (static_cast<size_t>(rank) >= seen.size()) seen.resize(static_cast<size_t>(rank) + 1);
+    if (!seen[rank]) {
+      seen[rank] = true;
+      *any = true;
+      out->SetWait(rank, std::move(m.wait));
+    } else {
+      out->Diag(model::Diagnostic::Severity::kWarning,
+                "rank key '" + m.key + "' names rank " + std::to_string(rank) +
+                    " again (another key did too): the first wait counts, this one is skipped",
+                rank);
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 int SniffWaitSnapshot(std::string_view data) {
@@ -135,6 +347,7 @@ bool ParseWaitSnapshot(const Artifact& in, RecordSink* out) {
   auto diag = [&](model::Rank rank, std::string msg, int64_t offset = -1) {
     out->Diag(model::Diagnostic::Severity::kWarning, std::move(msg), rank, offset);
   };
+  if (bool any = false; ParseFast(in.data, out, &any)) return any;
   nlohmann::json j;
   std::string error;
   int64_t offset = -1;

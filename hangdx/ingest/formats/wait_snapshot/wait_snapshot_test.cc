@@ -79,5 +79,41 @@ TEST(WaitSnapshot, NotASnapshotIsUnusable) {
   EXPECT_EQ(SniffWaitSnapshot(R"(# {"waiting_for_ranks": []})"), 0);
 }
 
+// The fast path gives up on what the DOM path warns about, so both say the
+// same: a repeated key, "7" and "07", a rank out of range, a float.
+TEST(WaitSnapshot, OddSnapshotsReadAsTheDomPathReadsThem) {
+  std::vector<model::RankDump> dumps;
+  std::vector<model::Diagnostic> diags;
+  ASSERT_TRUE(ParseWaitSnapshot(R"({"1": {"current_op": "a", "current_op": "b", "waiting_for_ranks": [0]},
+                                    "0": {"current_op": "c", "pg": "x"}})",
+                                "snap.json", &dumps, &diags));
+  ASSERT_EQ(dumps.size(), 2u);
+  EXPECT_EQ(dumps[1].wait->current_op, "b");  // the later value
+  ASSERT_EQ(diags.size(), 1u);
+  EXPECT_NE(diags[0].message.find("duplicate JSON key"), std::string::npos) << diags[0].message;
+  diags.clear();
+  ASSERT_TRUE(ParseWaitSnapshot(R"({"7": {"current_op": "a", "waiting_for_ranks": [1]},
+                                    "07": {"current_op": "b", "waiting_for_ranks": [2]},
+                                    "99999999": {"current_op": "c"}, "1": {"current_op": "d"}})",
+                                "snap.json", &dumps, &diags));
+  ASSERT_EQ(dumps.size(), 2u);
+  EXPECT_EQ(dumps[1].wait->current_op, "b");  // "07" sorts before "7"
+  ASSERT_EQ(diags.size(), 2u);
+  EXPECT_NE(diags[0].message.find("names rank 7 again"), std::string::npos) << diags[0].message;
+  EXPECT_NE(diags[1].message.find("rank 99999999 is out of range"), std::string::npos) << diags[1].message;
+  diags.clear();
+  ASSERT_TRUE(ParseWaitSnapshot(R"({"2": {"current_op": "a"}, "1": {"current_op": "b"}, "2": {"current_op": "c"}})",
+                                "snap.json", &dumps, &diags));
+  ASSERT_EQ(dumps.size(), 2u);
+  EXPECT_EQ(dumps[1].wait->current_op, "c");  // the later value
+  ASSERT_EQ(diags.size(), 1u);
+  EXPECT_NE(diags[0].message.find("duplicate JSON key \"2\" at the top level"), std::string::npos) << diags[0].message;
+  diags.clear();
+  ASSERT_TRUE(ParseWaitSnapshot(R"({"0": {"current_op": "a", "op_seq": 1.5}, "1": {"current_op": "b"}})", "snap.json",
+                                &dumps, &diags));
+  ASSERT_EQ(dumps.size(), 1u);
+  EXPECT_EQ(diags.size(), 1u);
+}
+
 }  // namespace
 }  // namespace hangdx::ingest
