@@ -55,6 +55,15 @@ assert d['world_size']==8 and d['ranks_without_dump']==[1,2,3,4,5,6,7], d
 assert d['findings'][0]['summary'].startswith('only 1 of the 8 members'), d['findings'][0]
 " || { echo "FAIL nccl_one_of_eight"; fail=1; }
 
+# One rank's NCCL log (Init lines, op lines, no timeout) and no other log:
+# an op line is printed at enqueue, so nothing shows a hang (tester3 N1).
+check nccl_one_log_no_timeout 0 "$BIN" analyze testdata/latent/nccl_two_comms/rank0.log --format json
+python3 -c "
+import json
+f=json.load(open('$tmp/out'))['findings'][0]
+assert f['kind']=='undecided' and f['culprit_ranks']==[] and f['candidates']==[1] and not f['hang'], f
+" || { echo "FAIL nccl_one_log_no_timeout"; fail=1; }
+
 # Healthy: exit 0.
 check healthy 0 "$BIN" analyze testdata/torch/j1/pickle
 # Straggler: a warning, not a hang: exit 0.

@@ -40,6 +40,18 @@ std::string FrameText(const model::RankDump& d, const model::OpRecord& op) {
   return f.name + " at " + f.filename + ":" + std::to_string(f.line);
 }
 
+bool AnyTimeoutEvent(const model::Job& job, const std::vector<model::Rank>& ranks) {
+  for (model::Rank r : ranks)
+    if (const model::RankDump* d = job.Find(r))
+      for (const auto& e : d->events)
+        if (e.kind == model::LogEvent::Kind::kTimeout || e.kind == model::LogEvent::Kind::kCrash) return true;
+  return false;
+}
+
+bool EnqueuedOnly(const RankAnalysis& a, const Instance& in) {
+  return a.groups[in.group].desc.rfind("NCCL communicator of", 0) == 0 && !AnyTimeoutEvent(a.job, in.arrived);
+}
+
 std::string StackWhere(model::Rank r, const model::StackSample& st) {
   std::string frames;
   for (size_t i = 0; i < st.frames.size() && i < 4; ++i) frames += (i ? " < " : "") + st.frames[i].name;

@@ -37,6 +37,15 @@ std::string WhereInstead(const RankAnalysis& a, model::Rank r);
 // (innermost first), "name at file:line". The op must have frames.
 std::string FrameText(const model::RankDump& d, const model::OpRecord& op);
 
+// True when a log of one of `ranks` reports a timeout or a crash.
+bool AnyTimeoutEvent(const model::Job& job, const std::vector<model::Rank>& ranks);
+
+// True when instance `in` is known only from NCCL INFO logs' op lines,
+// which are printed at enqueue, and none of its ranks logs a timeout or a
+// crash: nothing shows that it has not finished (ingest/cross_rank/
+// log_completion.h).
+bool EnqueuedOnly(const RankAnalysis& a, const Instance& in);
+
 // One line: where rank r's stack says it is ("rank 3's stack (pyspy_rank3.txt
 // line 5): save < save_checkpoint < train_step"), its innermost frames first.
 std::string StackWhere(model::Rank r, const model::StackSample& st);

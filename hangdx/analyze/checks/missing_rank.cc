@@ -72,6 +72,19 @@ void Decide(const RankAnalysis& a, const Instance& in, const Sides& s, Finding* 
     f->fix_hint =
         "if this persists past the collective timeout it is a hang; otherwise profile the slow "
         "rank (data loading, host contention, a slow link)";
+  } else if (!s.idle.empty() && s.logged.empty() && s.dead.empty() && !a.dump_based && EnqueuedOnly(a, in)) {
+    // One rank's NCCL log and nothing of the others': an op line is printed
+    // at enqueue, every log ends with one, and no timeout is logged, so
+    // nothing shows a hang; the missing logs are what is known.
+    f->kind = Kind::kUndecided;
+    f->hang = false;
+    f->severity = Severity::kWarning;
+    f->candidates = f->culprit_ranks;
+    f->culprit_ranks.clear();
+    f->summary = RankWords(in.arrived) + "'s NCCL log ends in " + f->op + " (" + where + "), printed when it was " +
+                 "enqueued, and no timeout is logged; " + RankWords(s.unlogged) + " left no log: nothing shows a hang";
+    f->would_decide = "the logs of " + RankWords(s.unlogged) + " (or a timeout): the rank that never enqueued it";
+    f->fix_hint = "collect every rank's log (NCCL_DEBUG=INFO) and the collective timeout's message, then rerun";
   } else if (!s.idle.empty()) {
     f->kind = Kind::kMissingRank;
     std::string no_line = RankWords(s.unlogged) + ", of which there is no line in the logs given";

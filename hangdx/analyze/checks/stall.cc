@@ -13,15 +13,6 @@ using model::Rank;
 
 namespace {
 
-// True when a log of one of `ranks` reports a timeout or a crash.
-bool AnyTimeoutEvent(const model::Job& job, const std::vector<Rank>& ranks) {
-  for (Rank r : ranks)
-    if (const model::RankDump* d = job.Find(r))
-      for (const auto& e : d->events)
-        if (e.kind == model::LogEvent::Kind::kTimeout || e.kind == model::LogEvent::Kind::kCrash) return true;
-  return false;
-}
-
 // One line: why the members may all be in it and it still does not finish.
 std::string Why(const Group& g, bool gloo, const std::map<int, std::vector<Rank>>& by_state) {
   if (gloo && g.inferred) return "gloo records no pg members: a member that never recorded this pg may be missing";

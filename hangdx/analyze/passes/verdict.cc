@@ -56,12 +56,20 @@ std::string RanklessVerdict(const model::Job& job) {
 
 // How many warnings and errors are about a file that records were taken
 // from (a seq far from its pg's, a record cut short, lines whose rank is
-// unknown): "no hang" rests on those records, so the verdict must say so,
-// not only the list at the end. Warnings about files left out (a second dump
-// of one rank) do not count.
+// unknown) or whose claims (a timeout, a crash) could not be placed (a rank
+// out of range): "no hang" rests on those files, so the verdict must say
+// so, not only the list at the end. Warnings about files left out (a second
+// dump of one rank) do not count.
 size_t WarningsAboutFilesUsed(const model::Job& job) {
   std::set<std::string_view> used;
   for (const auto& d : job.dumps) used.insert(d.file);
+  // And files whose messages claim something (a timeout, a crash) that
+  // could not be placed: what they say is missing from "no hang".
+  for (const auto& read : job.file_reads)
+    for (const auto& m : read.messages)
+      if (m.event != "info" && m.event != "config" && m.event != "progress" && m.event != "init" && m.event != "op" &&
+          m.event != "status")
+        used.insert(read.file);
   size_t n = 0;
   for (const auto& g : job.diagnostics)
     if (g.severity != model::Diagnostic::Severity::kInfo && used.count(g.file)) ++n;

@@ -106,6 +106,20 @@ TEST(VerdictPass, NoHangFoundSaysWhenTheFilesReadHaveWarnings) {
   EXPECT_EQ(VerdictOf(job, {}),
             "No hang found: every process group's recorded collectives match on all 2 ranks seen. 1 warning is "
             "about the files read (see the end): fix what they name before trusting this.");
+  // A file whose timeout could not be placed (its rank out of range) counts
+  // too (tester3 W); one that only logged progress does not.
+  model::FileRead timeout_file, progress_file;
+  timeout_file.file = "other.log";
+  timeout_file.messages.push_back({"torch.nccl.watchdog_timeout", "timeout", "", 1});
+  progress_file.file = "steps.log";
+  progress_file.messages.push_back({"tensorflow.hooks.step_counter", "progress", "", 1});
+  job.file_reads = {timeout_file, progress_file};
+  job.diagnostics.push_back(model::MakeDiagnostic(model::Diagnostic::Severity::kWarning, "other.log",
+                                                  "rank 99999999999 is out of range (0 to 16777215)"));
+  job.diagnostics.push_back(model::MakeDiagnostic(model::Diagnostic::Severity::kWarning, "steps.log", "odd"));
+  EXPECT_EQ(VerdictOf(job, {}),
+            "No hang found: every process group's recorded collectives match on all 2 ranks seen. 2 warnings are "
+            "about the files read (see the end): fix what they name before trusting this.");
 }
 
 }  // namespace
