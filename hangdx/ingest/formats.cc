@@ -39,7 +39,7 @@ constexpr Format kFormats[] = {
     // Last: the formats above keep their record numbering, and own the
     // catalogue rows they read (a row's `reader`).
     {kMessages,
-     "hang messages of PyTorch c10d, NCCL/RCCL, HCCL, Horovod, DeepSpeed, Megatron, vLLM, SGLang, Ray "
+     "hang messages of PyTorch c10d, NCCL/RCCL, HCCL, Horovod, DeepSpeed, Megatron, vLLM, SGLang, Ray, TensorFlow "
      "(the message catalogue: hangdx messages)",
      Kind::kText, SniffMessages, ParseMessages},
 };
