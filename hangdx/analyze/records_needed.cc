@@ -14,8 +14,9 @@ namespace {
 
 // One (group, seq) folded over its members' records.
 struct Acc {
-  uint32_t variant = 0;  // 1 + job-wide id of the first record's variant; 0: no record yet
-  bool needed = false;   // not plainly finished: every member's records are read
+  uint32_t variant = 0;      // 1 + job-wide id of the first record's variant; 0: no record yet
+  bool needed = false;       // not plainly finished: every member's records are read
+  bool log_pending = false;  // a log's record not known completed (only that)
 };
 
 // A group's seqs -> Acc: a vector over the seqs' range, or a hash map when
@@ -30,6 +31,18 @@ class SeqTable {
     if (dense_) acc_.resize(range);
   }
   Acc& At(int64_t seq) { return dense_ ? acc_[seq - lo_] : sparse_[seq]; }
+  // The lowest seq in [from, below) whose Acc is `needed`, INT64_MAX when none.
+  int64_t FirstNeeded(int64_t from, int64_t below) const {
+    int64_t best = INT64_MAX;
+    if (dense_) {
+      for (int64_t s = std::max(from, lo_); s < below && static_cast<uint64_t>(s - lo_) < acc_.size(); ++s)
+        if (acc_[s - lo_].needed) return s;
+      return best;
+    }
+    for (const auto& [s, a] : sparse_)
+      if (a.needed && s >= from && s < below) best = std::min(best, s);
+    return best;
+  }
   const Acc* Find(int64_t seq) const {
     if (dense_) return seq >= lo_ && static_cast<uint64_t>(seq - lo_) < acc_.size() ? &acc_[seq - lo_] : nullptr;
     auto it = sparse_.find(seq);
@@ -129,12 +142,14 @@ std::vector<std::vector<uint32_t>> RecordsNeeded(const model::Job& job) {
   LowestLastSeqs(job, groups, group_of, &lowest, &tables);
   // Pass 1: fold every member's collectives into its (group, seq).
   std::unordered_map<std::string, uint32_t> variant_ids;
+  std::vector<int64_t> first_pending(groups.size(), INT64_MAX);
   for (size_t di = 0; di < job.dumps.size(); ++di) {
     const model::OpHistory& h = groups.HistoryOf(job.dumps[di]);
     std::vector<uint32_t> ids;
     for (const auto& v : h.variants())
       ids.push_back(variant_ids.emplace(VariantKey(v), static_cast<uint32_t>(variant_ids.size())).first->second + 1);
     std::vector<int64_t> max_seq(h.pgs().size(), INT64_MIN);
+    const bool fr = job.dumps[di].from_flight_recorder;
     h.ForEach([&](const model::HistoryItem& c) {
       int gi = group_of[di][c.pg];
       if (gi < 0) return;
@@ -142,27 +157,60 @@ std::vector<std::vector<uint32_t>> RecordsNeeded(const model::Job& job) {
       // A second record of a seq (coalesced ops), or seqs out of order.
       if (c.seq <= max_seq[c.pg]) a.needed = true;
       max_seq[c.pg] = std::max(max_seq[c.pg], c.seq);
-      if (!c.completed) a.needed = true;
+      // A log shows when an op was enqueued, not when it finished: with some
+      // member's log missing, none of its ops is known completed.
+      if (!c.completed) {
+        (fr ? a.needed : a.log_pending) = true;
+        first_pending[gi] = std::min(first_pending[gi], c.seq);
+      }
       if (a.variant == 0)
         a.variant = ids[c.variant];
       else if (a.variant != ids[c.variant])
         a.needed = true;
     });
   }
+  // The seqs of logs' ops that every member got past, agreeing, but that
+  // none is known to have completed (a partial view: some member's log is
+  // missing) are pending instances, and the analysis reads only the
+  // first: where the pg's summary says it is stuck. Those after a problem
+  // are read (the analysis chains them behind it).
+  std::vector<int64_t> first_needed(groups.size(), INT64_MAX);
+  for (int gi = 0; gi < groups.size(); ++gi)
+    if (first_pending[gi] < lowest[gi]) first_needed[gi] = tables[gi].FirstNeeded(first_pending[gi], lowest[gi]);
+  auto needed = [&](int gi, int64_t seq, const Acc* a) {
+    if (seq >= lowest[gi]) return true;
+    if (!a) return false;
+    if (a->needed) return true;
+    return a->log_pending && (seq == first_pending[gi] || seq > first_needed[gi]);
+  };
   // Pass 2: the records of needed instances that cut dumps do not hold.
   for (size_t di = 0; di < job.dumps.size(); ++di) {
     const model::RankDump& d = job.dumps[di];
     if (!d.history) continue;
     size_t k = 0;
+    int64_t last_completed = -1;  // position of the last completed collective
     d.history->ForEach([&](const model::HistoryItem& c) {
+      if (c.completed) last_completed = c.pos;
       int gi = group_of[di][c.pg];
       if (gi < 0) return;
       const Acc* a = tables[gi].Find(c.seq);
-      if (c.seq < lowest[gi] && !(a && a->needed)) return;
+      if (!needed(gi, c.seq, a)) return;
       while (k < d.op_pos.size() && d.op_pos[k] < c.pos) ++k;
       if (k < d.op_pos.size() && d.op_pos[k] == c.pos) return;  // held
       out[di].push_back(c.pos);
     });
+    // The rank's last completed op, which its summary names: a cut keeps a
+    // Flight Recorder dump's, but a log's ops are known completed only after
+    // the cut (ingest's DeriveNcclLogCompletion).
+    int64_t held_completed = -1;
+    for (size_t i = d.ops.size(); i-- > 0;)
+      if (d.ops[i].completed) {
+        held_completed = d.op_pos[i];
+        break;
+      }
+    if (last_completed > held_completed) out[di].push_back(static_cast<uint32_t>(last_completed));
+    std::sort(out[di].begin(), out[di].end());
+    out[di].erase(std::unique(out[di].begin(), out[di].end()), out[di].end());
   }
   return out;
 }

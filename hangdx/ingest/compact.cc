@@ -38,44 +38,74 @@ void Rehome(OpRecord* op, model::Interner* in) {
   op->frames = in->InternCopy(*op->frames);
 }
 
-// Every record of dump d's file as reading it again gives them (their
-// strings in another interner), or false with *why when the file no longer
-// holds the records d was cut from. `cache` (may be null) is shared by the
-// dumps read back together: their pg_config text and lists are parsed once.
-bool Reread(const model::RankDump& d, RankListCache* cache, std::vector<OpRecord>* ops,
-            std::shared_ptr<model::Interner>* strings, std::string* why) {
+// The record at position `pos` of dump `d` (whole or cut), null when it
+// holds none there.
+const OpRecord* AtPos(const model::RankDump& d, uint32_t pos) {
+  if (d.op_pos.empty()) return pos < d.ops.size() ? &d.ops[pos] : nullptr;
+  auto it = std::lower_bound(d.op_pos.begin(), d.op_pos.end(), pos);
+  return it != d.op_pos.end() && *it == pos ? &d.ops[it - d.op_pos.begin()] : nullptr;
+}
+
+// A log's record read back gets the completion that a cross-rank pass
+// gave the history after the cut (HistoryPg::completed_below), as the
+// records it held got it then.
+void MarkCompletedByHistory(const model::RankDump& d, OpRecord* op) {
+  if (!d.history || op->is_p2p || op->collective_seq < 0 || op->completed || op->state != model::OpState::kScheduled)
+    return;
+  int pg = d.history->FindPg(op->pg_name);
+  if (pg < 0 || op->collective_seq >= d.history->pgs()[pg].completed_below) return;
+  op->completed = op->retired = true;
+  op->state = model::OpState::kCompleted;
+}
+
+// Dump d's file read again, holding at least the records at `want`
+// (sorted) and those d holds (their strings in another interner), or false
+// with *why when the file no longer holds the records d was cut from.
+// `cache` (may be null) is shared by the dumps read back together: their
+// pg_config text and lists are parsed once. A log's streamed records
+// (RecordSink::StreamOps) are cut again as they come, so that reading
+// back a few records of a 10 GB log holds a few records.
+bool Reread(const model::RankDump& d, const std::vector<uint32_t>& want, RankListCache* cache, model::RankDump* got,
+            std::string* why) {
   StatusOr<MappedFile> file = MappedFile::Open(d.file);
   if (!file.ok()) {
     *why = file.status().message();
     return false;
   }
+  DumpBuilder::StreamCut cut;
+  cut.on = true;
+  cut.keep_rank = d.rank;
+  cut.keep = want;
+  if (!d.op_pos.empty()) {
+    cut.keep.insert(cut.keep.end(), d.op_pos.begin(), d.op_pos.end());
+    std::sort(cut.keep.begin(), cut.keep.end());
+    cut.keep.erase(std::unique(cut.keep.begin(), cut.keep.end()), cut.keep.end());
+  }
   model::DiagnosticSink ignored;  // reported when the file was first read
-  DumpBuilder out(d.file, &ignored);
+  DumpBuilder out(d.file, &ignored, std::move(cut));
   ReadArtifact(Artifact{file->data(), d.file, d.rank, cache}, &out);
-  DumpBuilder::Result got = out.Finish();
-  auto it = std::find_if(got.dumps.begin(), got.dumps.end(), [&](const auto& x) { return x.rank == d.rank; });
-  size_t entries = d.history ? d.history->entries() : d.ops.size();
+  DumpBuilder::Result read = out.Finish();
+  auto it = std::find_if(read.dumps.begin(), read.dumps.end(), [&](const auto& x) { return x.rank == d.rank; });
+  auto entries = [](const model::RankDump& x) { return x.history ? x.history->entries() : x.ops.size(); };
   bool same =
-      !file->shrank() && it != got.dumps.end() && it->ops.size() == entries && it->frames.size() == d.frames.size();
+      !file->shrank() && it != read.dumps.end() && entries(*it) == entries(d) && it->frames.size() == d.frames.size();
   for (size_t i = 0; same && i < d.ops.size(); ++i) {
-    const OpRecord& now = it->ops[d.op_pos.empty() ? i : d.op_pos[i]];
-    same = now.record_id == d.ops[i].record_id && now.collective_seq == d.ops[i].collective_seq &&
-           now.pg_name == d.ops[i].pg_name;
+    const OpRecord* now = AtPos(*it, d.op_pos.empty() ? static_cast<uint32_t>(i) : d.op_pos[i]);
+    same = now && now->record_id == d.ops[i].record_id && now->collective_seq == d.ops[i].collective_seq &&
+           now->pg_name == d.ops[i].pg_name;
   }
   if (!same) {
     *why = "the file changed since it was read";
     return false;
   }
-  *ops = std::move(it->ops);
-  *strings = it->interner;
+  *got = std::move(*it);
   return true;
 }
 
 // Inserts the records at `want` (sorted, unique) that *d does not hold.
 bool AddRecords(model::RankDump* d, const std::vector<uint32_t>& want, RankListCache* cache, std::string* why) {
-  std::vector<OpRecord> all;
-  std::shared_ptr<model::Interner> strings;
-  if (!Reread(*d, cache, &all, &strings, why)) return false;
+  model::RankDump all;
+  if (!Reread(*d, want, cache, &all, why)) return false;
   std::vector<uint32_t> pos = d->op_pos;
   if (pos.empty())
     for (uint32_t i = 0; i < d->ops.size(); ++i) pos.push_back(i);
@@ -86,9 +116,11 @@ bool AddRecords(model::RankDump* d, const std::vector<uint32_t>& want, RankListC
   for (size_t i = 0; i <= d->ops.size(); ++i) {
     uint32_t until = i < d->ops.size() ? pos[i] : UINT32_MAX;
     for (; k < want.size() && want[k] < until; ++k) {
-      if (want[k] >= all.size()) continue;
-      OpRecord op = all[want[k]];
+      const OpRecord* got = AtPos(all, want[k]);
+      if (!got) continue;
+      OpRecord op = *got;
       Rehome(&op, d->interner.get());
+      MarkCompletedByHistory(*d, &op);
       ops.push_back(op);
       op_pos.push_back(want[k]);
     }

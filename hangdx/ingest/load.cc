@@ -168,7 +168,11 @@ void LoadOne(const std::string& path, int64_t rank_hint, const LoadOptions& opt,
   }
   res->bytes = file->data().size();
   model::DiagnosticSink parse_diags;  // kept only when the file stayed whole
-  DumpBuilder out(path, &parse_diags);
+  DumpBuilder::StreamCut cut;         // a log's records are cut as they come (DumpBuilder::StreamCut)
+  cut.on = opt.compact;
+  cut.head = static_cast<size_t>(std::max(0, opt.log_head));
+  cut.tail = static_cast<size_t>(std::max(0, opt.log_tail));
+  DumpBuilder out(path, &parse_diags, std::move(cut));
   ArtifactResult read = ReadArtifact(Artifact{file->data(), path, rank_hint, cache}, &out);
   DumpBuilder::Result got = out.Finish();
   if (file->shrank()) {

@@ -35,6 +35,10 @@ struct LoadOptions {
   // reads back what the analysis needs (ReadBack) before analyzing.
   bool compact = false;
   int compact_tail = 4;  // CompactOptions::tail of those cuts
+  // With `compact`, a log's records (RecordSink::StreamOps: NCCL INFO
+  // logs) are cut as they are read, each pg's first `log_head` and last
+  // `log_tail` collectives held (DumpBuilder::StreamCut).
+  int log_head = 4, log_tail = 64;
   // Called from the parser threads after each file with (files done, files
   // in all, bytes done); must be thread-safe. For progress bars.
   std::function<void(size_t, size_t, uint64_t)> progress;

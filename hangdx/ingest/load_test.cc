@@ -6,6 +6,9 @@
 #include <filesystem>
 #include <string>
 
+#include "hangdx/ingest/record_sink.h"
+#include "hangdx/model/history.h"
+
 namespace hangdx::ingest {
 namespace {
 
@@ -37,6 +40,47 @@ TEST(InferRanks, ANumberLabelledRankBeatsPosition) {
   EXPECT_EQ(InferRanks({"d/ranked_7"}), (std::vector<int64_t>{7}));
 }
 
+// A streamed rank's ops (RecordSink::StreamOps) are cut as they come:
+// every op lives on in the history, and the records held are the ones that
+// are not collectives, each pg's first `head` and last `tail` collectives,
+// and the positions asked for; a rank not streamed keeps all.
+TEST(DumpBuilder, StreamCutHoldsHeadsTailsAndWhatIsAsked) {
+  model::DiagnosticSink diags;
+  DumpBuilder::StreamCut cut;
+  cut.on = true;
+  cut.head = 2;
+  cut.tail = 3;
+  cut.keep_rank = 0;
+  cut.keep = {500, 501, 900};
+  DumpBuilder out("x.log", &diags, cut);
+  out.StreamOps(0);
+  for (int i = 0; i < 1000; ++i) {
+    for (model::Rank r : {0, 1}) {
+      model::OpRecord op;
+      op.record_id = static_cast<int64_t>(out.OpCount(r));
+      op.pg_name = out.Strings(r).Str(i % 2 ? "a" : "b");
+      op.profiling_name = out.Strings(r).Str(i == 700 ? "nccl:send 0->1" : "nccl:all_reduce");
+      model::ParseProfilingName(&op);
+      op.is_p2p = i == 700;
+      (op.is_p2p ? op.p2p_seq : op.collective_seq) = i / 2;
+      out.AddOp(r, op);
+    }
+  }
+  EXPECT_EQ(out.OpCount(0), 1000u);
+  DumpBuilder::Result got = out.Finish();
+  ASSERT_EQ(got.dumps.size(), 2u);
+  const model::RankDump& d = got.dumps[0];
+  ASSERT_TRUE(d.history);
+  EXPECT_EQ(d.history->entries(), 1000u);
+  EXPECT_EQ(d.history->collectives(), 999u);
+  std::vector<uint32_t> want = {0, 1, 2, 3, 500, 501, 700, 900, 994, 995, 996, 997, 998, 999};
+  EXPECT_EQ(d.op_pos, want);
+  ASSERT_EQ(d.ops.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(d.ops[i].record_id, want[i]);
+  EXPECT_FALSE(got.dumps[1].history);
+  EXPECT_EQ(got.dumps[1].ops.size(), 1000u);
+}
+
 TEST(LoadJob, RanksOutOfRangeAreDroppedWithAWarning) {
   // The tester's hugerank.log: c10d watchdog timeouts of [Rank 0] and of
   // [Rank 99999999999] (past model::kMaxRank): only rank 0 is kept.
@@ -48,8 +92,9 @@ TEST(LoadJob, RanksOutOfRangeAreDroppedWithAWarning) {
       "NumelOut=304640, Timeout(ms)=1800000) ran for 1800035 milliseconds before timing out.\n";
   FILE* f = fopen(path.c_str(), "w");
   ASSERT_NE(f, nullptr);
-  fputs(("[E ProcessGroupNCCL.cpp:457] [Rank 0" + line + "[E ProcessGroupNCCL.cpp:457] [Rank 99999999999" + line).c_str(),
-        f);
+  fputs(
+      ("[E ProcessGroupNCCL.cpp:457] [Rank 0" + line + "[E ProcessGroupNCCL.cpp:457] [Rank 99999999999" + line).c_str(),
+      f);
   fclose(f);
   auto job = LoadJob({path}, LoadOptions{});
   ASSERT_TRUE(job.ok());

@@ -1,5 +1,7 @@
 #include "hangdx/ingest/record_sink.h"
 
+#include <algorithm>
+
 #include "hangdx/ingest/completion.h"
 
 namespace hangdx::ingest {
@@ -34,7 +36,79 @@ model::RankDump& DumpBuilder::Dump(model::Rank rank) {
   return it->second;
 }
 
+void DumpBuilder::AddOp(model::Rank rank, const model::OpRecord& op) {
+  model::RankDump& d = Dump(rank);
+  if (!streams_.empty()) {
+    auto s = streams_.find(rank);
+    if (s != streams_.end()) return AddStreamed(&s->second, rank, op);
+  }
+  d.ops.push_back(op);
+}
+
+void DumpBuilder::StreamOps(model::Rank rank) {
+  // Ranks out of range keep nothing anyway; a rank already holding records
+  // (another parser's) stays whole.
+  if (!cut_.on || rank < -1 || rank >= model::kMaxRank || streams_.count(rank) || !Dump(rank).ops.empty()) return;
+  streams_.try_emplace(rank);
+}
+
+void DumpBuilder::AddStreamed(Streamed* s, model::Rank rank, const model::OpRecord& op) {
+  const uint32_t pos = static_cast<uint32_t>(s->history.size());
+  const int pg = s->history.Add(op);
+  if (static_cast<size_t>(pg) >= s->head.size()) {
+    s->head.resize(pg + 1, 0);
+    s->tail.resize(pg + 1);
+  }
+  bool keep = false;
+  if (rank == cut_.keep_rank) {
+    while (s->next_keep < cut_.keep.size() && cut_.keep[s->next_keep] < pos) ++s->next_keep;
+    keep = s->next_keep < cut_.keep.size() && cut_.keep[s->next_keep] == pos;
+  }
+  if (op.is_p2p || op.collective_seq < 0 || s->head[pg] < cut_.head || keep) {
+    if (!op.is_p2p && op.collective_seq >= 0 && !keep) ++s->head[pg];
+    s->held.push_back(op);
+    s->held_pos.push_back(pos);
+    return;
+  }
+  auto& tail = s->tail[pg];
+  if (cut_.tail == 0) return;
+  if (tail.size() == cut_.tail) tail.pop_front();
+  tail.emplace_back(pos, op);
+}
+
+void DumpBuilder::EndStream(Streamed* s, model::RankDump* d) {
+  std::vector<std::pair<uint32_t, model::OpRecord>> tails;
+  for (auto& t : s->tail)
+    for (auto& e : t) tails.push_back(std::move(e));
+  std::sort(tails.begin(), tails.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  const size_t n = s->history.size();
+  d->ops.clear();
+  d->ops.reserve(s->held.size() + tails.size());
+  std::vector<uint32_t> pos;
+  pos.reserve(d->ops.capacity());
+  size_t k = 0;
+  for (size_t i = 0; i < s->held.size(); ++i) {
+    for (; k < tails.size() && tails[k].first < s->held_pos[i]; ++k) {
+      d->ops.push_back(std::move(tails[k].second));
+      pos.push_back(tails[k].first);
+    }
+    d->ops.push_back(std::move(s->held[i]));
+    pos.push_back(s->held_pos[i]);
+  }
+  for (; k < tails.size(); ++k) {
+    d->ops.push_back(std::move(tails[k].second));
+    pos.push_back(tails[k].first);
+  }
+  if (d->ops.size() == n) return;  // every record held: the dump is whole
+  d->op_pos = std::move(pos);
+  d->history = std::make_shared<const model::OpHistory>(std::move(s->history).Finish());
+}
+
 size_t DumpBuilder::OpCount(model::Rank rank) const {
+  if (!streams_.empty()) {
+    auto s = streams_.find(rank);
+    if (s != streams_.end()) return s->second.history.size();
+  }
   auto it = dumps_.find(rank);
   return it == dumps_.end() ? 0 : it->second.ops.size();
 }
@@ -52,6 +126,7 @@ model::PgConfig& DumpBuilder::PgConfig(model::Rank rank, const std::string& key)
 }
 
 void DumpBuilder::ReserveOps(model::Rank rank, size_t n) {
+  if (streams_.count(rank)) return;
   auto& ops = Dump(rank).ops;
   ops.reserve(ops.size() + n);
 }
@@ -66,6 +141,8 @@ const model::PgConfig* DumpBuilder::FindPgConfig(model::Rank rank, std::string_v
 DumpBuilder::Result DumpBuilder::Finish() {
   Result r;
   for (auto& [rank, d] : dumps_) {
+    auto s = streams_.find(rank);
+    if (s != streams_.end()) EndStream(&s->second, &d);
     if (d.from_flight_recorder) DeriveCompletion(&d);
     r.dumps.push_back(std::move(d));
   }
@@ -74,6 +151,7 @@ DumpBuilder::Result DumpBuilder::Finish() {
   r.read = std::move(read_);
   r.read.file = file_;
   dumps_.clear();
+  streams_.clear();
   device_.clear();
   unreadable_rank_ = -1;
   read_ = model::FileRead{};

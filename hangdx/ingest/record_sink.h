@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <string>
 #include <string_view>
@@ -34,6 +35,7 @@
 
 #include "hangdx/model/device.h"
 #include "hangdx/model/diagnostic_sink.h"
+#include "hangdx/model/history.h"
 #include "hangdx/model/job.h"
 
 namespace hangdx::ingest {
@@ -63,6 +65,12 @@ class RecordSink {
   // make room once (a 1 GB NCCL log gives 9 million: growing by doubling
   // held up to three times their memory while it copied). A hint only.
   virtual void ReserveOps(model::Rank rank, size_t n) {}
+  // Says that the ops of `rank` about to be added are final as added (a
+  // log's records: no later record changes whether one completed, as
+  // DeriveCompletion does for a Flight Recorder dump's), so that the sink
+  // may reduce them as they come instead of holding them all (a 10 GB
+  // NCCL log gives 85 million). Call before the rank's first AddOp. A hint.
+  virtual void StreamOps(model::Rank rank) {}
   // How many ops of `rank` this file has given so far (log parsers number
   // their records with it: OpRecord::record_id).
   virtual size_t OpCount(model::Rank rank) const = 0;
@@ -128,8 +136,28 @@ class DumpBuilder final : public RecordSink {
     model::FileRead read;                  // what was recognized (file = the file)
   };
 
+  // How the ops of ranks a parser streams (StreamOps) are cut as they
+  // come: the dump gets a history of every op (RankDump::history) and
+  // holds only some records (RankDump::ops, op_pos), as ingest/compact.h's
+  // CompactDump leaves a Flight Recorder dump; ReadBack re-reads the rest.
+  struct StreamCut {
+    bool on = false;  // off: every record is held, as for other ranks
+    // Per pg: the collectives added first and last that are held (the
+    // first pending op of a partial view, and where the ranks stop: a log
+    // of a hung job is mostly a few ops ahead of another's, and a record
+    // held costs less than reading the file back).
+    size_t head = 4, tail = 64;
+    // Positions (ascending) of rank `keep_rank`'s ops held as well: the
+    // records ReadBack reads back.
+    model::Rank keep_rank = -1;
+    std::vector<uint32_t> keep;
+  };
+
   // Records of `file`; diagnostics go to *diags, which must outlive this.
   DumpBuilder(std::string file, model::DiagnosticSink* diags) : file_(std::move(file)), diags_(diags) {}
+  // The same, cutting streamed ranks' ops as `cut` says.
+  DumpBuilder(std::string file, model::DiagnosticSink* diags, StreamCut cut)
+      : file_(std::move(file)), diags_(diags), cut_(std::move(cut)) {}
 
   // RecordSink, as documented there: each record lands in its rank's dump.
 
@@ -137,8 +165,9 @@ class DumpBuilder final : public RecordSink {
   void Diag(model::Diagnostic::Severity severity, std::string message, model::Rank rank = -1,
             int64_t offset = -1) override;
   model::Interner& Strings(model::Rank rank) override { return *Dump(rank).interner; }
-  void AddOp(model::Rank rank, const model::OpRecord& op) override { Dump(rank).ops.push_back(op); }
+  void AddOp(model::Rank rank, const model::OpRecord& op) override;
   void ReserveOps(model::Rank rank, size_t n) override;
+  void StreamOps(model::Rank rank) override;
   size_t OpCount(model::Rank rank) const override;
   uint32_t AddFrame(model::Rank rank, model::Frame frame) override;
   void AddStack(model::Rank rank, model::StackSample stack) override { Dump(rank).stacks.push_back(std::move(stack)); }
@@ -162,12 +191,23 @@ class DumpBuilder final : public RecordSink {
   bool empty() const override { return dumps_.empty() && device_.empty(); }
 
   // Ends the file: derives completion of the ops of Flight Recorder dumps
-  // (DeriveCompletion) and returns what was recorded. The builder is left
-  // empty.
+  // (DeriveCompletion), cuts streamed ranks' (StreamCut) and returns what
+  // was recorded. The builder is left empty.
   Result Finish();
 
  private:
+  // A streamed rank's ops so far: the history of all, the records held.
+  struct Streamed {
+    model::OpHistory::Builder history;
+    std::vector<model::OpRecord> held;  // in order: not collectives, the heads, `keep`
+    std::vector<uint32_t> held_pos;
+    std::vector<size_t> head;                                            // per history pg: collectives held as heads
+    std::vector<std::deque<std::pair<uint32_t, model::OpRecord>>> tail;  // per history pg: its last collectives
+    size_t next_keep = 0;                                                // index into StreamCut::keep
+  };
   model::RankDump& Dump(model::Rank rank);
+  void AddStreamed(Streamed* s, model::Rank rank, const model::OpRecord& op);
+  static void EndStream(Streamed* s, model::RankDump* d);
 
   std::string file_;
   model::DiagnosticSink* diags_;
@@ -177,6 +217,8 @@ class DumpBuilder final : public RecordSink {
   model::FileRead read_;
   model::RankDump discard_;  // the records of ranks out of range (Dump)
   bool out_of_range_warned_ = false;
+  StreamCut cut_;
+  std::map<model::Rank, Streamed> streams_;
 };
 
 }  // namespace hangdx::ingest

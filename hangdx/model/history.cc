@@ -4,27 +4,6 @@
 #include <unordered_map>
 
 namespace hangdx::model {
-namespace {
-
-// What makes two collectives of one dump the same variant. Interned values
-// of one dump have one address per value, so addresses are the key.
-struct VariantKey {
-  const void* op;
-  size_t op_size;
-  const void *in, *out, *din, *dout, *backend;
-  int32_t peer;
-  bool operator==(const VariantKey&) const = default;
-};
-
-struct VariantHash {
-  size_t operator()(const VariantKey& k) const {
-    size_t h = std::hash<const void*>()(k.op) ^ k.op_size;
-    for (const void* p : {k.in, k.out, k.din, k.dout, k.backend}) h = h * 1000003u ^ std::hash<const void*>()(p);
-    return h ^ static_cast<size_t>(k.peer);
-  }
-};
-
-}  // namespace
 
 size_t OpHistory::ChoosePeriod(const std::vector<Packed>& items) {
   const size_t n = items.size();
@@ -57,72 +36,128 @@ size_t OpHistory::ChoosePeriod(const std::vector<Packed>& items) {
   return best;
 }
 
-OpHistory OpHistory::Build(const std::vector<OpRecord>& ops) {
-  OpHistory h;
-  h.entries_ = ops.size();
-  std::unordered_map<VariantKey, uint16_t, VariantHash> variant_of;
-  std::vector<std::vector<int64_t>> seqs;  // per pg: its collective seqs, for distinct_seqs
-  std::vector<int64_t> last_seq;           // per pg: the previous collective's seq
-  std::vector<Packed> items;
-  items.reserve(ops.size());
-  int pg = -1;
-  std::string_view pg_name;
-  int64_t prev_pos = 0, prev_rid = 0;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const OpRecord& op = ops[i];
-    h.last_activity_ns_ = std::max({h.last_activity_ns_, op.time_created_ns, op.time_completed_ns});
-    // Consecutive ops mostly share the pg; names are interned (same address).
-    if (pg < 0 || (pg_name.data() != op.pg_name.data() && pg_name != op.pg_name)) {
-      pg = h.FindPg(op.pg_name);
-      if (pg < 0) {
-        pg = static_cast<int>(h.pgs_.size());
-        h.pg_index_.Insert(op.pg_name, pg);
-        h.pgs_.push_back({op.pg_name, op.pg_desc, {}, {}, 0, 0, -1, -1});
-        seqs.emplace_back();
-        last_seq.push_back(0);
-      }
-      pg_name = op.pg_name;
+size_t OpHistory::Builder::VariantHash::operator()(const VariantKey& k) const {
+  size_t h = std::hash<const void*>()(k.op) ^ k.op_size;
+  for (const void* p : {k.in, k.out, k.din, k.dout, k.backend}) h = h * 1000003u ^ std::hash<const void*>()(p);
+  return h ^ static_cast<size_t>(k.peer);
+}
+
+int OpHistory::Builder::Add(const OpRecord& op) {
+  OpHistory& h = h_;
+  const int64_t i = static_cast<int64_t>(h.entries_++);
+  h.last_activity_ns_ = std::max({h.last_activity_ns_, op.time_created_ns, op.time_completed_ns});
+  // Consecutive ops mostly share the pg; names are interned (same address).
+  if (pg_ < 0 || (pg_name_.data() != op.pg_name.data() && pg_name_ != op.pg_name)) {
+    pg_ = h.FindPg(op.pg_name);
+    if (pg_ < 0) {
+      pg_ = static_cast<int>(h.pgs_.size());
+      h.pg_index_.Insert(op.pg_name, pg_);
+      h.pgs_.push_back({op.pg_name, op.pg_desc, {}, {}, 0, 0, -1, -1});
+      runs_.emplace_back();
+      last_seq_.push_back(0);
     }
-    HistoryPg& p = h.pgs_[pg];
-    ++p.ops;
-    if (std::find(p.backends.begin(), p.backends.end(), op.backend) == p.backends.end())
-      p.backends.push_back(op.backend);
-    if (op.is_p2p || op.collective_seq < 0) continue;
-    if (seqs[pg].empty()) p.coll_desc = op.pg_desc;
-    seqs[pg].push_back(op.collective_seq);
-    p.first_seq = p.first_seq < 0 ? op.collective_seq : std::min(p.first_seq, op.collective_seq);
-    p.last_seq = std::max(p.last_seq, op.collective_seq);
-    VariantKey key{op.op.data(),      op.op.size(),       &*op.input_sizes,  &*op.output_sizes,
-                   &*op.input_dtypes, &*op.output_dtypes, op.backend.data(), op.p2p_peer_local};
-    // Past 65,535 variants (never seen: a rank has a few dozen) the last
-    // one stands for the rest.
-    uint16_t next = static_cast<uint16_t>(std::min<size_t>(h.variants_.size(), UINT16_MAX - 1));
-    auto [v, fresh] = variant_of.try_emplace(key, next);
-    if (fresh && h.variants_.size() < UINT16_MAX) h.variants_.push_back(op);
-    Packed pk;
-    pk.dseq = op.collective_seq - last_seq[pg];
-    pk.drid = op.record_id - prev_rid;
-    pk.dpos = static_cast<uint32_t>(static_cast<int64_t>(i) - prev_pos);
-    pk.pg = static_cast<uint16_t>(pg);
-    pk.variant = v->second;
-    pk.flags = (op.completed ? 1 : 0) | (op.retired ? 2 : 0);
-    last_seq[pg] = op.collective_seq;
-    prev_rid = op.record_id;
-    prev_pos = static_cast<int64_t>(i);
-    items.push_back(pk);
+    pg_name_ = op.pg_name;
   }
-  for (size_t k = 0; k < seqs.size(); ++k) {
-    auto& v = seqs[k];
-    if (!std::is_sorted(v.begin(), v.end())) std::sort(v.begin(), v.end());
-    h.pgs_[k].distinct_seqs = std::unique(v.begin(), v.end()) - v.begin();
+  const int pg = pg_;
+  HistoryPg& p = h.pgs_[pg];
+  ++p.ops;
+  if (std::find(p.backends.begin(), p.backends.end(), op.backend) == p.backends.end()) p.backends.push_back(op.backend);
+  if (op.is_p2p || op.collective_seq < 0) return pg;
+  auto& runs = runs_[pg];
+  if (runs.empty()) p.coll_desc = op.pg_desc;
+  const int64_t seq = op.collective_seq;
+  if (!runs.empty() && seq >= runs.back().first && seq <= runs.back().second) {
+    // a seq already in the current run
+  } else if (!runs.empty() && seq == runs.back().second + 1) {
+    runs.back().second = seq;
+  } else {
+    runs.emplace_back(seq, seq);
   }
-  h.collectives_ = items.size();
-  if (items.empty()) return h;
-  h.period_ = ChoosePeriod(items);
-  h.base_.assign(items.begin(), items.begin() + std::min(h.period_, items.size()));
-  for (size_t i = h.period_; i < items.size(); ++i)
-    if (!(items[i] == items[i - h.period_])) h.exceptions_.emplace_back(static_cast<uint32_t>(i), items[i]);
-  return h;
+  p.first_seq = p.first_seq < 0 ? seq : std::min(p.first_seq, seq);
+  p.last_seq = std::max(p.last_seq, seq);
+  VariantKey key{op.op.data(),      op.op.size(),       &*op.input_sizes,  &*op.output_sizes,
+                 &*op.input_dtypes, &*op.output_dtypes, op.backend.data(), op.p2p_peer_local};
+  // Past 65,535 variants (never seen: a rank has a few dozen) the last
+  // one stands for the rest.
+  uint16_t next = static_cast<uint16_t>(std::min<size_t>(h.variants_.size(), UINT16_MAX - 1));
+  auto [v, fresh] = variant_of_.try_emplace(key, next);
+  if (fresh && h.variants_.size() < UINT16_MAX) h.variants_.push_back(op);
+  Packed pk;
+  pk.dseq = seq - last_seq_[pg];
+  pk.drid = op.record_id - prev_rid_;
+  pk.dpos = static_cast<uint32_t>(i - prev_pos_);
+  pk.pg = static_cast<uint16_t>(pg);
+  pk.variant = v->second;
+  pk.flags = (op.completed ? 1 : 0) | (op.retired ? 2 : 0);
+  last_seq_[pg] = seq;
+  prev_rid_ = op.record_id;
+  prev_pos_ = i;
+  Push(pk);
+  return pg;
+}
+
+void OpHistory::Builder::Push(const Packed& pk) {
+  OpHistory& h = h_;
+  size_t i = items_++;
+  if (h.period_ == 0) {
+    first_.push_back(pk);
+    if (first_.size() < kChooseFrom) return;
+    // Enough items to see the step: choose the period, keep one of it.
+    h.period_ = ChoosePeriod(first_);
+    h.base_.assign(first_.begin(), first_.begin() + h.period_);
+    ring_ = h.base_;
+    for (size_t k = h.period_; k < first_.size(); ++k) {
+      if (!(first_[k] == ring_[k % h.period_])) h.exceptions_.emplace_back(static_cast<uint32_t>(k), first_[k]);
+      ring_[k % h.period_] = first_[k];
+    }
+    std::vector<Packed>().swap(first_);
+    return;
+  }
+  Packed& was = ring_[i % h.period_];
+  if (!(pk == was)) {
+    h.exceptions_.emplace_back(static_cast<uint32_t>(i), pk);
+    was = pk;
+  }
+}
+
+OpHistory OpHistory::Builder::Finish() && {
+  OpHistory& h = h_;
+  for (size_t k = 0; k < runs_.size(); ++k) {
+    auto& v = runs_[k];
+    std::sort(v.begin(), v.end());
+    size_t distinct = 0;
+    int64_t covered = INT64_MIN;  // highest seq counted so far
+    for (const auto& [lo, hi] : v) {
+      int64_t from = covered == INT64_MIN ? lo : std::max(lo, covered + 1);
+      if (hi >= from) {
+        distinct += static_cast<size_t>(hi - from) + 1;
+        covered = hi;
+      }
+    }
+    h.pgs_[k].distinct_seqs = distinct;
+  }
+  h.collectives_ = items_;
+  if (h.period_ == 0 && !first_.empty()) {
+    h.period_ = ChoosePeriod(first_);
+    h.base_.assign(first_.begin(), first_.begin() + std::min(h.period_, first_.size()));
+    for (size_t i = h.period_; i < first_.size(); ++i)
+      if (!(first_[i] == first_[i - h.period_])) h.exceptions_.emplace_back(static_cast<uint32_t>(i), first_[i]);
+  }
+  h.exceptions_.shrink_to_fit();
+  OpHistory out = std::move(h);
+  *this = Builder();
+  return out;
+}
+
+OpHistory OpHistory::Build(const std::vector<OpRecord>& ops) {
+  Builder b;
+  for (const OpRecord& op : ops) b.Add(op);
+  return std::move(b).Finish();
+}
+
+void OpHistory::MarkCompletedBelow(int pg, int64_t seq) {
+  HistoryPg& p = pgs_[pg];
+  p.completed_below = std::max(p.completed_below, seq);
 }
 
 size_t OpHistory::MemoryBytes() const {

@@ -21,9 +21,11 @@
 // Refs it holds point into the interner of the dump whose ops built it.
 #pragma once
 
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -52,15 +54,26 @@ struct HistoryPg {
   size_t ops = 0;                          // ops of every kind
   size_t distinct_seqs = 0;                // distinct collective seqs
   int64_t first_seq = -1, last_seq = -1;   // lowest and highest collective seq, -1 when none
+  // Every collective of the pg below this seq is completed (and retired),
+  // whatever its recorded flags say: what a cross-rank pass learnt after
+  // the history was built (ingest's DeriveNcclLogCompletion). INT64_MIN: none.
+  int64_t completed_below = INT64_MIN;
 };
 
 class OpHistory {
  public:
+  class Builder;
+
   OpHistory() = default;
 
   // The history of `ops` (one rank's records, in recording order, with
   // `completed` already derived). Runs in O(ops); never fails.
   static OpHistory Build(const std::vector<OpRecord>& ops);
+
+  // Marks every collective of pg index `pg` below `seq` completed and
+  // retired (HistoryPg::completed_below; a later call with a lower seq
+  // does not lower it). For a copy being amended by a cross-rank pass.
+  void MarkCompletedBelow(int pg, int64_t seq);
 
   // Calls f(const HistoryItem&) for each collective, in recording order.
   template <typename F>
@@ -94,6 +107,7 @@ class OpHistory {
     bool operator==(const Packed&) const = default;
   };
   static size_t ChoosePeriod(const std::vector<Packed>& items);
+  friend class Builder;
 
   std::vector<HistoryPg> pgs_;
   NameIndex pg_index_;  // pg name -> index in pgs_
@@ -105,6 +119,57 @@ class OpHistory {
   size_t period_ = 0;
   std::vector<Packed> base_;
   std::vector<std::pair<uint32_t, Packed>> exceptions_;
+};
+
+// Builds an OpHistory one op at a time, in recording order, without
+// holding the ops: memory grows with what is irregular (the history's
+// exceptions, breaks in a pg's seq runs), not with the ops added, so a
+// log's reader can stream millions of records through it.
+//
+//   OpHistory::Builder b;
+//   for (const OpRecord& op : ops) b.Add(op);
+//   OpHistory h = std::move(b).Finish();
+//
+// Gives the same history as OpHistory::Build on the same ops.
+class OpHistory::Builder {
+ public:
+  // Adds the next op (its position is the count of ops added before it).
+  // Returns the index of its pg in the history's pgs(). Its views and
+  // Refs must outlive the history.
+  int Add(const OpRecord& op);
+  // Ops added so far.
+  size_t size() const { return h_.entries_; }
+  // The history of every op added. The builder is left empty.
+  OpHistory Finish() &&;
+
+ private:
+  // Items buffered before the period is chosen from them.
+  static constexpr size_t kChooseFrom = 4096;
+  void Push(const Packed& pk);
+
+  struct VariantKey {
+    const void* op;
+    size_t op_size;
+    const void *in, *out, *din, *dout, *backend;
+    int32_t peer;
+    bool operator==(const VariantKey&) const = default;
+  };
+  struct VariantHash {
+    size_t operator()(const VariantKey& k) const;
+  };
+
+  OpHistory h_;
+  std::unordered_map<VariantKey, uint16_t, VariantHash> variant_of_;
+  // Per pg: its collective seqs as runs [first, last] of seqs that rose by
+  // at most one (for distinct_seqs), and the previous collective's seq.
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> runs_;
+  std::vector<int64_t> last_seq_;
+  int pg_ = -1;
+  std::string_view pg_name_;
+  int64_t prev_pos_ = 0, prev_rid_ = 0;
+  std::vector<Packed> first_;  // the first kChooseFrom items, until the period is chosen
+  std::vector<Packed> ring_;   // after: the last period_ items
+  size_t items_ = 0;
 };
 
 // The history of every dump of `job` (index = dump index): its own
@@ -135,8 +200,9 @@ void OpHistory::ForEach(F f) const {
     it.pos = static_cast<uint32_t>(pos);
     it.pg = p->pg;
     it.variant = p->variant;
-    it.completed = p->flags & 1;
-    it.retired = p->flags & 2;
+    bool below = it.seq < pgs_[p->pg].completed_below;
+    it.completed = below || (p->flags & 1);
+    it.retired = below || (p->flags & 2);
     f(static_cast<const HistoryItem&>(it));
   }
 }

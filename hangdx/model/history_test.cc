@@ -87,6 +87,60 @@ TEST(OpHistory, IrregularOpsStillRoundTrip) {
   EXPECT_EQ(n, 300u);
 }
 
+// Past the items the period is chosen from (Builder::kChooseFrom), the
+// streamed history still gives every collective back, with memory by what
+// is irregular: a size that changes once, a seq gap, a repeated seq, a
+// pattern shifted by one op.
+TEST(OpHistory, StreamedPastThePeriodChoiceRoundTrips) {
+  Interner in;
+  std::vector<OpRecord> ops = Steps(in, 20000, 3);  // 60,000 collectives
+  ops[30000].input_sizes = in.Intern(Shapes{{16}});
+  for (size_t i = 40000; i < ops.size(); ++i)
+    if (ops[i].pg_name == "0") ops[i].collective_seq += 1000;  // a gap in pg 0's seqs
+  ops[50001].collective_seq = ops[49998].collective_seq;       // a repeat in pg 0
+  ops.erase(ops.begin() + 55000);                              // one op fewer: the pattern shifts
+  OpHistory::Builder b;
+  for (const OpRecord& op : ops) b.Add(op);
+  EXPECT_EQ(b.size(), ops.size());
+  OpHistory h = std::move(b).Finish();
+  EXPECT_EQ(b.size(), 0u);
+  size_t n = 0;
+  bool same = true;
+  h.ForEach([&](const HistoryItem& c) {  // every op is a collective
+    const OpRecord& op = ops[n];
+    same = same && c.pos == n && c.seq == op.collective_seq && c.record_id == op.record_id &&
+           c.completed == op.completed && h.pgs()[c.pg].name == op.pg_name &&
+           h.variants()[c.variant].input_sizes == op.input_sizes;
+    ++n;
+  });
+  EXPECT_TRUE(same);
+  EXPECT_EQ(n, ops.size());
+  EXPECT_EQ(h.pgs()[0].distinct_seqs, 20000u - 1);  // one seq repeated in place of another
+  EXPECT_EQ(h.pgs()[0].last_seq, 100 + 20000 - 1 + 1000);
+  EXPECT_LT(h.MemoryBytes(), 16384u);
+}
+
+// A pass that learns later which collectives completed marks them in a
+// copy of the history, per pg, below a seq.
+TEST(OpHistory, MarkCompletedBelow) {
+  Interner in;
+  std::vector<OpRecord> ops = Steps(in, 10, 0);
+  for (auto& op : ops) op.completed = false;
+  OpHistory h = OpHistory::Build(ops);
+  h.MarkCompletedBelow(h.FindPg("0"), 105);
+  h.MarkCompletedBelow(h.FindPg("0"), 103);  // never lowered
+  size_t done = 0;
+  h.ForEach([&](const HistoryItem& c) {
+    if (c.completed) {
+      EXPECT_EQ(h.pgs()[c.pg].name, "0");
+      EXPECT_LT(c.seq, 105);
+      EXPECT_TRUE(c.retired);
+      ++done;
+    }
+  });
+  EXPECT_EQ(done, 5u);
+}
+
 TEST(OpHistory, EmptyAndHistoriesOfAJob) {
   OpHistory h = OpHistory::Build({});
   EXPECT_EQ(h.entries(), 0u);

@@ -5,7 +5,22 @@
 #include <set>
 #include <string>
 
+#include "hangdx/model/history.h"
+
 namespace hangdx::ingest {
+namespace {
+
+// Marks *op completed when it is a pending collective of a communicator
+// every member got past (`passed_below`: pg -> the lowest of their last seqs).
+void MarkNcclLogOpCompleted(model::OpRecord* op, const std::map<std::string, int64_t, std::less<>>& passed_below) {
+  if (op->is_p2p || op->completed || op->state != model::OpState::kScheduled) return;
+  auto p = passed_below.find(op->pg_name);
+  if (p == passed_below.end() || op->collective_seq >= p->second) return;
+  op->completed = op->retired = true;
+  op->state = model::OpState::kCompleted;
+}
+
+}  // namespace
 
 int64_t NcclLogCommSize(std::string_view desc) {
   constexpr std::string_view kPrefix = "NCCL communicator of ";
@@ -93,14 +108,21 @@ void DeriveNcclLogCompletion(model::Job* job) {
       if (n > 0) comms[name].size = std::max(comms[name].size, n);
     }
   if (comms.empty()) return;
-  for (const auto& d : job->dumps)
-    for (const auto& op : d.ops) {
-      if (op.is_p2p || op.collective_seq < 0) continue;
-      auto c = comms.find(op.pg_name);
-      if (c == comms.end()) continue;
-      auto [it, fresh] = c->second.max_seq.try_emplace(d.rank, op.collective_seq);
-      if (!fresh) it->second = std::max(it->second, op.collective_seq);
+  auto note = [&](model::Rank rank, std::string_view pg, int64_t seq) {
+    auto c = comms.find(pg);
+    if (c == comms.end()) return;
+    auto [it, fresh] = c->second.max_seq.try_emplace(rank, seq);
+    if (!fresh) it->second = std::max(it->second, seq);
+  };
+  for (const auto& d : job->dumps) {
+    if (d.history) {  // a cut dump: its history has every collective's pg and seq
+      for (const model::HistoryPg& pg : d.history->pgs())
+        if (pg.last_seq >= 0) note(d.rank, pg.name, pg.last_seq);
+      continue;
     }
+    for (const auto& op : d.ops)
+      if (!op.is_p2p && op.collective_seq >= 0) note(d.rank, op.pg_name, op.collective_seq);
+  }
   // An op below every member's highest opCount has been passed by all.
   std::map<std::string, int64_t, std::less<>> passed_below;
   for (const auto& [name, c] : comms) {
@@ -109,14 +131,20 @@ void DeriveNcclLogCompletion(model::Job* job) {
     for (const auto& [rank, seq] : c.max_seq) low = std::min(low, seq);
     passed_below[name] = low;
   }
-  for (auto& d : job->dumps)
-    for (auto& op : d.ops) {
-      if (op.is_p2p || op.completed || op.state != model::OpState::kScheduled) continue;
-      auto p = passed_below.find(op.pg_name);
-      if (p == passed_below.end() || op.collective_seq >= p->second) continue;
-      op.completed = op.retired = true;
-      op.state = model::OpState::kCompleted;
+  for (auto& d : job->dumps) {
+    for (auto& op : d.ops) MarkNcclLogOpCompleted(&op, passed_below);
+    if (!d.history) continue;
+    // The records a cut left out: completed below the same seqs in the history.
+    auto amended = std::make_shared<model::OpHistory>(*d.history);
+    bool changed = false;
+    for (size_t k = 0; k < amended->pgs().size(); ++k) {
+      auto p = passed_below.find(amended->pgs()[k].name);
+      if (p == passed_below.end() || amended->pgs()[k].completed_below >= p->second) continue;
+      amended->MarkCompletedBelow(static_cast<int>(k), p->second);
+      changed = true;
     }
+    if (changed) d.history = std::move(amended);
+  }
 }
 
 }  // namespace hangdx::ingest

@@ -454,6 +454,11 @@ class NcclLogReader {
     anon_name_.clear();
     anon_count_.clear();
     made_.clear();
+    // Records of communicators with a commId are final as emitted: the
+    // sink may cut them as they come (memory by communicators, not lines).
+    // An anonymous communicator's are renamed after the load
+    // (MatchAnonymousNcclComms), which needs them all.
+    if (AllNamed(*p)) out_->StreamOps(rank);
     out_->ReserveOps(rank, p->ops.size());
     for (auto& op : p->ops) EmitOp(*p, &op, rank, largest);
     std::vector<PendingOp>().swap(p->ops);  // emitted: free them before the next process's records
@@ -469,6 +474,18 @@ class NcclLogReader {
       e.file = out_->file();
       out_->AddEvent(rank, std::move(e));
     }
+  }
+
+  // True when every op of process `p` names a communicator with a commId.
+  bool AllNamed(const Proc& p) const {
+    uint32_t last = kNoName;  // the comm pointer last found named
+    for (const PendingOp& op : p.ops) {
+      if (op.comm_id != kNoName || op.comm_ptr == last) continue;
+      auto c = p.comms.find(names_.Text(op.comm_ptr));
+      if (c == p.comms.end() || c->second.comm_id.empty()) return false;
+      last = op.comm_ptr;
+    }
+    return true;
   }
 
   // The pg an op of process `p` belongs to: its communicator's commId, else
