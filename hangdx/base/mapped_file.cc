@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -112,6 +113,23 @@ bool ReadAll(int fd, size_t size, std::string* out) {
 }
 
 }  // namespace
+
+void ReleaseReadPages(std::string_view done) {
+  if (done.empty()) return;
+  uintptr_t from = reinterpret_cast<uintptr_t>(done.data()), to = from + done.size();
+  for (Slot& s : g_slots) {
+    uintptr_t b = s.begin.load(std::memory_order_acquire);
+    size_t n = s.size.load(std::memory_order_acquire);
+    if (b <= kClaimed || to <= b || from >= b + n) continue;
+    // Whole pages only: a partial page at either end may hold bytes not read yet.
+    uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    uintptr_t lo = (std::max(from, b) + page - 1) & ~(page - 1);
+    uintptr_t hi = std::min(to, b + n) & ~(page - 1);
+    if (std::min(to, b + n) == b + n) hi = (b + n + page - 1) & ~(page - 1);  // the mapping's last page is ours
+    if (lo < hi) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+    return;
+  }
+}
 
 void MappedFile::Release() {
   if (addr_ != nullptr && slot_ >= 0) {

@@ -57,4 +57,13 @@ class MappedFile {
   bool read_without_size_ = false;
 };
 
+// Drops the whole pages of `done` that lie in a live MappedFile mapping
+// from this process's resident memory: a reader calls it on what it has
+// read past, so that reading a 10 GB log does not keep 10 GB resident (a
+// mapped page touched stays in the process's RSS until it is unmapped).
+// The bytes stay readable: a later read finds them in the page cache (a
+// minor fault), as they were. A no-op for memory that is not such a
+// mapping (a file read with read(2), a test's string). Thread-safe.
+void ReleaseReadPages(std::string_view done);
+
 }  // namespace hangdx

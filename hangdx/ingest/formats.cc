@@ -1,5 +1,6 @@
 #include "hangdx/ingest/formats.h"
 
+#include "hangdx/base/mapped_file.h"
 #include "hangdx/ingest/formats/device_json/device_json.h"
 #include "hangdx/ingest/formats/flight_recorder/flight_recorder.h"
 #include "hangdx/ingest/formats/hccl_plog/hccl_plog.h"
@@ -64,7 +65,12 @@ bool ReadText(const Artifact& in, RecordSink* out) {
   if (logs::LooksBinary(in.data)) return false;
   bool any = false;
   for (const Format& f : kFormats) {
-    if (f.kind != Kind::kText || f.sniff(in.data) <= 0 || !f.parse(in, out)) continue;
+    if (f.kind != Kind::kText) continue;
+    bool read = f.sniff(in.data) > 0 && f.parse(in, out);
+    // Each pass reads the file from the start: what it left resident goes
+    // (a text format's LineReader releases as it reads; a sniffer may not).
+    ReleaseReadPages(in.data);
+    if (!read) continue;
     AddReader(&out->Reading(), f.name);
     any = true;
   }

@@ -5,37 +5,6 @@
 
 namespace hangdx::model {
 
-size_t OpHistory::ChoosePeriod(const std::vector<Packed>& items) {
-  const size_t n = items.size();
-  if (n < 16) return std::max<size_t>(n, 1);
-  // Candidate periods: the distances from a few sample items to the next
-  // items equal to them (a step's length, or a multiple of it).
-  std::vector<size_t> candidates = {1};
-  for (size_t s : {n / 4, n / 2, (3 * n) / 4}) {
-    size_t found = 0;
-    for (size_t j = s + 1; j < n && j < s + 4096 && found < 4; ++j)
-      if (items[j] == items[s]) {
-        candidates.push_back(j - s);
-        ++found;
-      }
-  }
-  std::sort(candidates.begin(), candidates.end());
-  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
-  // Each candidate scored on up to 1,024 evenly spread items.
-  size_t best = n, best_hits = 0;
-  for (size_t p : candidates) {
-    if (p * 2 > n) continue;
-    size_t stride = std::max<size_t>(1, (n - p) / 1024), hits = 0, tries = 0;
-    for (size_t i = p; i < n; i += stride, ++tries) hits += items[i] == items[i - p];
-    // Worth it when at least half of the items repeat.
-    if (hits * 2 >= tries && hits > best_hits) {
-      best = p;
-      best_hits = hits;
-    }
-  }
-  return best;
-}
-
 size_t OpHistory::Builder::VariantHash::operator()(const VariantKey& k) const {
   size_t h = std::hash<const void*>()(k.op) ^ k.op_size;
   for (const void* p : {k.in, k.out, k.din, k.dout, k.backend}) h = h * 1000003u ^ std::hash<const void*>()(p);
@@ -92,32 +61,8 @@ int OpHistory::Builder::Add(const OpRecord& op) {
   last_seq_[pg] = seq;
   prev_rid_ = op.record_id;
   prev_pos_ = i;
-  Push(pk);
+  h.items_.Push(pk);
   return pg;
-}
-
-void OpHistory::Builder::Push(const Packed& pk) {
-  OpHistory& h = h_;
-  size_t i = items_++;
-  if (h.period_ == 0) {
-    first_.push_back(pk);
-    if (first_.size() < kChooseFrom) return;
-    // Enough items to see the step: choose the period, keep one of it.
-    h.period_ = ChoosePeriod(first_);
-    h.base_.assign(first_.begin(), first_.begin() + h.period_);
-    ring_ = h.base_;
-    for (size_t k = h.period_; k < first_.size(); ++k) {
-      if (!(first_[k] == ring_[k % h.period_])) h.exceptions_.emplace_back(static_cast<uint32_t>(k), first_[k]);
-      ring_[k % h.period_] = first_[k];
-    }
-    std::vector<Packed>().swap(first_);
-    return;
-  }
-  Packed& was = ring_[i % h.period_];
-  if (!(pk == was)) {
-    h.exceptions_.emplace_back(static_cast<uint32_t>(i), pk);
-    was = pk;
-  }
 }
 
 OpHistory OpHistory::Builder::Finish() && {
@@ -136,14 +81,8 @@ OpHistory OpHistory::Builder::Finish() && {
     }
     h.pgs_[k].distinct_seqs = distinct;
   }
-  h.collectives_ = items_;
-  if (h.period_ == 0 && !first_.empty()) {
-    h.period_ = ChoosePeriod(first_);
-    h.base_.assign(first_.begin(), first_.begin() + std::min(h.period_, first_.size()));
-    for (size_t i = h.period_; i < first_.size(); ++i)
-      if (!(first_[i] == first_[i - h.period_])) h.exceptions_.emplace_back(static_cast<uint32_t>(i), first_[i]);
-  }
-  h.exceptions_.shrink_to_fit();
+  h.items_.Seal();
+  h.collectives_ = h.items_.size();
   OpHistory out = std::move(h);
   *this = Builder();
   return out;
@@ -162,7 +101,7 @@ void OpHistory::MarkCompletedBelow(int pg, int64_t seq) {
 
 size_t OpHistory::MemoryBytes() const {
   size_t b = sizeof(*this) + pgs_.capacity() * sizeof(HistoryPg) + variants_.capacity() * sizeof(OpRecord) +
-             base_.capacity() * sizeof(Packed) + exceptions_.capacity() * sizeof(exceptions_[0]);
+             items_.MemoryBytes() - sizeof(items_);
   for (const auto& p : pgs_) b += p.backends.capacity() * sizeof(std::string_view);
   // The name index: its list, and past NameIndex::kLinear names about three words per hash node.
   b += pg_index_.entries().capacity() * sizeof(pg_index_.entries()[0]);

@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "hangdx/base/periodic_log.h"
 #include "hangdx/model/job.h"
 #include "hangdx/model/name_index.h"
 
@@ -106,7 +107,6 @@ class OpHistory {
     uint8_t flags = 0;  // 1: completed, 2: retired
     bool operator==(const Packed&) const = default;
   };
-  static size_t ChoosePeriod(const std::vector<Packed>& items);
   friend class Builder;
 
   std::vector<HistoryPg> pgs_;
@@ -114,11 +114,7 @@ class OpHistory {
   std::vector<OpRecord> variants_;
   size_t entries_ = 0, collectives_ = 0;
   int64_t last_activity_ns_ = 0;
-  // Item i is exceptions_[k].second when exceptions_[k].first == i, else
-  // base_[i] for i < period_, else item i - period_.
-  size_t period_ = 0;
-  std::vector<Packed> base_;
-  std::vector<std::pair<uint32_t, Packed>> exceptions_;
+  PeriodicLog<Packed> items_;  // one per collective
 };
 
 // Builds an OpHistory one op at a time, in recording order, without
@@ -143,10 +139,6 @@ class OpHistory::Builder {
   OpHistory Finish() &&;
 
  private:
-  // Items buffered before the period is chosen from them.
-  static constexpr size_t kChooseFrom = 4096;
-  void Push(const Packed& pk);
-
   struct VariantKey {
     const void* op;
     size_t op_size;
@@ -167,9 +159,6 @@ class OpHistory::Builder {
   int pg_ = -1;
   std::string_view pg_name_;
   int64_t prev_pos_ = 0, prev_rid_ = 0;
-  std::vector<Packed> first_;  // the first kChooseFrom items, until the period is chosen
-  std::vector<Packed> ring_;   // after: the last period_ items
-  size_t items_ = 0;
 };
 
 // The history of every dump of `job` (index = dump index): its own
@@ -178,33 +167,23 @@ std::vector<std::shared_ptr<const OpHistory>> Histories(const Job& job);
 
 template <typename F>
 void OpHistory::ForEach(F f) const {
-  if (collectives_ == 0) return;
   std::vector<int64_t> last_seq(pgs_.size(), 0);
-  std::vector<Packed> ring(base_.begin(), base_.end());
-  size_t next_exc = 0;
   HistoryItem it;
   int64_t pos = 0, rid = 0;
-  for (size_t i = 0; i < collectives_; ++i) {
-    const Packed* p;
-    if (next_exc < exceptions_.size() && exceptions_[next_exc].first == i) {
-      p = &exceptions_[next_exc++].second;
-      if (i >= period_) ring[i % period_] = *p;
-    } else {
-      p = &ring[i % period_];
-    }
-    pos += p->dpos;
-    rid += p->drid;
-    last_seq[p->pg] += p->dseq;
-    it.seq = last_seq[p->pg];
+  items_.ForEach([&](const Packed& p) {
+    pos += p.dpos;
+    rid += p.drid;
+    last_seq[p.pg] += p.dseq;
+    it.seq = last_seq[p.pg];
     it.record_id = rid;
     it.pos = static_cast<uint32_t>(pos);
-    it.pg = p->pg;
-    it.variant = p->variant;
-    bool below = it.seq < pgs_[p->pg].completed_below;
-    it.completed = below || (p->flags & 1);
-    it.retired = below || (p->flags & 2);
+    it.pg = p.pg;
+    it.variant = p.variant;
+    bool below = it.seq < pgs_[p.pg].completed_below;
+    it.completed = below || (p.flags & 1);
+    it.retired = below || (p.flags & 2);
     f(static_cast<const HistoryItem&>(it));
-  }
+  });
 }
 
 }  // namespace hangdx::model

@@ -7,6 +7,8 @@
 #include <map>
 #include <set>
 
+#include "hangdx/base/mapped_file.h"
+
 namespace hangdx::ingest::logs {
 namespace {
 
@@ -528,6 +530,11 @@ bool LineReader::Physical(std::string_view* raw, size_t* start) {
   size_t nl = data_.find('\n', pos_);
   size_t end = nl == std::string_view::npos ? data_.size() : nl;
   *start = pos_;
+  if (pos_ - released_ >= kReleaseEvery) {
+    // What is behind this line was read: a 10 GB log must not stay resident.
+    ReleaseReadPages(data_.substr(released_, pos_ - released_));
+    released_ = pos_;
+  }
   *raw = data_.substr(pos_, end - pos_);
   if (!raw->empty() && raw->back() == '\r') raw->remove_suffix(1);
   pos_ = nl == std::string_view::npos ? data_.size() : nl + 1;
@@ -627,7 +634,20 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
-bool Contains(std::string_view s, std::string_view needle) { return s.find(needle) != std::string_view::npos; }
+bool Contains(std::string_view s, std::string_view needle) {
+  constexpr size_t kChunk = size_t{32} << 20;
+  if (s.size() <= 2 * kChunk || needle.size() > kChunk) return s.find(needle) != std::string_view::npos;
+  // A whole file (a sniffer's search): in chunks overlapping by the needle,
+  // each released once searched (ReleaseReadPages), so that a search that
+  // finds nothing in a 10 GB log does not leave it all resident.
+  for (size_t at = 0; at < s.size(); at += kChunk) {
+    std::string_view chunk = s.substr(at, kChunk + needle.size() - 1);
+    bool found = chunk.find(needle) != std::string_view::npos;
+    ReleaseReadPages(s.substr(at, kChunk));
+    if (found) return true;
+  }
+  return false;
+}
 
 std::string_view Between(std::string_view s, std::string_view open, std::string_view close, bool* found) {
   if (found) *found = false;
@@ -706,6 +726,23 @@ bool LooksBinary(std::string_view data) {
   return !head.empty() && odd * 10 > head.size();
 }
 
+namespace {
+
+// True when `data` holds a NUL byte; searched in chunks, each released
+// once searched (ReleaseReadPages: the search reads the whole file).
+bool HasNul(std::string_view data) {
+  constexpr size_t kChunk = size_t{32} << 20;
+  for (size_t at = 0; at < data.size(); at += kChunk) {
+    std::string_view chunk = data.substr(at, kChunk);
+    bool nul = std::memchr(chunk.data(), 0, chunk.size()) != nullptr;
+    if (data.size() > 2 * kChunk) ReleaseReadPages(chunk);
+    if (nul) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 TextEncoding DecodeText(std::string_view data, std::string* text) {
   text->clear();
   std::string_view head = data.substr(0, 4096);
@@ -725,7 +762,7 @@ TextEncoding DecodeText(std::string_view data, std::string* text) {
   if (head.find('\0') == std::string_view::npos) {
     if (LooksBinary(data)) return TextEncoding::kBinary;
     // NULs past the head: padding at the end of a long log.
-    if (std::memchr(data.data(), 0, data.size()) == nullptr) return TextEncoding::kText;
+    if (!HasNul(data)) return TextEncoding::kText;
   } else {
     // Every other byte NUL: UTF-16 without a BOM (ASCII text, little or big endian).
     size_t pairs = head.size() / 2, le = 0, be = 0;

@@ -130,7 +130,11 @@ class LineReader {
 
   std::string_view data_;
   TextLayout layout_;
+  // Read bytes are released from memory every this many (ReleaseReadPages).
+  static constexpr size_t kReleaseEvery = size_t{32} << 20;
+
   size_t pos_ = 0;
+  size_t released_ = 0;  // data_ before this offset was released
   int64_t number_ = 0;
   int64_t truncated_ = 0;
   std::string buf_, joined_;

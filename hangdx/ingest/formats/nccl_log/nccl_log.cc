@@ -3,12 +3,15 @@
 #include <re2/re2.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <deque>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
+#include "hangdx/base/periodic_log.h"
 #include "hangdx/base/rank_set.h"
 #include "hangdx/ingest/logs/line_util.h"
 
@@ -124,6 +127,7 @@ struct PendingOp {
   uint32_t tid = kNoName;
   int64_t op_count = -1, count = -1, dtype = -1, root = -1, nranks = -1;
   int64_t line = 0;
+  uint32_t key = 0;  // the id of its OpKey (NcclLogReader::KeyId)
 };
 
 // What an op's record is made of, but its opCount (EmitOp).
@@ -139,6 +143,16 @@ struct OpKeyHash {
       h = h * 1000003u ^ std::hash<int64_t>()(v);
     return h;
   }
+};
+
+// An enqueued op as a process keeps it until it is emitted: the id of its
+// OpKey and its opCount and line as deltas from the process's op before.
+// A training step repeats the same few: a PeriodicLog of them holds one
+// step (a 10 GB log has 85 million op lines; as PendingOps they were 6 GB).
+struct OpDelta {
+  uint32_t key = 0;
+  int64_t dcount = 0, dline = 0;
+  bool operator==(const OpDelta&) const = default;
 };
 
 // The fields of an enqueue line `<Name>: opCount <hex> sendbuff <p>
@@ -209,7 +223,11 @@ struct Proc {
   std::string key;                    // host:pid, or "" for prefix-less lines of a one-process file
   int64_t prefix_rank = -1;           // from a peeled [rankN]: / slurm prefix
   std::map<std::string, Comm> comms;  // by pointer
-  std::vector<PendingOp> ops;
+  PeriodicLog<OpDelta> ops;           // its op lines, in file order
+  int64_t last_count = 0, last_line = 0;
+  std::vector<uint32_t> comm_ptrs;  // the comm pointers its ops name (Names ids)
+  std::vector<PendingOp> orphans;   // prefix-less op lines placed here (PlaceOrphans), by line
+  bool has_ops() const { return ops.size() > 0 || !orphans.empty(); }
   std::vector<model::LogEvent> events;
   std::string version;
   int64_t first_offset = 0;
@@ -253,9 +271,9 @@ class NcclLogReader {
     PlaceOrphans();
     size_t real_procs = 0;
     for (auto& p : procs_)
-      if (!p.ops.empty() || !p.comms.empty()) ++real_procs;
+      if (p.has_ops() || !p.comms.empty()) ++real_procs;
     for (auto& p : procs_) {
-      if (p.ops.empty() && p.comms.empty() && p.events.empty()) continue;
+      if (!p.has_ops() && p.comms.empty() && p.events.empty()) continue;
       int64_t rank = RankOf(p, real_procs);
       if (rank < 0) {
         out_->Diag(Sev::kWarning,
@@ -342,7 +360,66 @@ class NcclLogReader {
     auto c = p.comms.find(names_.Text(op.comm_ptr));
     if (c != p.comms.end()) op.comm_id = names_.Id(c->second.comm_id);
     ptr_owner_.try_emplace(op.comm_ptr, pi);
-    p.ops.push_back(op);
+    Keep(&p, op);
+  }
+
+  // Appends op to process *p's op lines.
+  void Keep(Proc* p, const PendingOp& op) {
+    p->ops.Push(OpDelta{KeyId(op), op.op_count - p->last_count, op.line - p->last_line});
+    p->last_count = op.op_count;
+    p->last_line = op.line;
+    if (p->comm_ptrs.empty() || p->comm_ptrs.back() != op.comm_ptr) {
+      auto c = std::find(p->comm_ptrs.begin(), p->comm_ptrs.end(), op.comm_ptr);
+      if (c == p->comm_ptrs.end())
+        p->comm_ptrs.push_back(op.comm_ptr);
+      else
+        std::swap(*c, p->comm_ptrs.back());  // the last one named is checked first
+    }
+  }
+
+  // The id of what `op` is made of but its opCount and line (keys_).
+  uint32_t KeyId(const PendingOp& op) {
+    OpKey key{op.comm_ptr, op.comm_id, op.nccl_name, op.tid, op.count, op.dtype, op.root, op.nranks};
+    // A step's few keys, found without hashing the whole key.
+    uint32_t& cached = key_cache_[(static_cast<uint64_t>(op.count) * 31 + op.nccl_name * 7 + op.comm_ptr) & 15];
+    if (cached < keys_.size() && keys_[cached] == key) return cached;
+    auto [it, fresh] = key_ids_.try_emplace(key, static_cast<uint32_t>(keys_.size()));
+    if (fresh) keys_.push_back(key);
+    return cached = it->second;
+  }
+
+  // Calls f(PendingOp&) for each op line of process `p`, in file order
+  // (orphans placed there merged by line).
+  template <typename F>
+  void ForEachOp(const Proc& p, F f) const {
+    size_t k = 0;
+    PendingOp op;
+    int64_t count = 0, line = 0;
+    p.ops.ForEach([&](const OpDelta& d) {
+      const OpKey& key = keys_[d.key];
+      count += d.dcount;
+      line += d.dline;
+      for (; k < p.orphans.size() && p.orphans[k].line < line; ++k) {
+        PendingOp orphan = p.orphans[k];
+        f(orphan);
+      }
+      op.comm_ptr = key.comm_ptr;
+      op.comm_id = key.comm_id;
+      op.nccl_name = key.nccl_name;
+      op.tid = key.tid;
+      op.count = key.count;
+      op.dtype = key.dtype;
+      op.root = key.root;
+      op.nranks = key.nranks;
+      op.op_count = count;
+      op.line = line;
+      op.key = d.key;
+      f(op);
+    });
+    for (; k < p.orphans.size(); ++k) {
+      PendingOp orphan = p.orphans[k];
+      f(orphan);
+    }
   }
 
   // `comm 0x.. rank R nranks N ... commId 0x.. - Init COMPLETE` and the
@@ -417,12 +494,17 @@ class NcclLogReader {
                    -1, offset);
         continue;
       }
-      procs_[idx].ops.push_back(op);
+      op.key = KeyId(op);
+      procs_[idx].orphans.push_back(op);
+      if (std::find(procs_[idx].comm_ptrs.begin(), procs_[idx].comm_ptrs.end(), op.comm_ptr) ==
+          procs_[idx].comm_ptrs.end())
+        procs_[idx].comm_ptrs.push_back(op.comm_ptr);
     }
-    // Keep file order of ops per process (orphans were appended last).
+    // Placed in file order (ForEachOp merges them with the process's own by line).
     auto by_line = [](const PendingOp& a, const PendingOp& b) { return a.line < b.line; };
     for (auto& p : procs_)
-      if (!std::is_sorted(p.ops.begin(), p.ops.end(), by_line)) std::stable_sort(p.ops.begin(), p.ops.end(), by_line);
+      if (!std::is_sorted(p.orphans.begin(), p.orphans.end(), by_line))
+        std::stable_sort(p.orphans.begin(), p.orphans.end(), by_line);
   }
 
   // The process's global rank: a prefix's, else its rank in its largest
@@ -453,15 +535,17 @@ class NcclLogReader {
     for (const auto& [ptr, c] : p->comms) largest = std::max(largest, c.nranks);
     anon_name_.clear();
     anon_count_.clear();
-    made_.clear();
+    made_.assign(keys_.size(), std::nullopt);
     // Records of communicators with a commId are final as emitted: the
     // sink may cut them as they come (memory by communicators, not lines).
     // An anonymous communicator's are renamed after the load
     // (MatchAnonymousNcclComms), which needs them all.
     if (AllNamed(*p)) out_->StreamOps(rank);
-    out_->ReserveOps(rank, p->ops.size());
-    for (auto& op : p->ops) EmitOp(*p, &op, rank, largest);
-    std::vector<PendingOp>().swap(p->ops);  // emitted: free them before the next process's records
+    p->ops.Seal();
+    out_->ReserveOps(rank, p->ops.size() + p->orphans.size());
+    ForEachOp(*p, [&](PendingOp& op) { EmitOp(*p, &op, rank, largest); });
+    p->ops = PeriodicLog<OpDelta>();  // emitted: free them before the next process's records
+    std::vector<PendingOp>().swap(p->orphans);
     // Which rank of each communicator this process is (from its Init line).
     for (const auto& [ptr, c] : p->comms) {
       if (c.comm_id.empty() || c.rank < 0 || c.nranks <= 0 || c.rank >= c.nranks) continue;
@@ -476,14 +560,13 @@ class NcclLogReader {
     }
   }
 
-  // True when every op of process `p` names a communicator with a commId.
+  // True when every op of process `p` names a communicator with a commId
+  // (its Init line's; an op names one known when it was read, or its
+  // communicator's Init line came later).
   bool AllNamed(const Proc& p) const {
-    uint32_t last = kNoName;  // the comm pointer last found named
-    for (const PendingOp& op : p.ops) {
-      if (op.comm_id != kNoName || op.comm_ptr == last) continue;
-      auto c = p.comms.find(names_.Text(op.comm_ptr));
+    for (uint32_t ptr : p.comm_ptrs) {
+      auto c = p.comms.find(names_.Text(ptr));
       if (c == p.comms.end() || c->second.comm_id.empty()) return false;
-      last = op.comm_ptr;
     }
     return true;
   }
@@ -507,10 +590,9 @@ class NcclLogReader {
   void EmitOp(const Proc& p, PendingOp* op, int64_t rank, int64_t largest) {
     // A training step repeats the same few ops: the record of an op like
     // one already made (all but its opCount) is a copy of it.
-    OpKey key{op->comm_ptr, op->comm_id, op->nccl_name, op->tid, op->count, op->dtype, op->root, op->nranks};
-    auto [made, fresh] = made_.try_emplace(key);
-    if (!fresh) {
-      model::OpRecord r = made->second;
+    std::optional<model::OpRecord>& made = made_[op->key];
+    if (made) {
+      model::OpRecord r = *made;
       r.record_id = static_cast<int64_t>(out_->OpCount(rank));
       (r.is_p2p ? r.p2p_seq : r.collective_seq) = op->op_count;
       out_->AddOp(rank, r);
@@ -551,7 +633,7 @@ class NcclLogReader {
     // until the whole job's logs show otherwise (DeriveNcclLogCompletion).
     r.state = model::OpState::kScheduled;
     out_->AddOp(rank, r);
-    made->second = r;
+    made = r;
     if (nranks > 0 && !out_->FindPgConfig(rank, pg))
       out_->PgConfig(rank, pg) = NewPgConfig(pg, op->comm_id == kNoName, comm_rank, rank, nranks, largest);
   }
@@ -594,6 +676,9 @@ class NcclLogReader {
   Names names_;                                         // comm pointers, commIds, op names, thread ids
   std::unordered_map<uint32_t, size_t> ptr_owner_;      // comm pointer -> proc (pointers are per-process addresses)
   std::vector<std::pair<PendingOp, int64_t>> orphans_;  // prefix-less op lines, with their offset
+  std::vector<OpKey> keys_;                             // what the op lines are made of but opCount and line
+  std::unordered_map<OpKey, uint32_t, OpKeyHash> key_ids_;
+  std::array<uint32_t, 16> key_cache_{};  // recent key ids by a cheap hash (KeyId)
   std::map<int64_t, model::SharedRanks> world_lists_;   // communicator size -> its ranks 0..size-1
   std::string file_version_;                            // a prefix-less "NCCL version" line
   std::set<int64_t> versioned_;                         // ranks given a library version
@@ -602,7 +687,7 @@ class NcclLogReader {
   std::map<uint32_t, std::string> anon_name_;  // ptr -> name
   std::map<int64_t, int> anon_count_;          // nranks -> how many so far
   // The current process's records made so far, by what they were made of.
-  std::unordered_map<OpKey, model::OpRecord, OpKeyHash> made_;
+  std::vector<std::optional<model::OpRecord>> made_;  // by key id
 };
 
 }  // namespace
