@@ -124,11 +124,11 @@ TEST(Compact, CutLogsReportWhatWholeLogsDo) {
   };
   const Case cases[] = {
       {"behind", 2, {0, 1}, {300, 200}, {-1, -1}, false, "No hang found"},
-      {"alone", 8, {3}, {300}, {-1}, false, "HANG: rank 3 waits in all_reduce"},
+      {"alone", 8, {3}, {300}, {-1}, false, "WARNING: rank 3's NCCL log ends in all_reduce"},
       {"full_mismatch", 2, {0, 1}, {300, 300}, {-1, 150}, false, "disagree on sizes at seq 150"},
       {"partial_mismatch", 4, {0, 1}, {300, 290}, {-1, 150}, false, "disagree on sizes at seq 150"},
       {"two_comms", 2, {0, 1}, {300, 260}, {-1, -1}, true, "No hang found"},
-      {"two_comms_partial", 4, {0, 1}, {300, 300}, {-1, -1}, true, "HANG"},
+      {"two_comms_partial", 4, {0, 1}, {300, 300}, {-1, -1}, true, "nothing shows a hang"},
   };
   fs::path root = fs::temp_directory_path() / "hangdx_log_cut_test";
   for (const Case& c : cases) {
