@@ -238,13 +238,12 @@ Verdict Judge(const RankAnalysis& a, const Key& key, const std::vector<Report>& 
   }
   if (!v.persistent) v.classes = Classes(printings.back());
   v.world_blamed = world > 1 && static_cast<int64_t>(v.blamed.size()) == world;
-  v.joined = std::includes(joined_ready.begin(), joined_ready.end(), v.blamed.begin(), v.blamed.end()) ||
-             Arrived(a, key, v.blamed);
   std::set<Rank> also_ready = ReadyAt(a.job, key);
   v.ready.insert(also_ready.begin(), also_ready.end());
   joined_ready.insert(also_ready.begin(), also_ready.end());
-  v.joined = v.joined || (!v.blamed.empty() &&
-                          std::includes(joined_ready.begin(), joined_ready.end(), v.blamed.begin(), v.blamed.end()));
+  v.joined =
+      !v.blamed.empty() && (std::includes(joined_ready.begin(), joined_ready.end(), v.blamed.begin(), v.blamed.end()) ||
+                            Arrived(a, key, v.blamed));
   v.progress_after = ProgressAfter(a.job, *reports.back().e);
   int64_t step_ms = LoggedStepMs(a.job);
   v.within_rhythm = step_ms > 0 && v.waited_ms >= 0 && v.waited_ms < kStallFactor * step_ms;

@@ -46,7 +46,7 @@ bool StallFinding(const RankAnalysis& a, const Instance& in, Finding* out) {
   }
   // An NCCL log's COLL line is printed at enqueue (ingest/cross_rank/log_completion.h):
   // with no timeout either, "has not finished" is not established.
-  if (!timed_out && g.desc.rfind("NCCL communicator of", 0) == 0 && !AnyTimeoutEvent(a.job, in.arrived)) return false;
+  if (!timed_out && EnqueuedOnly(a, in)) return false;
   if (by_state.size() > 1) f.culprit_ranks = by_state.begin()->second;
   f.roles.push_back({"arrived", in.arrived});
   if (by_state.size() > 1) f.roles.push_back({"least advanced", by_state.begin()->second});
