@@ -98,7 +98,12 @@ bool ReadProgress(const nlohmann::json& v, std::vector<std::tuple<std::string, i
 // never guessed.
 void AddProgressOps(model::Rank rank, const std::vector<std::tuple<std::string, int64_t, int64_t>>& pgs,
                     RecordSink* out) {
-  for (const auto& [pg, enqueued, completed] : pgs) {
+  for (const auto& entry : pgs) {
+    // Named references, not a structured binding: clang before 16 cannot
+    // capture a binding in the lambda below (C++20 allows it, clang 14 not).
+    const std::string& pg = std::get<0>(entry);
+    const int64_t enqueued = std::get<1>(entry);
+    const int64_t completed = std::get<2>(entry);
     model::Interner& pool = out->Strings(rank);
     int64_t id = -1;
     auto res = std::from_chars(pg.data(), pg.data() + pg.size(), id);
