@@ -255,13 +255,16 @@ class FastSnapshot {
     return true;
   }
   bool Integer(int64_t v) {
+    // A number outside a member (a snapshot that is a bare `1`, or a
+    // member's value that is not an object) is the DOM path's to describe;
+    // there may be no member yet to write into.
+    if (depth_ < 2 || members_.empty()) return false;
     model::WaitSnapshot& w = members_.back().wait;
     if (depth_ == 3) {
       if (v < 0 || v >= kMaxRank) return false;
       w.waiting_for.push_back(v);
       return true;
     }
-    if (depth_ != 2) return false;
     switch (field_) {
       case kOpSeq:
         w.op_seq = v;

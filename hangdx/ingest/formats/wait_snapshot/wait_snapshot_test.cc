@@ -79,6 +79,19 @@ TEST(WaitSnapshot, NotASnapshotIsUnusable) {
   EXPECT_EQ(SniffWaitSnapshot(R"(# {"waiting_for_ranks": []})"), 0);
 }
 
+// A scalar or array where the snapshot's object or a member's object
+// belongs: the fast path once wrote a bare `1` into a member that did not
+// exist (found by the fuzz smoke under UBSan); now every such file is
+// unusable with a message, or its bad members are skipped.
+TEST(WaitSnapshot, ValuesOutsideAMemberAreNotWrittenAnywhere) {
+  for (const char* text : {"1", "-3", "\"x\"", "[1, 2]", "null", R"({"0": 5})", R"({"0": [1]})"}) {
+    std::vector<model::RankDump> dumps;
+    std::vector<model::Diagnostic> diags;
+    EXPECT_FALSE(ParseWaitSnapshot(text, "odd.json", &dumps, &diags)) << text;
+    EXPECT_TRUE(dumps.empty()) << text;
+  }
+}
+
 // The fast path gives up on what the DOM path warns about, so both say the
 // same: a repeated key, "7" and "07", a rank out of range, a float.
 TEST(WaitSnapshot, OddSnapshotsReadAsTheDomPathReadsThem) {
