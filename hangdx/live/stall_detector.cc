@@ -25,6 +25,7 @@ void StallDetector::Observe(Rank rank, Clock::time_point now, const std::vector<
       rs.changed = now;
       // A round observes its ranks at their answers' times, not in order.
       pg.last_change = std::max(pg.last_change, now);
+      DueBy(pg.last_change + opt_.stall_after);
     }
     pg.members.insert(rank);
   }
@@ -33,6 +34,7 @@ void StallDetector::Observe(Rank rank, Clock::time_point now, const std::vector<
 void StallDetector::AddMembers(const std::string& pg, const std::vector<Rank>& ranks) {
   auto [it, fresh] = pgs_.emplace(pg, Pg{});
   it->second.members.insert(ranks.begin(), ranks.end());
+  if (fresh) DueBy(it->second.last_change + opt_.stall_after);
 }
 
 void StallDetector::Unanswered(Rank rank, Clock::time_point now) { ranks_.emplace(rank, RankState{}); }
@@ -54,6 +56,7 @@ void StallDetector::Restore(Rank rank, const std::vector<PgProgress>& pgs, Clock
     Pg& pg = pgs_[p.pg];
     pg.members.insert(rank);
     pg.last_change = std::max(pg.last_change, changed);
+    DueBy(pg.last_change + opt_.stall_after);
   }
 }
 
@@ -138,6 +141,22 @@ std::vector<PgState> StallDetector::Pgs(Clock::time_point now) const {
     out.push_back(std::move(s));
   }
   return out;
+}
+
+bool StallDetector::Due(Clock::time_point now) {
+  if (now < next_due_) return false;
+  bool due = false;
+  next_due_ = Clock::time_point::max();
+  for (auto& [id, pg] : pgs_) {
+    if (pg.due_said == pg.last_change) continue;  // said in this quiet spell; a change calls DueBy
+    if (now - pg.last_change >= opt_.stall_after) {
+      pg.due_said = pg.last_change;
+      due = true;
+    } else {
+      DueBy(pg.last_change + opt_.stall_after);
+    }
+  }
+  return due;
 }
 
 std::vector<Stall> StallDetector::Check(Clock::time_point now) {

@@ -73,7 +73,14 @@ class StallDetector {
   void MarkReported(const std::string& key) { reported_.insert(key); }
 
   // The stalls that began an episode since the last call, most ranks first.
+  // O(ranks): asked at the end of a round, or when Due says so.
   std::vector<Stall> Check(Clock::time_point now);
+  // True, once per pg and quiet spell, when some pg's last change is
+  // `stall_after` or more before `now`: the moment a Check may find a new
+  // no-progress stall. O(1) but when true (then O(pgs)), so a prober asks
+  // it at every answer and declares a stall at the answer that crosses
+  // `stall_after` instead of at the end of its round (docs/live.md, 4a).
+  bool Due(Clock::time_point now);
   // Every pg now, sorted by pg id.
   std::vector<PgState> Pgs(Clock::time_point now) const;
 
@@ -99,7 +106,10 @@ class StallDetector {
   struct Pg {
     std::set<Rank> members;
     Clock::time_point last_change;
+    Clock::time_point due_said = Clock::time_point::min();  // the last_change Due said was due
   };
+  // Due is asked again no later than `t` (a pg's last change + stall_after).
+  void DueBy(Clock::time_point t) { next_due_ = std::min(next_due_, t); }
 
   bool Stalled(const std::string& id, const Pg& pg, Clock::time_point now) const;
 
@@ -107,6 +117,7 @@ class StallDetector {
   std::map<Rank, RankState> ranks_;
   std::map<std::string, Pg> pgs_;
   std::set<std::string> reported_;
+  Clock::time_point next_due_ = Clock::time_point::min();  // Due has nothing to say before this
 };
 
 }  // namespace hangdx::live

@@ -48,6 +48,23 @@ TEST_F(StallDetectorTest, MissingRankStallsAfterStallAfterOnce) {
   EXPECT_EQ(pgs[0].behind, std::vector<Rank>{3});
 }
 
+TEST_F(StallDetectorTest, DueSaysOncePerQuietSpellWhenStallAfterPassed) {
+  Run(3);
+  auto last = t - seconds(1);  // the last change
+  EXPECT_FALSE(d.Due(last + seconds(4)));
+  EXPECT_TRUE(d.Due(last + seconds(5)));
+  EXPECT_FALSE(d.Due(last + seconds(6))) << "said once per quiet spell";
+  // An answer that changes a counter starts a new spell, due 5 s later.
+  t = last + seconds(7);
+  d.Observe(0, t, At(4, 3));
+  EXPECT_FALSE(d.Due(t + seconds(4)));
+  d.Observe(1, t + seconds(5), At(3, 3));  // an answer without progress
+  EXPECT_TRUE(d.Due(t + seconds(5)));
+  // Due is a hint: Check decides (the stall is there and new).
+  ASSERT_EQ(d.Check(t + seconds(5)).size(), 1u);
+  EXPECT_FALSE(d.Due(t + seconds(9)));
+}
+
 TEST_F(StallDetectorTest, SlowButProgressingNeverStalls) {
   // Every 4 s (less than stall_after) the slow rank 3 arrives and the seq completes.
   for (int s = 1; s <= 10; ++s) {

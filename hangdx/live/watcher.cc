@@ -242,74 +242,89 @@ void Watcher::Discover(bool first) {
   if (added && !first) log() << "hangdx watch: " << added << " more workers registered in the store\n";
 }
 
-void Watcher::ProbeRound() {
-  if (prober_.Ranks().empty()) return;
+// Reads one probe answer: its counters, and its member lists when its
+// pg_config text was not seen before (every rank of a 10,000-rank job
+// sends the same 10,000-number list of the default pg in every answer).
+StatusOr<Progress> Watcher::ReadAnswer(std::string_view body) {
+  std::string_view config;
+  StatusOr<Progress> p = ParseProgress(body, false, &config);
+  if (!p.ok() || config.empty()) return p;
+  // Most answers repeat the last text: a compare (memcmp speed) is far
+  // cheaper than hashing its 59 KB again for every answer.
+  if (config != last_config_) {
+    if (configs_seen_.size() > 100000) configs_seen_.clear();
+    if (configs_seen_.insert(std::hash<std::string_view>{}(config)).second) p->members = ParseMembers(config);
+    last_config_.assign(config);
+  }
+  return p;
+}
+
+// Takes rank `rank`'s answer of time `at` into the detector (mu_ held).
+void Watcher::Observe(Rank rank, Clock::time_point at, const Progress& p, std::vector<RankRecord>* records) {
+  for (const auto& [name, members] : p.members) {
+    auto [it, fresh] = members_added_.try_emplace(PgIdOfName(name), 0);
+    if (members.empty() || it->second >= members.size()) continue;  // this list was added already
+    detector_.AddMembers(it->first, members);
+    it->second = members.size();
+  }
+  detector_.Observe(rank, at, p.pgs);
+  records->push_back(
+      {rank, prober_.Url(rank), FormatCompact(p.pgs), WallMs(at), WallMs(detector_.LastChange(rank)), opt_.agent});
+}
+
+std::vector<Stall> Watcher::ProbeRound() {
+  if (prober_.Ranks().empty()) return {};
   auto t0 = Clock::now();
-  // Each answer is parsed the moment it arrives and its body dropped, so a
-  // round never holds every body at once (10,000 ranks x 59 KB), and
-  // outside the lock (the service answers meanwhile). The member lists are
-  // parsed only from a pg_config text not seen before: every rank of a
-  // 10,000-rank job sends the same 10,000-number list of the default pg in
-  // every answer.
-  std::map<Rank, StatusOr<Progress>> parsed;
-  // When each answer came: the counters in it held then (a round of 10,000
-  // takes a second or two; its end is up to that much later).
-  std::map<Rank, Clock::time_point> answered_at;
+  // Each answer is read and taken into the detector the moment it
+  // arrives, at its own time (the counters in it held then; a round of
+  // 10,000 takes a second or two), and its body dropped, so a round never
+  // holds every body at once (10,000 ranks x 59 KB). The parse is outside
+  // the lock (the service answers meanwhile).
+  std::map<Rank, Status> unusable;  // 200 answers that are not a Flight Recorder dump
+  std::vector<RankRecord> records;
+  std::vector<Stall> stalls;
+  bool judge = opt_.role != WatchOptions::Role::kAgent;
   auto digest = [&](Rank rank, std::string* body) {
-    answered_at[rank] = Clock::now();
-    std::string_view config;
-    StatusOr<Progress> p = ParseProgress(*body, false, &config);
-    if (p.ok() && !config.empty()) {
-      // Most answers repeat the last text: a compare (memcmp speed) is far
-      // cheaper than hashing its 59 KB again for every answer.
-      if (config != last_config_) {
-        if (configs_seen_.size() > 100000) configs_seen_.clear();
-        if (configs_seen_.insert(std::hash<std::string_view>{}(config)).second) p->members = ParseMembers(config);
-        last_config_.assign(config);
-      }
-    }
-    parsed.insert_or_assign(rank, std::move(p));
+    auto at = Clock::now();
+    StatusOr<Progress> p = ReadAnswer(*body);
     std::string().swap(*body);
+    if (!p.ok()) {
+      unusable.insert_or_assign(rank, p.status());
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    Observe(rank, at, *p, &records);
+    // The answer that crosses stall-after declares the stall, not the
+    // end of its round: the rest of the round is given up.
+    if (judge && stalls.empty() && detector_.Due(at)) stalls = detector_.Check(at);
   };
-  std::vector<ProbeReply> replies = prober_.Probe(opt_.fetch_timeout, digest, [this] { return TimeUp(); });
+  std::vector<ProbeReply> replies =
+      prober_.Probe(opt_.fetch_timeout, digest, [&] { return !stalls.empty() || TimeUp(); });
   auto now = Clock::now();
   double round_s = Secs(now - t0);
   std::vector<double> latency;
   latency.reserve(replies.size());
-  for (const ProbeReply& r : replies) latency.push_back(r.seconds);
-  std::sort(latency.begin(), latency.end());
-  auto quantile = [&](double q) {
-    return latency.empty() ? 0.0 : latency[static_cast<size_t>(q * (latency.size() - 1))];
-  };
   size_t ok = 0, failed = 0;
-  std::vector<RankRecord> records;
   std::vector<std::pair<Rank, std::string>> failures;  // first failures, to be said
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const ProbeReply& r : replies) {
       if (!r.ok && r.error == "not answered before the watch ended") continue;  // not the rank's doing
-      auto it = parsed.find(r.rank);
-      StatusOr<Progress> p = !r.ok                ? StatusOr<Progress>(IoError(r.error))
-                             : it == parsed.end() ? StatusOr<Progress>(DataLoss("no answer body"))
-                                                  : std::move(it->second);
-      if (!p.ok()) {
-        ++failed;
-        detector_.Unanswered(r.rank, now);
-        if (failure_said_.insert(r.rank).second) failures.emplace_back(r.rank, FailureWhy(r, p.status()));
+      latency.push_back(r.seconds);
+      auto bad = unusable.find(r.rank);
+      if (r.ok && bad == unusable.end()) {
+        ++ok;
         continue;
       }
-      ++ok;
-      for (const auto& [name, members] : p->members) {
-        auto [it, fresh] = members_added_.try_emplace(PgIdOfName(name), 0);
-        if (members.empty() || it->second >= members.size()) continue;  // this list was added already
-        detector_.AddMembers(it->first, members);
-        it->second = members.size();
-      }
-      auto at = answered_at.find(r.rank);
-      detector_.Observe(r.rank, at == answered_at.end() ? now : at->second, p->pgs);
-      records.push_back({r.rank, prober_.Url(r.rank), FormatCompact(p->pgs), WallMs(now),
-                         WallMs(detector_.LastChange(r.rank)), opt_.agent});
+      Status why = r.ok ? bad->second : IoError(r.error);
+      ++failed;
+      detector_.Unanswered(r.rank, now);
+      if (failure_said_.insert(r.rank).second) failures.emplace_back(r.rank, FailureWhy(r, why));
     }
+    std::sort(latency.begin(), latency.end());
+    auto quantile = [&](double q) {
+      return latency.empty() ? 0.0 : latency[static_cast<size_t>(q * (latency.size() - 1))];
+    };
     ++rounds_;
     last_ok_ = ok;
     last_failed_ = failed;
@@ -319,11 +334,12 @@ void Watcher::ProbeRound() {
     observed_at_ = now;
   }
   SayFailures(failures);
-  metrics_.Add("hangdx_probes_total", {}, static_cast<double>(replies.size()));
+  metrics_.Add("hangdx_probes_total", {}, static_cast<double>(latency.size()));
   metrics_.Add("hangdx_probe_failures_total", {}, static_cast<double>(failed));
-  metrics_.Observe("hangdx_poll_duration_seconds", round_s);
+  if (stalls.empty()) metrics_.Observe("hangdx_poll_duration_seconds", round_s);  // a cut round is no round's time
   if (auto st = store_->PutRanks(records); !st.ok()) log() << "hangdx watch: state store: " << st.message() << "\n";
   RecordHistory(round_s, ok, failed);
+  return stalls;
 }
 
 // Each rank's first failure to give a usable answer, said once (a rank
@@ -422,20 +438,20 @@ int Watcher::Run() {
   bool seen_any = false, silence_said = false;
   while (!stop_) {
     Discover(false);
+    std::vector<Stall> stalls;  // declared by an answer in the middle of the round
     if (opt_.role == Role::kCoordinator)
       ReadAgents();
     else
-      ProbeRound();
+      stalls = ProbeRound();
     if (TimeUp()) break;  // a round cut short proves nothing
     // Silence and progress are judged at the time of the last answers, not
     // after the time it took to read them (10,000 answers take a while).
     auto now = opt_.role == Role::kCoordinator || prober_.Ranks().empty() ? Clock::now() : observed_at_;
     if (opt_.role != Role::kAgent) {
-      std::vector<Stall> stalls;
       bool gone;
       {
         std::lock_guard<std::mutex> lock(mu_);
-        stalls = detector_.Check(now);
+        for (Stall& s : detector_.Check(now)) stalls.push_back(std::move(s));
         gone = detector_.JobGone(now);
         seen_any = seen_any || detector_.ranks_seen() > 0;
       }

@@ -120,7 +120,11 @@ class Watcher {
 
  private:
   void Discover(bool first);
-  void ProbeRound();
+  // One probe of every worker; returns the stalls declared by an answer
+  // in the middle of the round (the round then ends there).
+  std::vector<Stall> ProbeRound();
+  StatusOr<Progress> ReadAnswer(std::string_view body);
+  void Observe(Rank rank, Clock::time_point at, const Progress& p, std::vector<RankRecord>* records);
   void SayFailures(const std::vector<std::pair<Rank, std::string>>& failures);
   bool TimeUp() const { return stop_ || Clock::now() >= end_; }
   bool NeverSeen();
