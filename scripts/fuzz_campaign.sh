@@ -10,6 +10,10 @@
 # BUILD_DIR/fuzz-campaign/artifacts/, corpora grow in BUILD_DIR/fuzz-campaign/corpus-*/.
 # Usage: scripts/fuzz_campaign.sh [BUILD_DIR] [RUNS] [SECONDS] [MAX_LEN]
 #        (defaults: build-fuzz, 10000000, 36000, 65536)
+#   HANGDX_FUZZ_TARGETS="fr-pickle torch-log" runs only those targets (the
+#   names of the summary lines, less their binary: a format row, `all`,
+#   `device_json_fuzzer`, `catalogue_fuzzer`), in that order; a corpus folder
+#   that exists is reused, so a campaign can go on across several runs.
 #   nohup scripts/fuzz_campaign.sh build-fuzz 10000000 > fuzz.log 2>&1 &
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -40,6 +44,15 @@ seeds() {  # $1: folder; $2: device, catalogue or formats (as scripts/fuzz.sh se
 targets=""
 for f in $(HANGDX_FUZZ_FORMAT=list "$BUILD/fuzz/format_fuzzer"); do targets="$targets format_fuzzer:$f"; done
 targets="$targets format_fuzzer:all device_json_fuzzer: catalogue_fuzzer:"
+if [ -n "${HANGDX_FUZZ_TARGETS:-}" ]; then
+  chosen=""
+  for want in $HANGDX_FUZZ_TARGETS; do
+    for target in $targets; do
+      [ "${target##*:}" = "$want" ] || [ "${target%%:*}" = "$want" ] && chosen="$chosen $target"
+    done
+  done
+  targets=$chosen
+fi
 for target in $targets; do
   bin=${target%%:*}
   format=${target##*:}

@@ -292,6 +292,7 @@ struct LogEvent {
   int64_t seq = -1;
   std::string op;
   std::string message_id;         // catalogue row that read it ("torch.desync.finished_not_joined"), "" otherwise
+  std::string error;              // the error type the message names (fr_trace's "SIZE_OR_SYNTAX_MISMATCH"), "" none
   std::vector<Rank> ranks;        // ranks the message names as culprits / missing / lagging
   std::vector<Rank> ready_ranks;  // ranks it names as arrived / fine
   bool ranks_pg_local = false;    // `ranks` / `ready_ranks` are ranks inside `pg`, not global

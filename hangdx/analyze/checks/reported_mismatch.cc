@@ -26,6 +26,8 @@ bool Has(const std::string& s, const char* word) { return s.find(word) != std::s
 // row or, for a format's own lines (no row id), by its words; any other
 // mismatch may be a different collective.
 bool AboutSizes(const LogEvent& e) {
+  // The analyzer's error type, where the message names one, decides.
+  if (!e.error.empty()) return e.error == "SIZE_OR_SYNTAX_MISMATCH" || e.error == "COLLECTIVE_DTYPE_MISMATCH";
   for (const char* word : {"size", "dtype", "shape", "truncated", "ib_collective_mismatch", "io_mismatch"})
     if (Has(e.message_id, word)) return true;
   if (!e.message_id.empty()) return false;
@@ -74,7 +76,15 @@ struct Reports {
   bool sizes_only = true;
   bool raised_only = true;  // every message is RaisedBeforeTheOp's
   bool job_wide = false;    // some message is a job-wide report's (Job::job_events)
+  // fr_trace's COLLECTIVE_STATE_MISMATCH reports: the same call, different
+  // states (IsStateMismatch); not a mismatch of calls, kept apart.
+  std::vector<const LogEvent*> states;
 };
+
+// True for a report that the ranks agree on a collective and differ only in
+// how far it got (fr_trace's Op.match: same type, sizes and dtypes, another
+// state), which no rank's control flow explains.
+bool IsStateMismatch(const LogEvent& e) { return e.error == "COLLECTIVE_STATE_MISMATCH"; }
 
 // Adds mismatch event `e`, printed by `reporter` (-1: a job-wide report), to
 // *rep; the reporter is never among the ranks it names.
@@ -95,7 +105,9 @@ Reports Gather(const RankAnalysis& a) {
   for (const auto& d : a.job.dumps) {
     bool reported = false;
     for (const auto& e : d.events)
-      if (e.kind == LogEvent::Kind::kMismatch) {
+      if (e.kind == LogEvent::Kind::kMismatch && IsStateMismatch(e)) {
+        rep.states.push_back(&e);
+      } else if (e.kind == LogEvent::Kind::kMismatch) {
         reported = true;
         Note(e, d.rank, &rep);
       }
@@ -106,12 +118,60 @@ Reports Gather(const RankAnalysis& a) {
   // A job-wide report (the Flight Recorder analyzer's "Collective ... has
   // errors") has no reporting rank: only the ranks it names count.
   for (const auto& e : a.job.job_events)
-    if (e.kind == LogEvent::Kind::kMismatch && !e.ranks_pg_local) {
+    if (e.kind == LogEvent::Kind::kMismatch && IsStateMismatch(e)) {
+      rep.states.push_back(&e);
+    } else if (e.kind == LogEvent::Kind::kMismatch && !e.ranks_pg_local) {
       Note(e, -1, &rep);
       rep.job_wide = true;
     }
   for (Rank r : rep.reporters) rep.named.erase(r);
   return rep;
+}
+
+// The finding for reports of states alone (IsStateMismatch): the ranks
+// called the same collective, one finished it and the reference (the
+// analyzer's first dump) did not, or the other way round. The dumps may have
+// been taken at different moments, one rank's watchdog may not have seen
+// the op end, or the transport finished one side only: nothing says which
+// rank is stuck. So it is undecided between the ranks the report names and
+// the reference, taken as the lowest rank of the world it does not name
+// (the analyzer's first dump when every rank's dump was given; pg ranks
+// beyond the default pg are not known from the text).
+Finding StateMismatchFinding(const RankAnalysis& a, const std::vector<const LogEvent*>& states) {
+  Finding f;
+  f.kind = Kind::kUndecided;
+  f.severity = Severity::kError;
+  f.hang = true;
+  const LogEvent& first = *states.front();
+  f.pg_name = first.pg;
+  f.op = first.op;
+  f.seq = first.seq;
+  std::set<Rank> named;
+  for (const LogEvent* e : states)
+    if (!e->ranks_pg_local) named.insert(e->ranks.begin(), e->ranks.end());
+  std::set<Rank> candidates(named);
+  for (Rank r = 0; r < a.world.size && r < kMaxListedWorld; ++r)
+    if (!named.count(r)) {
+      candidates.insert(r);
+      f.roles.push_back({"the reference (the lowest rank the report does not name)", {r}});
+      break;
+    }
+  f.candidates.assign(candidates.begin(), candidates.end());
+  f.culprit_ranks = f.candidates;
+  if (!named.empty()) f.roles.push_back({"named by the report", std::vector<Rank>(named.begin(), named.end())});
+  f.summary = "a job-wide report says that the ranks of pg " + (first.pg.empty() ? std::string("?") : first.pg) +
+              " called the same collective" + (first.seq >= 0 ? " (seq " + std::to_string(first.seq) + ")" : "") +
+              " but recorded different states for it (COLLECTIVE_STATE_MISMATCH): \"" + Quote(first.message) +
+              "\"; that is no mismatch of calls, and it does not say which rank is stuck";
+  f.would_decide =
+      "the ranks' Flight Recorder dumps taken at the same moment (or their stacks): the rank still inside the "
+      "collective while the other finished is where to look; with TORCH_NCCL_ENABLE_TIMING=1 'started' tells a rank "
+      "that never launched it from one that waits in it";
+  for (const LogEvent* e : states)
+    if (f.evidence.size() < kEvidencePerSide)
+      f.evidence.push_back({e->file, -1, -1, "line " + std::to_string(e->line) + ": " + e->message.substr(0, 300)});
+  f.fix_hint = "dump every rank at the same moment and look at the one still in the collective";
+  return f;
 }
 
 }  // namespace
@@ -120,7 +180,10 @@ void ReportedMismatchCheck(const RankAnalysis& a, FindingSink* sink) {
   for (const auto& in : a.instances.list)
     if (in.mismatch) return;  // the records show both sides: collective_mismatch reports it
   Reports rep = Gather(a);
-  if (rep.reporters.empty() && !rep.job_wide) return;
+  if (rep.reporters.empty() && !rep.job_wide) {
+    if (!rep.states.empty()) sink->Add(StateMismatchFinding(a, rep.states));
+    return;
+  }
   Finding f;
   f.kind = rep.sizes_only ? Kind::kSizeMismatch : Kind::kCollectiveMismatch;
   f.severity = Severity::kError;

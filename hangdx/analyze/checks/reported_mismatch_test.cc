@@ -121,6 +121,53 @@ TEST(ReportedMismatchCheck, AJobWideReportNamesItsRanksWithoutAReporter) {
       0u);
 }
 
+// The analyzer's error type decides what kind of mismatch it reports.
+TEST(ReportedMismatchCheck, TheReportsErrorTypeDecidesSizesOrCalls) {
+  for (const auto& [error, kind] :
+       std::vector<std::pair<std::string, Kind>>{{"SIZE_OR_SYNTAX_MISMATCH", Kind::kSizeMismatch},
+                                                 {"COLLECTIVE_DTYPE_MISMATCH", Kind::kSizeMismatch},
+                                                 {"COLLECTIVE_TYPE_MISMATCH", Kind::kCollectiveMismatch}}) {
+    model::Job job = JobBuilder().World(128).Build();
+    LogEvent e = Reported("torch.fr.collective_errors_v1", "Collective 39 at entry 38 errors", {22});
+    e.error = error;
+    job.job_events.push_back(e);
+    std::vector<Finding> fs = RunCheck(&ReportedMismatchCheck, job);
+    ASSERT_EQ(fs.size(), 1u) << error;
+    EXPECT_EQ(fs[0].kind, kind) << error;
+    EXPECT_EQ(fs[0].culprit_ranks, Ranks{22}) << error;
+  }
+}
+
+// pytorch#151666: rank 1 'completed' seq 1487 where the reference rank 0
+// has it 'scheduled'. Same call, different states: undecided between the
+// rank named and the reference, never "rank 1 called a different one".
+TEST(ReportedMismatchCheck, AStateMismatchIsUndecidedBetweenTheNamedRankAndTheReference) {
+  model::Job job = JobBuilder().World(2).Build();
+  for (int seq : {1487, 1488}) {
+    LogEvent e = Reported("torch.fr.collective_has_errors",
+                          "Collective sequence number: " + std::to_string(seq) + " has errors", {1});
+    e.error = "COLLECTIVE_STATE_MISMATCH";
+    e.pg = "0";
+    e.seq = seq;
+    job.job_events.push_back(e);
+  }
+  std::vector<Finding> fs = RunCheck(&ReportedMismatchCheck, job);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kUndecided);
+  EXPECT_EQ(fs[0].candidates, (Ranks{0, 1}));
+  EXPECT_EQ(fs[0].seq, 1487);
+  EXPECT_EQ(fs[0].evidence.size(), 2u);
+  EXPECT_NE(fs[0].summary.find("recorded different states"), std::string::npos) << fs[0].summary;
+  // Beside a report of different calls, the states add nothing: that one decides.
+  LogEvent calls = Reported("torch.fr.collective_has_errors", "Collective sequence number: 9 has errors", {1});
+  calls.error = "COLLECTIVE_TYPE_MISMATCH";
+  job.job_events.push_back(calls);
+  fs = RunCheck(&ReportedMismatchCheck, job);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kCollectiveMismatch);
+  EXPECT_EQ(fs[0].culprit_ranks, Ranks{1});
+}
+
 TEST(ReportedMismatchCheck, RecordsThatShowTheMismatchLeaveItToCollectiveMismatch) {
   JobBuilder b = GlooSizeMismatch();
   b.Coll(0, "0", 3, "all_reduce", false).Coll(1, "0", 3, "all_gather", false).Members("0", {0, 1});

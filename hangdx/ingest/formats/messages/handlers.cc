@@ -125,6 +125,7 @@ model::LogEvent MakeEvent(const Message& m, Kind kind, const std::string& file) 
   e.seq = f.seq >= 0 ? f.seq : f.p2p_seq;
   e.op = f.op;
   e.message_id = x.row->id;
+  e.error = f.error;
   e.ranks = m.who.ranks;
   e.ready_ranks = m.who.ready_ranks;
   e.ranks_pg_local = m.who.ranks_pg_local;
