@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "hangdx/base/rank_set.h"
+#include "hangdx/ingest/messages/matcher.h"
 #include "hangdx/live/bundle.h"
 #include "hangdx/live/first_look.h"
 #include "hangdx/live/hooks.h"
@@ -142,6 +143,9 @@ Status Watcher::Start() {
     HANGDX_ASSIGN_OR_RETURN(store_, NewRedisStore(opt_.redis, so));
   }
   HANGDX_RETURN_IF_ERROR(Resume());
+  // The first analysis would compile the message catalogue (0.07 s of CPU,
+  // more on loaded cores): done now, not while a stall is being reported.
+  if (opt_.role != Role::kAgent) (void)ingest::messages::CompiledCatalogue::Builtin();
   for (const auto& [rank, url] : opt_.workers) {
     auto e = ParseUrl(url);
     if (!e.ok()) return InvalidArgument("--workers: rank " + std::to_string(rank) + ": " + e.status().message());
@@ -448,10 +452,16 @@ int Watcher::Run() {
     // after the time it took to read them (10,000 answers take a while).
     auto now = opt_.role == Role::kCoordinator || prober_.Ranks().empty() ? Clock::now() : observed_at_;
     if (opt_.role != Role::kAgent) {
+      // A stall declared in the middle of the round is investigated first:
+      // the Check over every rank below can wait for it.
+      for (const Stall& s : stalls) {
+        Investigate(s);
+        if (exit_now_) return 1;
+      }
       bool gone;
       {
         std::lock_guard<std::mutex> lock(mu_);
-        for (Stall& s : detector_.Check(now)) stalls.push_back(std::move(s));
+        stalls = detector_.Check(now);
         gone = detector_.JobGone(now);
         seen_any = seen_any || detector_.ranks_seen() > 0;
       }
@@ -515,6 +525,41 @@ bool Watcher::NeverSeen() {
   return true;
 }
 
+namespace {
+
+// A probed rank's wait state, written as nlohmann's dump(1) writes it one
+// level down (docs/snapshot-format.md): a first look writes 10,000 of them,
+// and building a DOM to dump took 0.2 s of it.
+std::string ProbedWaitState(const std::vector<PgProgress>& last, int64_t waited_ms, int64_t stall_after_ms,
+                            bool progress) {
+  std::string op = "not in a collective";
+  int64_t seq = -1;
+  for (const PgProgress& p : last) {
+    if (p.Unfinished()) {
+      op = "pg " + p.pg + " op " + std::to_string(p.enqueued) + " enqueued, not completed";
+      seq = p.enqueued;
+      break;
+    }
+  }
+  std::string s = "{\n  \"current_op\": " + json(op).dump();
+  if (seq >= 0) s += ",\n  \"op_seq\": " + std::to_string(seq);
+  if (progress) {
+    std::map<std::string, const PgProgress*> by_pg;  // key order, as a json object has it
+    for (const PgProgress& p : last) by_pg.emplace(p.pg, &p);
+    s += ",\n  \"progress\": {";
+    for (auto it = by_pg.begin(); it != by_pg.end(); ++it)
+      s += std::string(it == by_pg.begin() ? "" : ",") + "\n   " + json(it->first).dump() +
+           ": {\n    \"completed\": " + std::to_string(it->second->completed) +
+           ",\n    \"enqueued\": " + std::to_string(it->second->enqueued) + "\n   }";
+    s += by_pg.empty() ? "}" : "\n  }";
+  }
+  s += ",\n  \"stall_after_ms\": " + std::to_string(stall_after_ms) +
+       ",\n  \"waited_ms\": " + std::to_string(waited_ms) + ",\n  \"waiting_for_ranks\": []\n }";
+  return s;
+}
+
+}  // namespace
+
 // The bundle's wait_state.json: per rank that gave its Flight Recorder, how
 // long it has waited (since its counters last moved) against --stall-after
 // (docs/snapshot-format.md, waited_ms and stall_after_ms). That is the time
@@ -526,49 +571,31 @@ bool Watcher::NeverSeen() {
 // probed counters as "progress", which is all the analysis knows of them.
 std::string Watcher::WaitStates(const std::vector<Rank>& with_fr, const std::vector<Rank>& by_progress) {
   auto now = Clock::now();
-  // A plain (key-sorted) json: an ordered_json finds a key by a linear
-  // search, which made this O(ranks^2), half a second at 10,000 ranks.
-  using plain = nlohmann::json;
+  using plain = nlohmann::json;  // key-sorted, as the text below is
   plain pushed = plain::parse(board_.WaitSnapshot().empty() ? "{}" : board_.WaitSnapshot(), nullptr, false);
-  plain out = plain::object();
+  std::map<std::string, std::string> out;  // rank key -> its wait state's text, one level down
   std::lock_guard<std::mutex> lock(mu_);
-  auto add_time = [&](Rank r, plain* w) {
-    if (!w->contains("waited_ms"))
-      (*w)["waited_ms"] = std::chrono::duration_cast<milliseconds>(now - detector_.LastChange(r)).count();
-    if (!w->contains("stall_after_ms")) (*w)["stall_after_ms"] = opt_.stall_after.count();
-  };
+  auto waited = [&](Rank r) { return std::chrono::duration_cast<milliseconds>(now - detector_.LastChange(r)).count(); };
   if (pushed.is_object())
     for (auto it = pushed.begin(); it != pushed.end(); ++it) {
       plain w = *it;
-      add_time(std::stoll(it.key()), &w);
-      out[it.key()] = std::move(w);
+      if (!w.contains("waited_ms")) w["waited_ms"] = waited(std::stoll(it.key()));
+      if (!w.contains("stall_after_ms")) w["stall_after_ms"] = opt_.stall_after.count();
+      std::string text;
+      for (char c : w.dump(1)) text += c == '\n' ? std::string("\n ") : std::string(1, c);
+      out[it.key()] = std::move(text);
     }
   auto add = [&](Rank rank, bool progress) {
     std::string key = std::to_string(rank);
-    if (out.contains(key)) return;
-    std::string op = "not in a collective";
-    int64_t seq = -1;
-    std::vector<PgProgress> last = detector_.Last(rank);
-    for (const PgProgress& p : last) {
-      if (p.Unfinished()) {
-        op = "pg " + p.pg + " op " + std::to_string(p.enqueued) + " enqueued, not completed";
-        seq = p.enqueued;
-        break;
-      }
-    }
-    plain w = {{"current_op", op}, {"waiting_for_ranks", plain::array()}};
-    if (seq >= 0) w["op_seq"] = seq;
-    add_time(rank, &w);
-    if (progress) {
-      plain pgs = plain::object();
-      for (const PgProgress& p : last) pgs[p.pg] = {{"enqueued", p.enqueued}, {"completed", p.completed}};
-      w["progress"] = std::move(pgs);
-    }
-    out[key] = std::move(w);
+    if (out.count(key)) return;
+    out[key] = ProbedWaitState(detector_.Last(rank), waited(rank), opt_.stall_after.count(), progress);
   };
   for (Rank rank : with_fr) add(rank, false);
   for (Rank rank : by_progress) add(rank, true);
-  return out.empty() ? "" : out.dump(1) + "\n";
+  if (out.empty()) return "";
+  std::string text = "{";
+  for (const auto& [key, w] : out) text += (text.size() > 1 ? ",\n " : "\n ") + json(key).dump() + ": " + w;
+  return text + "\n}\n";
 }
 
 // The ranks of a stall that push instead of serving: their accumulated
