@@ -61,8 +61,12 @@ bool StallFinding(const RankAnalysis& a, const Instance& in, Finding* out) {
     f.summary = "only " + std::to_string(in.arrived.size()) + " of the " + std::to_string(g.size) + " members of " +
                 g.Label() + " left a record (" + RankWords(in.arrived) + "): " + (one ? "it is" : "they are") + " in " +
                 f.op + " seq " + std::to_string(in.seq) + (one ? "" : " and agree on it") + ", but it has not finished";
-    f.details.push_back("the other " + std::to_string(unrecorded) + " members left no record: one that never arrived " +
-                        "would hang it, and which ranks they are is unknown (collect every rank's log from its start)");
+    f.details.push_back((unrecorded == 1 ? std::string("the other member left no record: if it never arrived it "
+                                                       "would hang this, and which rank it is is unknown")
+                                         : "the other " + std::to_string(unrecorded) +
+                                               " members left no record: one that never arrived would hang it, and "
+                                               "which ranks they are is unknown") +
+                        " (collect every rank's log from its start)");
     f.would_decide = "the logs of the other members: the one not in this collective is the culprit";
   } else {
     f.summary = "all " + std::to_string(in.arrived.size()) + " recorded members of " + g.Label() + " are in " + f.op +

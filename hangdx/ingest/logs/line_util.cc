@@ -8,6 +8,7 @@
 #include <set>
 
 #include "hangdx/base/mapped_file.h"
+#include "hangdx/model/job.h"
 
 namespace hangdx::ingest::logs {
 namespace {
@@ -811,6 +812,17 @@ std::string_view NcclOpToTorch(std::string_view n) {
                                                                     {"AlltoAllv", "all_to_all"}};
   auto it = kMap.find(n);
   return it == kMap.end() ? std::string_view() : it->second;
+}
+
+int64_t MembersBySizes(std::string_view op, int64_t numel_in, int64_t numel_out) {
+  auto ratio = [](int64_t whole, int64_t part) -> int64_t {
+    return part > 0 && whole > part && whole % part == 0 && whole / part < model::kMaxRank ? whole / part : 0;
+  };
+  if (op == "all_gather" || op == "_allgather_base" || op == "all_gather_into_tensor" || op == "gather")
+    return ratio(numel_out, numel_in);
+  if (op == "reduce_scatter" || op == "_reduce_scatter_base" || op == "reduce_scatter_tensor")
+    return ratio(numel_in, numel_out);
+  return 0;
 }
 
 }  // namespace hangdx::ingest::logs

@@ -224,4 +224,14 @@ std::string_view NcclDtypeName(int64_t v);
 // ("AllReduce", "Send"); "" if unknown.
 std::string_view NcclOpToTorch(std::string_view nccl_name);
 
+// How many members a collective's element counts imply, for c10d's WorkNCCL
+// NumelIn / NumelOut (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, the
+// watchdog's timeout line): an all_gather's output (and a gather root's) is
+// every member's input, a reduce_scatter's input every member's output.
+// `op` is a PyTorch op name ("all_gather", "_reduce_scatter_base"). 0 when
+// the counts do not say: another op, counts that do not divide or are
+// unknown (-1), a gather's non-root side (no output), a quotient past
+// model::kMaxRank.
+int64_t MembersBySizes(std::string_view op, int64_t numel_in, int64_t numel_out);
+
 }  // namespace hangdx::ingest::logs

@@ -321,5 +321,21 @@ TEST(LineUtil, LineTimeNs) {
   EXPECT_EQ(LineTimeNs(""), 0);
 }
 
+// Members from c10d's counts: an all_gather of 4 x 256 elements has 4, a
+// reduce_scatter of 1,024 into 128 has 8; what does not divide, a gather's
+// non-root side (NumelOut 0), unknown counts and other ops say nothing.
+TEST(LineUtil, MembersBySizes) {
+  EXPECT_EQ(MembersBySizes("all_gather", 256, 1024), 4);
+  EXPECT_EQ(MembersBySizes("_allgather_base", 16000, 32000), 2);
+  EXPECT_EQ(MembersBySizes("gather", 16000, 32000), 2);
+  EXPECT_EQ(MembersBySizes("gather", 16000, 0), 0);
+  EXPECT_EQ(MembersBySizes("_reduce_scatter_base", 1024, 128), 8);
+  EXPECT_EQ(MembersBySizes("reduce_scatter", 128, 1024), 0);
+  EXPECT_EQ(MembersBySizes("all_gather", 300, 1000), 0);
+  EXPECT_EQ(MembersBySizes("all_gather", -1, 1024), 0);
+  EXPECT_EQ(MembersBySizes("all_reduce", 256, 1024), 0);
+  EXPECT_EQ(MembersBySizes("all_gather", 1, int64_t{1} << 40), 0);  // past kMaxRank: no pg that large
+}
+
 }  // namespace
 }  // namespace hangdx::ingest::logs

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "hangdx/ingest/logs/line_util.h"
+
 namespace hangdx::ingest::messages_format {
 namespace {
 
@@ -293,6 +295,12 @@ void Handlers::RecordTimeoutOp(const PendingTimeout& t) {
   r.timeout_ms = f.timeout_ms;
   if (f.elapsed_ms >= 0) r.duration_ms = static_cast<double>(f.elapsed_ms);
   out_->AddOp(rank, r);
+  // The pg's size, when the counts say it (a gather of 2 x NumelIn has two
+  // members): the members that left no record are then counted.
+  if (int64_t n = logs::MembersBySizes(f.op, f.numel_in, f.numel_out); n >= 2 && !who.pg.empty()) {
+    model::PgConfig& cfg = out_->PgConfig(rank, who.pg);
+    cfg.size = std::max(cfg.size, n);
+  }
 }
 
 void Handlers::Finish() {

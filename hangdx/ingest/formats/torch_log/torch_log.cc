@@ -498,6 +498,12 @@ class TorchLogReader {
     r.timeout_ms = to.timeout_ms;
     if (to.ran_ms >= 0) r.duration_ms = static_cast<double>(to.ran_ms);
     out_->AddOp(rank, r);
+    // The pg's size, when the counts say it (a gather of 2 x NumelIn has two
+    // members): the members that left no record are then counted.
+    if (int64_t n = logs::MembersBySizes(op, to.numel_in, to.numel_out); n >= 2) {
+      model::PgConfig& cfg = out_->PgConfig(rank, name);
+      cfg.size = std::max(cfg.size, n);
+    }
     model::LogEvent e;
     e.kind = Kind::kTimeout;
     e.message = to.message;

@@ -57,6 +57,31 @@ TEST(TorchLog, TimeoutTakesPgFromStatusLine) {
   EXPECT_EQ(d[0].pg_status.at(1).last_completed, -1);
 }
 
+// vllm#16477: a GATHER whose NumelOut is twice its NumelIn has two members,
+// though only rank 0's log is there; an all_reduce's counts say nothing.
+TEST(TorchLog, TheCountsOfAGatherGiveItsPgSize) {
+  auto d = Parse(
+      "[rank0]:[E411 10:18:06.598287174 ProcessGroupNCCL.cpp:629] [Rank 0] Watchdog caught collective operation "
+      "timeout: WorkNCCL(SeqNum=11, OpType=GATHER, NumelIn=16000, NumelOut=32000, Timeout(ms)=600000) ran for 600012 "
+      "milliseconds before timing out.\n"
+      "[rank0]:[E411 10:18:06.598683243 ProcessGroupNCCL.cpp:2168] [PG ID 2 PG GUID 3 Rank 0]  failure detected by "
+      "watchdog at work sequence id: 11 PG status: last enqueued work: 11, last completed work: 10\n",
+      -1);
+  ASSERT_EQ(d.size(), 1u);
+  ASSERT_EQ(d[0].ops.size(), 1u);
+  EXPECT_EQ(d[0].ops[0].pg_name, "3");
+  ASSERT_TRUE(d[0].pg_config.count("3"));
+  EXPECT_EQ(d[0].pg_config.at("3").size, 2);
+  EXPECT_FALSE(d[0].pg_config.at("3").ranks_known);
+  auto r = Parse(
+      "[rank1]:[E ProcessGroupNCCL.cpp:629] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=4, "
+      "OpType=ALLREDUCE, NumelIn=300, NumelOut=300, Timeout(ms)=600000) ran for 600012 milliseconds before timing "
+      "out.\n",
+      -1);
+  ASSERT_EQ(r.size(), 1u);
+  for (const auto& [key, cfg] : r[0].pg_config) EXPECT_EQ(cfg.size, -1) << key;
+}
+
 TEST(TorchLog, DetailMismatchOfSpeechbrain2401) {
   auto d = Parse(
       "RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running collective: "
