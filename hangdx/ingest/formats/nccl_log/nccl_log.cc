@@ -282,6 +282,7 @@ class NcclLogReader {
                    -1, p.first_offset);
         continue;
       }
+      if (rank == in_.rank_hint && HintIsThePid(p)) WarnPidAsRank(p, rank);
       EmitProc(&p, rank);
     }
   }
@@ -523,6 +524,28 @@ class NcclLogReader {
     return rank;
   }
 
+  // True when the rank the file's name gives is the process id of its lines
+  // (NCCL_DEBUG_FILE=%h.%p, the documented way to split NCCL's log per
+  // process, names them host.pid) and nothing in the lines says the rank.
+  bool HintIsThePid(const Proc& p) const {
+    if (p.prefix_rank >= 0 || in_.rank_hint < 0) return false;
+    for (const auto& [ptr, c] : p.comms)
+      if (c.rank >= 0) return false;
+    size_t colon = p.key.rfind(':');
+    return colon != std::string::npos && p.key.substr(colon + 1) == std::to_string(in_.rank_hint);
+  }
+
+  // Says that `rank` is a process id used as a rank (HintIsThePid): the
+  // records stay, under that number, so that the analysis still compares
+  // the processes, but the user is told to name the real ranks.
+  void WarnPidAsRank(const Proc& p, int64_t rank) {
+    out_->Diag(Sev::kWarning,
+               "the number in this file's name (" + std::to_string(rank) + ") is the process id of its lines (" +
+                   p.key + ": NCCL_DEBUG_FILE=%h.%p), not a rank, and no Init line gives the rank: shown as rank " +
+                   std::to_string(rank) + "; pass --rank FILE=RANK to name it",
+               rank, p.first_offset);
+  }
+
   // Writes process *p's records as rank `rank`'s.
   void EmitProc(Proc* p, int64_t rank) {
     out_->NoteRank(rank);
@@ -678,10 +701,10 @@ class NcclLogReader {
   std::vector<std::pair<PendingOp, int64_t>> orphans_;  // prefix-less op lines, with their offset
   std::vector<OpKey> keys_;                             // what the op lines are made of but opCount and line
   std::unordered_map<OpKey, uint32_t, OpKeyHash> key_ids_;
-  std::array<uint32_t, 16> key_cache_{};  // recent key ids by a cheap hash (KeyId)
-  std::map<int64_t, model::SharedRanks> world_lists_;   // communicator size -> its ranks 0..size-1
-  std::string file_version_;                            // a prefix-less "NCCL version" line
-  std::set<int64_t> versioned_;                         // ranks given a library version
+  std::array<uint32_t, 16> key_cache_{};               // recent key ids by a cheap hash (KeyId)
+  std::map<int64_t, model::SharedRanks> world_lists_;  // communicator size -> its ranks 0..size-1
+  std::string file_version_;                           // a prefix-less "NCCL version" line
+  std::set<int64_t> versioned_;                        // ranks given a library version
   // Names of the current process's communicators without a commId: by
   // size and first use.
   std::map<uint32_t, std::string> anon_name_;  // ptr -> name

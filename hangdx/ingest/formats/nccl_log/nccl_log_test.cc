@@ -77,6 +77,34 @@ TEST(NcclLog, InitLineGivesRankAndCommIdHexOpCount) {
   EXPECT_EQ(*d[0].ops[1].input_dtypes, (model::Dtypes{"BFloat16"}));
 }
 
+// NCCL_DEBUG_FILE=%h.%p names a file node01.32621.log: its number is the
+// pid of its lines. With no Init line the records stay under that number,
+// and a warning says it is no rank; with one, the Init line's rank is used
+// and nothing is said. A file number that is not the pid is a rank.
+TEST(NcclLog, AFileNamedByItsPidSaysItIsNoRank) {
+  const std::string op =
+      "node01:32621:32621 [3] NCCL INFO Broadcast: opCount 0 sendbuff 0x7efb7e7f5400 recvbuff 0x7efb7e7f5400 count 53 "
+      "datatype 4 op 0 root 0 comm 0x7efb7405a260 [nranks=8] stream 0x5604f5ef4de0\n";
+  std::vector<model::Diagnostic> diags;
+  auto d = ParseForTest(ParseNcclLog, op, 32621, &diags).dumps;
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].rank, 32621);
+  ASSERT_EQ(diags.size(), 1u);
+  EXPECT_NE(diags[0].message.find("is the process id of its lines (node01:32621"), std::string::npos)
+      << diags[0].message;
+  diags.clear();
+  d = ParseForTest(ParseNcclLog, op, 3, &diags).dumps;
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].rank, 3);
+  EXPECT_TRUE(diags.empty());
+  const std::string init =
+      "node01:32621:32700 [3] NCCL INFO comm 0x7efb7405a260 rank 3 nranks 8 cudaDev 3 busId 3d000 - Init COMPLETE\n";
+  d = ParseForTest(ParseNcclLog, init + op, 32621, &diags).dumps;
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].rank, 3);
+  EXPECT_TRUE(diags.empty());
+}
+
 TEST(NcclLog, InterleavedLinesAndPrefixlessLines) {
   // NVIDIA/nccl#147: two prefixes glued; a bare enqueue line of the same comm.
   auto d = Parse(
