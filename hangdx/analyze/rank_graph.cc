@@ -1,6 +1,7 @@
 #include "hangdx/analyze/rank_graph.h"
 
 #include <algorithm>
+#include <climits>
 #include <string>
 
 namespace hangdx::analyze {
@@ -40,7 +41,7 @@ class RankGraphBuilder {
     // Every rank with a dump gets its blocking node now, so that the graph
     // is complete before it is reduced (a sink made now has no edges).
     for (const auto& d : job_.dumps) BlockingNode(d.rank);
-    StoreDenseBlocking();
+    g_.blocking_dense_ = std::move(blocking_of_);
     AddEdgesSorted();
     g_.dead_ = g_.graph_.Deadlocked();
     g_.components_ = g_.graph_.CyclicComponents(g_.dead_);
@@ -56,18 +57,18 @@ class RankGraphBuilder {
   // Records the edge; the WaitGraph gets them all at the end, each node's
   // in ascending order (AddEdge keeps successors sorted: out-of-order adds
   // would cost O(degree) each, quadratic for a rank waiting on thousands).
-  void Edge(int from, int to, Rank via) {
-    g_.edges_.push_back({from, to, via});
-    g_.via_.try_emplace(EdgeKey(from, to), via);
-  }
+  void Edge(int from, int to, Rank via) { g_.edges_.push_back({from, to, via}); }
 
+  // Adds the distinct edges to the WaitGraph and keeps, per (from, to), the
+  // via of the first edge added (the stable sort keeps edges' order).
   void AddEdgesSorted() {
-    std::vector<uint64_t> keys;
-    keys.reserve(g_.edges_.size());
-    for (const auto& e : g_.edges_) keys.push_back(EdgeKey(e.from, e.to));
-    std::sort(keys.begin(), keys.end());
-    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-    for (uint64_t k : keys) g_.graph_.AddEdge(static_cast<int>(k >> 32), static_cast<int>(k & 0xffffffffu));
+    auto& via = g_.via_;
+    via.reserve(g_.edges_.size());
+    for (const auto& e : g_.edges_) via.emplace_back(EdgeKey(e.from, e.to), e.via);
+    std::stable_sort(via.begin(), via.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    via.erase(std::unique(via.begin(), via.end(), [](const auto& a, const auto& b) { return a.first == b.first; }),
+              via.end());
+    for (const auto& [k, v] : via) g_.graph_.AddEdge(static_cast<int>(k >> 32), static_cast<int>(k & 0xffffffffu));
   }
 
   void MakeNodes() {
@@ -91,7 +92,7 @@ class RankGraphBuilder {
       if (d.wait && !d.wait->waiting_for.empty()) {
         int n = NewNode(d.wait->any_of ? WaitGraph::NodeKind::kOr : WaitGraph::NodeKind::kAnd,
                         {RankNodeType::kSnapshot, d.rank});
-        g_.snapshot_node_.emplace_hint(g_.snapshot_node_.end(), d.rank, n);  // dumps come by rank
+        g_.snapshot_node_.emplace_back(d.rank, n);  // dumps come by rank
         if (Dense(d.rank)) snapshot_of_[static_cast<size_t>(d.rank)] = n;
       }
   }
@@ -161,31 +162,18 @@ class RankGraphBuilder {
     if (n < 0 && d && d->wait) {
       if (Dense(r)) {
         n = snapshot_of_[static_cast<size_t>(r)];
-      } else if (auto s = g_.snapshot_node_.find(r); s != g_.snapshot_node_.end()) {
-        n = s->second;
+      } else {
+        const auto& s = g_.snapshot_node_;
+        auto it = std::lower_bound(s.begin(), s.end(), std::pair<Rank, int>{r, INT_MIN});
+        if (it != s.end() && it->first == r) n = it->second;
       }
     }
     if (n < 0) n = SinkFor(r);
     if (Dense(r))
-      blocking_of_[static_cast<size_t>(r)] = n;  // into g_.blocking_ at the end, in rank order
+      blocking_of_[static_cast<size_t>(r)] = n;  // the graph's array at the end
     else
       g_.blocking_[r] = n;
     return n;
-  }
-
-  // Moves the blocking nodes of the dense ranks into the graph's map, in
-  // rank order (each insertion at the end: linear).
-  void StoreDenseBlocking() {
-    std::map<Rank, int> merged;
-    auto far = g_.blocking_.begin();
-    for (size_t r = 0; r < dense_; ++r) {
-      if (blocking_of_[r] < 0) continue;
-      for (; far != g_.blocking_.end() && far->first < static_cast<Rank>(r); ++far)
-        merged.emplace_hint(merged.end(), *far);
-      merged.emplace_hint(merged.end(), static_cast<Rank>(r), blocking_of_[r]);
-    }
-    for (; far != g_.blocking_.end(); ++far) merged.emplace_hint(merged.end(), *far);
-    g_.blocking_ = std::move(merged);
   }
 
   // The node of rank r's last recorded op, -1 when that op has none (it
@@ -275,12 +263,14 @@ RankGraph RankGraph::Build(const model::Job& job, const GroupTable& groups, cons
 
 Rank RankGraph::Via(int from, int to) const {
   CountWork();
-  auto it = via_.find(EdgeKey(from, to));
-  return it == via_.end() ? -1 : it->second;
+  uint64_t key = EdgeKey(from, to);
+  auto it = std::lower_bound(via_.begin(), via_.end(), key, [](const auto& e, uint64_t k) { return e.first < k; });
+  return it == via_.end() || it->first != key ? -1 : it->second;
 }
 
 int RankGraph::Blocking(Rank r) const {
   CountWork();
+  if (r >= 0 && static_cast<size_t>(r) < blocking_dense_.size()) return blocking_dense_[static_cast<size_t>(r)];
   auto it = blocking_.find(r);
   return it == blocking_.end() ? -1 : it->second;
 }

@@ -28,7 +28,6 @@
 
 #include <cstdint>
 #include <map>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -78,7 +77,7 @@ class RankGraph {
     return edges_;
   }
   // The rank on the first edge from -> to, -1 when it goes through none or
-  // there is no such edge. O(1).
+  // there is no such edge. O(log edges).
   model::Rank Via(int from, int to) const;
 
   // The node of kept instance i, -1 when it has none (healthy and finished).
@@ -93,8 +92,9 @@ class RankGraph {
   // stuck, else its live wait state, else its sink. Known for every rank with
   // a dump and every rank an edge names; -1 for others.
   int Blocking(model::Rank r) const;
-  // Rank -> its wait snapshot node (ranks with a non-empty live wait).
-  const std::map<model::Rank, int>& snapshots() const { return snapshot_node_; }
+  // (rank, its wait snapshot node) for the ranks with a non-empty live
+  // wait, ascending by rank.
+  const std::vector<std::pair<model::Rank, int>>& snapshots() const { return snapshot_node_; }
 
   // Graph reduction: true for a node that can never finish.
   bool dead(int n) const { return dead_[n]; }
@@ -107,9 +107,15 @@ class RankGraph {
   WaitGraph graph_;
   std::vector<RankNode> nodes_;
   std::vector<RankGraphEdge> edges_;
-  std::unordered_map<uint64_t, model::Rank> via_;  // (from, to) -> via of the first such edge
+  // ((from << 32) | to, via of the first such edge), ascending: a flat
+  // table, not a hash map (one entry per wait of a 100,000-rank snapshot).
+  std::vector<std::pair<uint64_t, model::Rank>> via_;
   std::vector<int> instance_node_, behind_;
-  std::map<model::Rank, int> blocking_, snapshot_node_;
+  // Blocking nodes by rank: ranks below blocking_dense_.size() in the array
+  // (-1: none), the few far ranks in the map.
+  std::vector<int> blocking_dense_;
+  std::map<model::Rank, int> blocking_;
+  std::vector<std::pair<model::Rank, int>> snapshot_node_;
   std::vector<bool> dead_;
   std::vector<std::vector<int>> components_;
 };

@@ -73,7 +73,8 @@ TEST(RankGraph, SendSendIsACycleAndWaitSnapshotsAreNodes) {
   snap.dumps[0].wait->any_of = true;
   RankAnalysis sa = BuildRankAnalysis(snap, {});
   ASSERT_EQ(sa.graph.snapshots().size(), 1u);  // rank 1 waits for nobody: no node
-  int n = sa.graph.snapshots().at(0);
+  ASSERT_EQ(sa.graph.snapshots()[0].first, 0);
+  int n = sa.graph.snapshots()[0].second;
   EXPECT_EQ(sa.graph.graph().kind(n), WaitGraph::NodeKind::kOr);
   ASSERT_EQ(sa.graph.graph().successors(n).size(), 2u);
   EXPECT_EQ(sa.graph.node(sa.graph.graph().successors(n)[1]).type, RankNodeType::kNoDump);  // rank 2

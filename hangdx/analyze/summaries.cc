@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <set>
-#include <tuple>
+#include <unordered_set>
+#include <vector>
 
 namespace hangdx::analyze {
 
@@ -70,11 +71,15 @@ void RankEdges(const RankAnalysis& a, Diagnosis* out) {
     for (int v : comp)
       for (int w : a.graph.successors(v))
         if (std::binary_search(comp.begin(), comp.end(), w)) cyc_edges.insert({v, w});
-  std::set<std::tuple<Rank, Rank>> seen;
+  // (waiter, via) pairs already listed, packed: ranks are below
+  // model::kMaxRank (2^24). A hash set, not a tree: one pair per wait of a
+  // 100,000-rank snapshot.
+  std::unordered_set<uint64_t> seen;
+  seen.reserve(a.graph.edges().size());
   for (const auto& e : a.graph.edges()) {
     if (e.via < 0) continue;
     for (Rank w : a.Waiters(e.from)) {
-      if (w == e.via || !seen.insert({w, e.via}).second) continue;
+      if (w == e.via || !seen.insert(static_cast<uint64_t>(w) << 32 | static_cast<uint64_t>(e.via)).second) continue;
       out->edges.push_back({w, e.via, a.NodeLabel(e.from), cyc_edges.count({e.from, e.to}) > 0});
     }
   }
@@ -84,9 +89,16 @@ void RankEdges(const RankAnalysis& a, Diagnosis* out) {
 
 void WriteSummaries(const RankAnalysis& a, Diagnosis* out) {
   PgSummaries(a, out);
-  std::set<Rank> ranks;
-  for (const auto& d : a.job.dumps) ranks.insert(d.rank);
-  for (Rank r : a.world.without_dump) ranks.insert(r);
+  // Both lists are ascending (dumps by rank, without_dump by definition):
+  // merged, not put in a set.
+  std::vector<Rank> ranks;
+  ranks.reserve(a.job.dumps.size() + a.world.without_dump.size());
+  for (const auto& d : a.job.dumps) ranks.push_back(d.rank);
+  size_t with_dump = ranks.size();
+  ranks.insert(ranks.end(), a.world.without_dump.begin(), a.world.without_dump.end());
+  std::inplace_merge(ranks.begin(), ranks.begin() + static_cast<std::ptrdiff_t>(with_dump), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  out->ranks.reserve(out->ranks.size() + ranks.size());
   for (Rank r : ranks) out->ranks.push_back(RankSummaryOf(a, r));
   RankEdges(a, out);
 }

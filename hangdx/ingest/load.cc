@@ -5,6 +5,8 @@
 #include <cctype>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
+#include <map>
 #include <new>
 #include <set>
 #include <stdexcept>
@@ -329,6 +331,27 @@ bool TakeJobWideEvents(model::RankDump* d, std::vector<model::LogEvent>* job_eve
   return taken > 0 && !other;
 }
 
+// A rank's dump while files are merged, and whether its base is a Flight
+// Recorder pickle (MergeRank's `have_pickle`).
+struct RankEntry {
+  model::RankDump dump;
+  bool pickle = false;
+};
+
+// Places `*d` (moved from) as its rank's first dump and returns end(), or
+// returns the entry the rank already has (`*d` untouched). A rank above
+// every one placed so far goes at the end without a search.
+std::map<model::Rank, RankEntry>::iterator FindOrPlace(std::map<model::Rank, RankEntry>* by_rank, model::RankDump* d,
+                                                       bool pickle) {
+  auto at = by_rank->end();
+  if (!by_rank->empty() && std::prev(at)->first >= d->rank) {
+    at = by_rank->lower_bound(d->rank);
+    if (at != by_rank->end() && at->first == d->rank) return at;
+  }
+  by_rank->emplace_hint(at, d->rank, RankEntry{std::move(*d), pickle});
+  return by_rank->end();
+}
+
 }  // namespace
 
 StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOptions& opt) {
@@ -388,9 +411,12 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
   }
   worker();
   for (auto& t : pool) t.join();
-  // Merge in file order (deterministic whatever the thread count).
-  std::map<model::Rank, model::RankDump> by_rank;
-  std::map<model::Rank, bool> pickle_base;  // per rank: its base is a Flight Recorder pickle
+  // Merge in file order (deterministic whatever the thread count). Per
+  // rank: its dump, and whether its base is a Flight Recorder pickle. Ranks
+  // mostly come in ascending order (one snapshot of every rank, or files
+  // named by rank): those are placed at the end with no search and no
+  // default-made dump (a 100,000-rank snapshot spent 10 % of its run here).
+  std::map<model::Rank, RankEntry> by_rank;
   job.inputs.files = files.size();
   for (size_t i = 0; i < results.size(); ++i) {
     FileResult& r = results[i];
@@ -434,28 +460,25 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
                     "cannot tell which rank this artifact belongs to; pass --rank " + d.file + "=RANK");
         continue;
       }
-      auto [it, fresh] = by_rank.try_emplace(d.rank);
-      if (fresh) {
-        it->second = std::move(d);
-        pickle_base[it->first] = r.fr_pickle;
-        continue;
-      }
+      auto it = FindOrPlace(&by_rank, &d, r.fr_pickle);
+      if (it == by_rank.end()) continue;  // the rank's first dump: placed
       // Merging matches records one by one: a cut dump is made whole first,
       // unless the other artifact brings no records to match (a rank's
       // stacks, its wait state): that merge only adds, and reading every
       // dump's file again for it was half of a 10,000-rank analysis.
       bool only_extras = !d.from_flight_recorder && d.ops.empty();
-      bool onto_extras = !it->second.from_flight_recorder && it->second.ops.empty();
+      bool onto_extras = !it->second.dump.from_flight_recorder && it->second.dump.ops.empty();
       if (!only_extras && !onto_extras) {
-        ExpandDump(&it->second, &diags, &cache);
+        ExpandDump(&it->second.dump, &diags, &cache);
         ExpandDump(&d, &diags, &cache);
       }
-      MergeRank(&it->second, &pickle_base[it->first], std::move(d), r.fr_pickle, &diags, &job.inputs.duplicates);
+      MergeRank(&it->second.dump, &it->second.pickle, std::move(d), r.fr_pickle, &diags, &job.inputs.duplicates);
     }
   }
-  for (auto& [r, d] : by_rank) {
+  job.dumps.reserve(by_rank.size());
+  for (auto& [r, e] : by_rank) {
     job.unreadable.erase(r);  // another artifact of the rank was readable
-    job.dumps.push_back(std::move(d));
+    job.dumps.push_back(std::move(e.dump));
   }
   job.diagnostics = diags.Take();
   return job;

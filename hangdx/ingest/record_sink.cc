@@ -1,6 +1,7 @@
 #include "hangdx/ingest/record_sink.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "hangdx/ingest/completion.h"
 
@@ -28,12 +29,17 @@ model::RankDump& DumpBuilder::Dump(model::Rank rank) {
     discard_.device_tasks.clear();
     return discard_;
   }
-  auto [it, fresh] = dumps_.try_emplace(rank);
-  if (fresh) {
-    it->second.rank = rank;
-    it->second.file = file_;
+  // Ranks mostly come in ascending order (a snapshot of every rank): a
+  // rank above the last goes at the end with no search.
+  auto at = dumps_.end();
+  if (!dumps_.empty() && std::prev(at)->first >= rank) {
+    at = dumps_.lower_bound(rank);
+    if (at != dumps_.end() && at->first == rank) return at->second;
   }
-  return it->second;
+  model::RankDump& d = dumps_.try_emplace(at, rank)->second;
+  d.rank = rank;
+  d.file = file_;
+  return d;
 }
 
 void DumpBuilder::AddOp(model::Rank rank, const model::OpRecord& op) {
@@ -140,6 +146,7 @@ const model::PgConfig* DumpBuilder::FindPgConfig(model::Rank rank, std::string_v
 
 DumpBuilder::Result DumpBuilder::Finish() {
   Result r;
+  r.dumps.reserve(dumps_.size());
   for (auto& [rank, d] : dumps_) {
     auto s = streams_.find(rank);
     if (s != streams_.end()) EndStream(&s->second, &d);

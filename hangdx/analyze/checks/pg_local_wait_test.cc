@@ -36,7 +36,9 @@ TEST(PgLocalWaitCheck, WaitsOnARankInsideAPgNameItInThatPgsNumbering) {
   EXPECT_EQ(f.evidence[0].note, "line 3: notify wait timed out");
   // Such waits block their ranks but wait for no rank-graph node.
   RankAnalysis a = BuildRankAnalysis(job, {});
-  EXPECT_TRUE(a.graph.graph().successors(a.graph.snapshots().at(0)).empty());
+  ASSERT_FALSE(a.graph.snapshots().empty());
+  EXPECT_EQ(a.graph.snapshots()[0].first, 0);
+  EXPECT_TRUE(a.graph.graph().successors(a.graph.snapshots()[0].second).empty());
 }
 
 }  // namespace
