@@ -76,11 +76,19 @@ void RankEdges(const RankAnalysis& a, Diagnosis* out) {
   // 100,000-rank snapshot.
   std::unordered_set<uint64_t> seen;
   seen.reserve(a.graph.edges().size());
+  // A node's edges come one after another (a rank's wait lists its ranks
+  // together): its label is made once for them.
+  int labelled = -1;
+  std::string label;
   for (const auto& e : a.graph.edges()) {
     if (e.via < 0) continue;
     for (Rank w : a.Waiters(e.from)) {
       if (w == e.via || !seen.insert(static_cast<uint64_t>(w) << 32 | static_cast<uint64_t>(e.via)).second) continue;
-      out->edges.push_back({w, e.via, a.NodeLabel(e.from), cyc_edges.count({e.from, e.to}) > 0});
+      if (e.from != labelled) {
+        label = a.NodeLabel(e.from);
+        labelled = e.from;
+      }
+      out->edges.push_back({w, e.via, label, cyc_edges.count({e.from, e.to}) > 0});
     }
   }
 }

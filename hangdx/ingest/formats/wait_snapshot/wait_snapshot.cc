@@ -125,22 +125,148 @@ void AddProgressOps(model::Rank rank, const std::vector<std::tuple<std::string, 
   }
 }
 
-// The fast path of ParseWaitSnapshot: one SAX pass that reads a clean
-// snapshot straight into wait states, with no DOM (a 100,000-rank snapshot's
-// DOM took most of the read and a few hundred bytes per rank). It gives up
-// (a handler call returns false) on anything the DOM path would warn about
-// or reject: a key that is not digits, a member that is not an object or
-// lacks both wait keys, a field of the wrong type or out of range, a nested
-// value under an unknown key, a repeated key, a float. The caller then reads
-// the file again through the DOM path, which says what is wrong, so both
-// paths give the same waits and diagnostics.
+// A strict JSON scanner for the fast path of ParseWaitSnapshot: reads
+// `text` once and calls `h` as nlohmann's SAX interface would, with views
+// into the text and no allocation. It reads only what a snapshot's
+// producers write and gives up (false) on the rest, valid or not: a string
+// with an escape or a byte outside printable ASCII, a number with a
+// fraction or an exponent or outside int64, as well as on any JSON error;
+// the DOM path then reads the file (and says what is wrong). nlohmann's
+// SAX lexer, which made a std::string of every key and value, was most of
+// the read of a 100,000-rank snapshot. Nesting is bounded by the handler,
+// which refuses a value deeper than it reads.
+template <class Handler>
+class StrictJsonScanner {
+ public:
+  StrictJsonScanner(std::string_view text, Handler* h) : p_(text.data()), end_(text.data() + text.size()), h_(*h) {}
+
+  // True when the whole text is one JSON value that the handler took.
+  bool Run() {
+    Space();
+    if (!Value()) return false;
+    Space();
+    return p_ == end_;
+  }
+
+ private:
+  void Space() {
+    while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
+  }
+  bool Word(std::string_view w) {
+    if (static_cast<size_t>(end_ - p_) < w.size() || std::string_view(p_, w.size()) != w) return false;
+    p_ += w.size();
+    return true;
+  }
+  // At a '"': the string up to the closing quote.
+  bool String(std::string_view* out) {
+    const char* begin = ++p_;
+    for (; p_ < end_; ++p_) {
+      unsigned char c = static_cast<unsigned char>(*p_);
+      if (c == '"') {
+        *out = std::string_view(begin, static_cast<size_t>(p_ - begin));
+        ++p_;
+        return true;
+      }
+      if (c < 0x20 || c >= 0x7f || c == '\\') return false;
+    }
+    return false;
+  }
+  bool Digit() const { return p_ < end_ && *p_ >= '0' && *p_ <= '9'; }
+  bool Number() {
+    bool negative = p_ < end_ && *p_ == '-';
+    if (negative) ++p_;
+    if (!Digit()) return false;
+    if (*p_ == '0' && p_ + 1 < end_ && p_[1] >= '0' && p_[1] <= '9') return false;  // a leading zero: not JSON
+    uint64_t v = 0;
+    for (; Digit(); ++p_) {
+      uint64_t d = static_cast<uint64_t>(*p_ - '0');
+      if (v > (UINT64_MAX - d) / 10) return false;
+      v = v * 10 + d;
+    }
+    if (p_ < end_ && (*p_ == '.' || *p_ == 'e' || *p_ == 'E')) return false;
+    if (!negative) return h_.number_unsigned(v);
+    if (v > static_cast<uint64_t>(INT64_MAX)) return false;  // INT64_MIN too: no rank or time is that
+    return h_.number_integer(-static_cast<int64_t>(v));
+  }
+  bool Value() {
+    if (p_ == end_) return false;
+    switch (*p_) {
+      case '{':
+        return Object();
+      case '[':
+        return Array();
+      case '"': {
+        std::string_view s;
+        return String(&s) && h_.string(s);
+      }
+      case 't':
+        return Word("true") && h_.boolean(true);
+      case 'f':
+        return Word("false") && h_.boolean(false);
+      case 'n':
+        return Word("null") && h_.null();
+      default:
+        return Number();
+    }
+  }
+  // After a member or an element: a ',' (taken; *more) or `close` (left
+  // for the caller); false for anything else.
+  bool Next(char close, bool* more) {
+    Space();
+    if (p_ == end_ || (*p_ != ',' && *p_ != close)) return false;
+    *more = *p_ == ',';
+    if (*more) ++p_;
+    Space();
+    return true;
+  }
+  bool Object() {
+    ++p_;
+    if (!h_.start_object()) return false;
+    Space();
+    for (bool more = p_ < end_ && *p_ != '}'; more;) {
+      std::string_view k;
+      if (p_ == end_ || *p_ != '"' || !String(&k) || !h_.key(k)) return false;
+      Space();
+      if (p_ == end_ || *p_++ != ':') return false;
+      Space();
+      if (!Value() || !Next('}', &more)) return false;
+    }
+    if (p_ == end_ || *p_ != '}') return false;
+    ++p_;
+    return h_.end_object();
+  }
+  bool Array() {
+    ++p_;
+    if (!h_.start_array()) return false;
+    Space();
+    for (bool more = p_ < end_ && *p_ != ']'; more;)
+      if (!Value() || !Next(']', &more)) return false;
+    if (p_ == end_ || *p_ != ']') return false;
+    ++p_;
+    return h_.end_array();
+  }
+
+  const char* p_;
+  const char* end_;
+  Handler& h_;
+};
+
+// The fast path of ParseWaitSnapshot: one pass of StrictJsonScanner that
+// reads a clean snapshot straight into wait states, with no DOM (a
+// 100,000-rank snapshot's DOM took most of the read and a few hundred
+// bytes per rank). It gives up (a handler call returns false) on anything
+// the DOM path would warn about or reject: a key that is not digits, a
+// member that is not an object or lacks both wait keys, a field of the
+// wrong type or out of range, a nested value under an unknown key, a
+// repeated key, a float. The caller then reads the file again through the
+// DOM path, which says what is wrong, so both paths give the same waits
+// and diagnostics.
 class FastSnapshot {
  public:
   struct Member {
     std::string key;
     model::WaitSnapshot wait;
   };
-  using json = nlohmann::json;
 
   // null is "not given" for these fields (as ReadWait reads them).
   bool null() {
@@ -149,18 +275,12 @@ class FastSnapshot {
     return depth_ == 2 && optional && Done();
   }
   bool boolean(bool) { return field_ == kOther && depth_ == 2 ? Done() : false; }
-  bool number_integer(json::number_integer_t v) { return Integer(v); }
-  bool number_unsigned(json::number_unsigned_t v) {
-    return v <= static_cast<uint64_t>(INT64_MAX) && Integer(static_cast<int64_t>(v));
-  }
-  bool number_float(json::number_float_t, const json::string_t&) {
-    return field_ == kOther && depth_ == 2 ? Done() : false;
-  }
-  bool binary(json::binary_t&) { return false; }
-  bool string(json::string_t& v) {
+  bool number_integer(int64_t v) { return Integer(v); }
+  bool number_unsigned(uint64_t v) { return v <= static_cast<uint64_t>(INT64_MAX) && Integer(static_cast<int64_t>(v)); }
+  bool string(std::string_view v) {
     if (depth_ != 2) return false;
     if (field_ == kCurrentOp) {
-      members_.back().wait.current_op = std::move(v);
+      members_.back().wait.current_op.assign(v);
     } else if (field_ == kWaitKind) {
       if (v != "any" && v != "all") return false;
       members_.back().wait.any_of = v == "any";
@@ -169,7 +289,7 @@ class FastSnapshot {
     }
     return Done();
   }
-  bool start_object(size_t) {
+  bool start_object() {
     if (depth_ == 0) return ++depth_, true;
     if (depth_ != 1 || !expect_member_) return false;
     expect_member_ = false;
@@ -188,7 +308,7 @@ class FastSnapshot {
     --depth_;
     return true;
   }
-  bool start_array(size_t) {
+  bool start_array() {
     if (depth_ != 2 || field_ != kWaiting) return false;
     depth_ = 3;
     return true;
@@ -198,11 +318,11 @@ class FastSnapshot {
     depth_ = 2;
     return Done();
   }
-  bool key(json::string_t& k) {
+  bool key(std::string_view k) {
     if (depth_ == 1) {
       if (k.empty() || k.size() > 19 || !std::all_of(k.begin(), k.end(), [](char c) { return c >= '0' && c <= '9'; }))
         return false;
-      members_.push_back({std::move(k), {}});
+      members_.push_back({std::string(k), {}});
       expect_member_ = true;
       return true;
     }
@@ -216,16 +336,12 @@ class FastSnapshot {
                                         : kOther;
     if (field_ == kOther) {
       if (std::find(others_.begin(), others_.end(), k) != others_.end()) return false;
-      others_.push_back(k);
+      others_.emplace_back(k);
       return true;
     }
     if (seen_ & Bit(field_)) return false;
     seen_ |= Bit(field_);
     return true;
-  }
-  template <class Exception>
-  bool parse_error(size_t, const std::string&, const Exception&) {
-    return false;
   }
 
   // The members in key order (as the DOM's std::map holds them): indices
@@ -298,11 +414,7 @@ class FastSnapshot {
 bool ParseFast(std::string_view data, RecordSink* out, bool* any) {
   FastSnapshot fast;
   std::vector<uint32_t> order;
-  try {
-    if (!nlohmann::json::sax_parse(data.begin(), data.end(), &fast) || !fast.SortedOrder(&order)) return false;
-  } catch (const nlohmann::json::exception&) {
-    return false;
-  }
+  if (!StrictJsonScanner<FastSnapshot>(data, &fast).Run() || !fast.SortedOrder(&order)) return false;
   std::vector<bool> seen;  // "0" and "00" are one rank: the first wait counts
   // A rank twice from keys without leading zeros is a repeated key: the
   // DOM path warns about it.

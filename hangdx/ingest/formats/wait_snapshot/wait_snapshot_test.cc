@@ -128,5 +128,37 @@ TEST(WaitSnapshot, OddSnapshotsReadAsTheDomPathReadsThem) {
   EXPECT_EQ(diags.size(), 1u);
 }
 
+// The fast path's scanner reads only plain JSON (no escapes, no floats);
+// what it leaves goes through the DOM path, so an escape still reads, and
+// JSON errors it meets first are still errors.
+TEST(WaitSnapshot, WhatTheFastScannerLeavesIsReadByTheDomPath) {
+  std::vector<model::RankDump> dumps;
+  std::vector<model::Diagnostic> diags;
+  ASSERT_TRUE(ParseWaitSnapshot(R"({"0": {"current_op": "all\u005freduce", "waiting_for_ranks": [1]},
+                                    "1": {"current_op": "forward"}})",
+                                "snap.json", &dumps, &diags));
+  ASSERT_EQ(dumps.size(), 2u);
+  EXPECT_EQ(dumps[0].wait->current_op, "all_reduce");
+  EXPECT_TRUE(diags.empty());
+  dumps.clear();
+  ASSERT_TRUE(
+      ParseWaitSnapshot("\n{ \"0\" :\t{ \"current_op\" : \"x\" , \"waiting_for_ranks\" : [ 2 , -0 , 2 ] } }\r\n",
+                        "snap.json", &dumps, &diags));
+  ASSERT_EQ(dumps.size(), 1u);
+  EXPECT_EQ(dumps[0].wait->waiting_for, (std::vector<model::Rank>{0, 2}));
+  for (const char* text : {R"({"0": {"current_op": "x", "waiting_for_ranks": [1]}} x)",
+                           R"({"0": {"current_op": "x", "waiting_for_ranks": [01]}})",
+                           R"({"0": {"current_op": "x", "waiting_for_ranks": [1,]}})",
+                           R"({"0": {"current_op": "x", "waiting_for_ranks": [1]},})",
+                           R"({"0": {"current_op": "x", "waiting_for_ranks": [1]})",
+                           R"({"0": {"current_op": "x", "waiting_for_ranks": [1e0]}})"}) {
+    dumps.clear();
+    diags.clear();
+    EXPECT_FALSE(ParseWaitSnapshot(text, "snap.json", &dumps, &diags)) << text;
+    EXPECT_TRUE(dumps.empty()) << text;
+    EXPECT_FALSE(diags.empty()) << text;
+  }
+}
+
 }  // namespace
 }  // namespace hangdx::ingest
