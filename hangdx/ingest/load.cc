@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cctype>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <iterator>
 #include <map>
@@ -338,19 +339,78 @@ struct RankEntry {
   bool pickle = false;
 };
 
-// Places `*d` (moved from) as its rank's first dump and returns end(), or
-// returns the entry the rank already has (`*d` untouched). A rank above
-// every one placed so far goes at the end without a search.
-std::map<model::Rank, RankEntry>::iterator FindOrPlace(std::map<model::Rank, RankEntry>* by_rank, model::RankDump* d,
-                                                       bool pickle) {
-  auto at = by_rank->end();
-  if (!by_rank->empty() && std::prev(at)->first >= d->rank) {
-    at = by_rank->lower_bound(d->rank);
-    if (at != by_rank->end() && at->first == d->rank) return at;
+// The ranks' dumps while files are merged, in file order. Ranks mostly
+// come in ascending order (one snapshot of every rank, files named by
+// rank): a rank above every one placed before goes at the end of a vector,
+// with no search and no tree node, and a file of such ranks as a block (a
+// 100,000-rank snapshot spent a fifth of its run moving dumps into a map);
+// the few others wait in a map.
+class DumpsByRank {
+ public:
+  // A rank's dump and its pickle flag.
+  struct Slot {
+    model::RankDump* dump = nullptr;
+    bool* pickle = nullptr;
+  };
+
+  // The dump placed for `d->rank`, or an empty Slot after placing `*d`
+  // (moved from) as the rank's first. The Slot is valid until the next
+  // placement.
+  Slot FindOrPlace(model::RankDump* d, bool pickle) {
+    model::Rank r = d->rank;
+    if (in_order_.empty() || r > in_order_.back().rank) {
+      in_order_.push_back(std::move(*d));
+      in_order_pickle_.push_back(pickle);
+      return {};
+    }
+    auto at = std::lower_bound(in_order_.begin(), in_order_.end(), r,
+                               [](const model::RankDump& x, model::Rank v) { return x.rank < v; });
+    if (at != in_order_.end() && at->rank == r)
+      return {&*at, &in_order_pickle_[static_cast<size_t>(at - in_order_.begin())]};
+    auto [it, fresh] = late_.try_emplace(r);
+    if (!fresh) return {&it->second.dump, &it->second.pickle};
+    it->second = RankEntry{std::move(*d), pickle};
+    return {};
   }
-  by_rank->emplace_hint(at, d->rank, RankEntry{std::move(*d), pickle});
-  return by_rank->end();
-}
+
+  // Places every dump of `*ds` (ascending by rank, as a file's are) when
+  // the lowest is a rank (>= 0) above every rank placed; false, nothing
+  // done, otherwise. Ranks in the map are below the vector's last, so
+  // these are new.
+  bool PlaceAll(std::vector<model::RankDump>* ds, bool pickle) {
+    if (ds->empty() || ds->front().rank < 0 || (!in_order_.empty() && ds->front().rank <= in_order_.back().rank))
+      return false;
+    if (in_order_.empty()) {
+      in_order_ = std::move(*ds);
+    } else {
+      in_order_.insert(in_order_.end(), std::make_move_iterator(ds->begin()), std::make_move_iterator(ds->end()));
+    }
+    in_order_pickle_.resize(in_order_.size(), pickle);
+    ds->clear();
+    return true;
+  }
+
+  // Every dump, ascending by rank; leaves this empty.
+  std::vector<model::RankDump> Take() {
+    if (late_.empty()) return std::move(in_order_);
+    std::vector<model::RankDump> out;
+    out.reserve(in_order_.size() + late_.size());
+    auto late = late_.begin();
+    for (auto& d : in_order_) {
+      for (; late != late_.end() && late->first < d.rank; ++late) out.push_back(std::move(late->second.dump));
+      out.push_back(std::move(d));
+    }
+    for (; late != late_.end(); ++late) out.push_back(std::move(late->second.dump));
+    in_order_.clear();
+    late_.clear();
+    return out;
+  }
+
+ private:
+  std::vector<model::RankDump> in_order_;  // ascending by rank
+  std::deque<bool> in_order_pickle_;       // per in_order_ dump (a deque: its elements are addressable bools)
+  std::map<model::Rank, RankEntry> late_;  // ranks below in_order_'s last when they came
+};
 
 }  // namespace
 
@@ -411,12 +471,8 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
   }
   worker();
   for (auto& t : pool) t.join();
-  // Merge in file order (deterministic whatever the thread count). Per
-  // rank: its dump, and whether its base is a Flight Recorder pickle. Ranks
-  // mostly come in ascending order (one snapshot of every rank, or files
-  // named by rank): those are placed at the end with no search and no
-  // default-made dump (a 100,000-rank snapshot spent 10 % of its run here).
-  std::map<model::Rank, RankEntry> by_rank;
+  // Merge in file order (deterministic whatever the thread count).
+  DumpsByRank by_rank;
   job.inputs.files = files.size();
   for (size_t i = 0; i < results.size(); ++i) {
     FileResult& r = results[i];
@@ -447,6 +503,7 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
     }
     for (auto& dj : r.device) job.device.push_back(std::move(dj));
     job.file_reads.push_back(std::move(r.read));
+    if (by_rank.PlaceAll(&r.dumps, r.fr_pickle)) continue;
     for (auto& d : r.dumps) {
       if (d.rank < 0 && TakeJobWideEvents(&d, &job.job_events)) continue;
       if (d.rank < 0) {
@@ -460,26 +517,24 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
                     "cannot tell which rank this artifact belongs to; pass --rank " + d.file + "=RANK");
         continue;
       }
-      auto it = FindOrPlace(&by_rank, &d, r.fr_pickle);
-      if (it == by_rank.end()) continue;  // the rank's first dump: placed
+      DumpsByRank::Slot have = by_rank.FindOrPlace(&d, r.fr_pickle);
+      if (!have.dump) continue;  // the rank's first dump: placed
       // Merging matches records one by one: a cut dump is made whole first,
       // unless the other artifact brings no records to match (a rank's
       // stacks, its wait state): that merge only adds, and reading every
       // dump's file again for it was half of a 10,000-rank analysis.
       bool only_extras = !d.from_flight_recorder && d.ops.empty();
-      bool onto_extras = !it->second.dump.from_flight_recorder && it->second.dump.ops.empty();
+      bool onto_extras = !have.dump->from_flight_recorder && have.dump->ops.empty();
       if (!only_extras && !onto_extras) {
-        ExpandDump(&it->second.dump, &diags, &cache);
+        ExpandDump(have.dump, &diags, &cache);
         ExpandDump(&d, &diags, &cache);
       }
-      MergeRank(&it->second.dump, &it->second.pickle, std::move(d), r.fr_pickle, &diags, &job.inputs.duplicates);
+      MergeRank(have.dump, have.pickle, std::move(d), r.fr_pickle, &diags, &job.inputs.duplicates);
     }
   }
-  job.dumps.reserve(by_rank.size());
-  for (auto& [r, e] : by_rank) {
-    job.unreadable.erase(r);  // another artifact of the rank was readable
-    job.dumps.push_back(std::move(e.dump));
-  }
+  job.dumps = by_rank.Take();
+  if (!job.unreadable.empty())
+    for (const auto& d : job.dumps) job.unreadable.erase(d.rank);  // another artifact of the rank was readable
   job.diagnostics = diags.Take();
   return job;
 }
