@@ -79,6 +79,32 @@ struct HttpFanout::Impl {
   std::chrono::milliseconds timeout{0};
   std::deque<size_t> ready;  // targets with queued calls and no request in flight
   size_t in_flight = 0, remaining = 0;
+  // Buffers of bodies that on_reply emptied, for the next responses to be
+  // read into: a round of 10,000 answers of 59 KB otherwise allocates and
+  // frees each (a tenth of the watch's CPU). At most kSpare are kept.
+  static constexpr size_t kSpare = 64;
+  std::vector<std::string> spare;
+
+  // Keeps the memory of a body that on_reply emptied, or frees it: an
+  // empty body must not hold 59 KB in a round's 10,000 replies.
+  void Recycle(std::string* body) {
+    if (!body->empty() || body->capacity() < 4096) return;
+    if (spare.size() < kSpare) spare.push_back(std::move(*body));
+    std::string().swap(*body);
+  }
+
+  void NewReader(Conn* c) {
+    c->reader = MessageReader(MessageReader::Kind::kResponse, {16 * 1024, opt.max_response_bytes});
+  }
+
+  // A spare buffer for a response whose first bytes are coming: given then,
+  // not when the request is sent, so the 2,048 requests in flight that
+  // wait for their servers hold none (128 MB).
+  void GiveBuffer(Conn* c) {
+    if (c->reader.started() || spare.empty()) return;
+    c->reader.Recycle(std::move(spare.back()));
+    spare.pop_back();
+  }
 
   const Address& Resolve(const Target& t) {
     std::string key = t.endpoint.host + ":" + std::to_string(t.endpoint.port);
@@ -121,7 +147,10 @@ struct HttpFanout::Impl {
   void Finish(size_t t, HttpReply reply) {
     Conn& c = targets[t].conn;
     reply.seconds = Seconds(Clock::now() - c.start);
-    if (*on_reply) (*on_reply)(static_cast<size_t>(c.call), &reply);
+    if (*on_reply) {
+      (*on_reply)(static_cast<size_t>(c.call), &reply);
+      Recycle(&reply.body);
+    }
     (*replies)[c.call] = std::move(reply);
     c.call = -1;
     --in_flight;
@@ -192,12 +221,15 @@ struct HttpFanout::Impl {
     c.out = RequestText(tg, (*calls)[c.call]);
     c.out_off = 0;
     c.retried = false;
-    c.reader = MessageReader(MessageReader::Kind::kResponse, {16 * 1024, opt.max_response_bytes});
+    NewReader(&c);
     if (c.state == Conn::State::kIdle) {
       --idle;
       c.state = Conn::State::kWriting;
       c.reused = true;
-      Watch(&c, t, EPOLLOUT, /*add=*/false);
+      // A kept-alive connection is writable nearly always: the request goes
+      // out now, and the connection is still watched for reading as it was
+      // while idle (two epoll_ctl calls a request saved).
+      SendNow(t);
       return;
     }
     Connect(t);
@@ -212,7 +244,7 @@ struct HttpFanout::Impl {
     Close(&c);
     c.retried = true;
     c.out_off = 0;
-    c.reader = MessageReader(MessageReader::Kind::kResponse, {16 * 1024, opt.max_response_bytes});
+    NewReader(&c);
     Connect(t);  // on failure it has failed the call itself
     return true;
   }
@@ -229,17 +261,33 @@ struct HttpFanout::Impl {
       }
       c.state = Conn::State::kWriting;
     }
+    if (Send(t)) Watch(&c, t, EPOLLIN | EPOLLRDHUP, /*add=*/false);
+  }
+
+  // Sends what is left of the request of target `t`; true when all of it
+  // is out (the connection is then reading), false when the socket is full
+  // or the call failed (then it has been failed or retried).
+  bool Send(size_t t) {
+    Conn& c = targets[t].conn;
     while (c.out_off < c.out.size()) {
       ssize_t n = ::send(c.fd, c.out.data() + c.out_off, c.out.size() - c.out_off, MSG_NOSIGNAL);
-      if (n < 0 && errno == EAGAIN) return;
+      if (n < 0 && errno == EAGAIN) return false;
       if (n <= 0) {
         if (!RetryFresh(t)) Fail(t, std::string("send: ") + std::strerror(errno));
-        return;
+        return false;
       }
       c.out_off += static_cast<size_t>(n);
     }
     c.state = Conn::State::kReading;
-    Watch(&c, t, EPOLLIN | EPOLLRDHUP, /*add=*/false);
+    return true;
+  }
+
+  // Starts the request on kept-alive connection `t`, which epoll watches
+  // for reading: when the request does not go out whole, for writing.
+  void SendNow(size_t t) {
+    Conn& c = targets[t].conn;
+    if (Send(t)) return;
+    if (c.call >= 0 && c.state == Conn::State::kWriting && c.fd >= 0) Watch(&c, t, EPOLLOUT, /*add=*/false);
   }
 
   void OnReadable(size_t t) {
@@ -248,6 +296,7 @@ struct HttpFanout::Impl {
       Close(&c);
       return;
     }
+    GiveBuffer(&c);
     char buf[65536];
     for (int round = 0; round < 16; ++round) {
       ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
@@ -272,10 +321,9 @@ struct HttpFanout::Impl {
         r.status = c.reader.head().status;
         r.body = std::move(c.reader.body());
         bool keep = !c.reader.head().close && n > 0 && idle < opt.max_idle_connections;
-        if (keep) {
+        if (keep) {  // watched for reading already: a server closing it is seen
           c.state = Conn::State::kIdle;
           ++idle;
-          Watch(&c, t, EPOLLIN | EPOLLRDHUP, /*add=*/false);
         } else {
           Close(&c);
         }

@@ -71,7 +71,9 @@ class HttpFanout {
   // Called with each reply the moment it is complete (or has failed):
   // the index of its call and the reply, which it may change (e.g. take
   // the body). A caller that digests the bodies on arrival does not hold
-  // a whole round of them at once: 10,000 answers of 59 KB are 590 MB.
+  // a whole round of them at once: 10,000 answers of 59 KB are 590 MB. A
+  // body it leaves empty gives its buffer back: the next responses are
+  // read into it (no allocation per answer).
   using OnReply = std::function<void(size_t call, HttpReply* reply)>;
 
   // Asked every few milliseconds during a Run: true ends it at once (the

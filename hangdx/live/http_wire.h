@@ -64,6 +64,13 @@ class MessageReader {
   bool started() const { return !buf_.empty() || head_done_; }
   // Forgets the finished message and starts on the bytes that followed it.
   State Next();
+  // Reads the next message into `buffer`'s memory (its text is dropped):
+  // a caller that reads many bodies of one size reuses their buffers
+  // instead of allocating 59 KB for each (HttpFanout). Before any Feed.
+  void Recycle(std::string buffer) {
+    buffer.clear();
+    buf_ = std::move(buffer);
+  }
 
  private:
   State Parse();

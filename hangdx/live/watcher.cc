@@ -143,9 +143,6 @@ Status Watcher::Start() {
     HANGDX_ASSIGN_OR_RETURN(store_, NewRedisStore(opt_.redis, so));
   }
   HANGDX_RETURN_IF_ERROR(Resume());
-  // The first analysis would compile the message catalogue (0.07 s of CPU,
-  // more on loaded cores): done now, not while a stall is being reported.
-  if (opt_.role != Role::kAgent) (void)ingest::messages::CompiledCatalogue::Builtin();
   for (const auto& [rank, url] : opt_.workers) {
     auto e = ParseUrl(url);
     if (!e.ok()) return InvalidArgument("--workers: rank " + std::to_string(rank) + ": " + e.status().message());
@@ -171,6 +168,10 @@ Status Watcher::Start() {
         << (opt_.store.empty() ? "" : " of " + std::to_string(opt_.world_size) + " in the store " + opt_.store)
         << ", probe every " << Secs(opt_.interval) << " s, stall after " << Secs(opt_.stall_after)
         << " s without progress, state in " << store_->Describe() << "\n";
+  // The first analysis would compile the message catalogue (0.07 s of CPU,
+  // more on loaded cores): done now, not while a stall is being reported,
+  // and after the workers were first read (the service is up meanwhile).
+  if (opt_.role != Role::kAgent) (void)ingest::messages::CompiledCatalogue::Builtin();
   return Status::Ok();
 }
 
@@ -291,7 +292,7 @@ std::vector<Stall> Watcher::ProbeRound() {
   auto digest = [&](Rank rank, std::string* body) {
     auto at = Clock::now();
     StatusOr<Progress> p = ReadAnswer(*body);
-    std::string().swap(*body);
+    body->clear();  // its buffer goes back to the fan-out for the next answers
     if (!p.ok()) {
       unusable.insert_or_assign(rank, p.status());
       return;
