@@ -60,9 +60,28 @@ bool ScopeIsGlobal(RankScope scope, const Attribution& a, const FileFacts& facts
   return false;
 }
 
+// The pid of an NCCL line's "host:pid:tid [dev] " prefix
+// (src/debug.cc: "%s:%d:%d [%d]"), -1 when the line has none.
+int64_t NcclPrefixPid(std::string_view t) {
+  size_t c1 = t.find(':');
+  if (c1 == 0 || c1 == std::string_view::npos || c1 > 255 || t.substr(0, c1).find(' ') != std::string_view::npos)
+    return -1;
+  size_t i = c1 + 1, start = i;
+  while (i < t.size() && i - start < 10 && t[i] >= '0' && t[i] <= '9') ++i;
+  if (i == start || i >= t.size() || t[i] != ':') return -1;
+  size_t j = i + 1;
+  while (j < t.size() && t[j] >= '0' && t[j] <= '9') ++j;
+  if (j == i + 1 || t.substr(j, 2) != " [") return -1;
+  return ToInt(std::string(t.substr(start, i - start)));
+}
+
 }  // namespace
 
 void FileFacts::Observe(const logs::Line& l) {
+  // The pids of NCCL prefixes: a file named by NCCL_DEBUG_FILE=%h.%p ends
+  // in one, which is no rank (Finish). A few distinct ones are enough.
+  if (nccl_pids_.size() < 8)
+    if (int64_t pid = NcclPrefixPid(l.text); pid >= 0) nccl_pids_.insert(pid);
   logs::LinePrefix own;
   own.rank = l.rank, own.local_rank = l.local_rank;
   own.tp = l.tp, own.dp = l.dp, own.pp = l.pp;
@@ -84,6 +103,9 @@ void FileFacts::Finish(int64_t rank_hint) {
   implicit_rank0_ = !prefix_ranks_.empty() && *prefix_ranks_.begin() == 1 &&
                     *prefix_ranks_.rbegin() == static_cast<int64_t>(prefix_ranks_.size()) && untagged_lines_ > 0;
   rank_hint_ = prefix_ranks_.size() >= 2 ? -1 : rank_hint;
+  // node01.32621.log whose NCCL lines are pid 32621's: the name gives a
+  // pid, not a rank (the nccl-log reader says so when nothing else does).
+  if (nccl_pids_.count(rank_hint_)) rank_hint_ = -1;
 }
 
 Attribution Attribute(const MessageMatch& m, const FileFacts& facts) {

@@ -76,6 +76,7 @@ class FileFacts {
   int64_t untagged_lines_ = 0;  // non-empty lines with no rank-naming prefix
   bool tp_only_ = false, implicit_rank0_ = false;
   int64_t rank_hint_ = -1;
+  std::set<int64_t> nccl_pids_;  // pids of NCCL "host:pid:tid [dev]" prefixes (at most 8)
 };
 
 // Who a message belongs to and what the ranks it names are.

@@ -91,6 +91,21 @@ TEST(Attribution, CombinedLogs) {
   EXPECT_EQ(r[2].who.rank, -1);
 }
 
+// NCCL_DEBUG_FILE=%h.%p: node01.32621.log holds pid 32621's lines, so the
+// name's number is a pid and gives no rank; another number still does.
+TEST(Attribution, AFileNamedByThePidOfItsNcclLinesGivesNoRank) {
+  const std::string init =
+      "node01:32621:32621 [3] NCCL INFO comm 0x7f3a2c000000 rank 3 nranks 4 cudaDev 3 nvmlDev 3 busId 1000 commId "
+      "0x5a1c2e3d4f506172 - Init COMPLETE\n";
+  auto r = Scan(init, 32621);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].who.rank, -1);
+  r = Scan(init, 2);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].who.rank, 2);
+  EXPECT_STREQ(r[0].who.how, "file name");
+}
+
 TEST(Attribution, IndentedLinesCarryThePrefixOfTheLineTheyContinue) {
   // c10d's desync report (testdata/public/pytorch152623): only its first line is prefixed.
   std::string report =
