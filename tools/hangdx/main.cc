@@ -128,7 +128,10 @@ int Main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("hangdx 0.1.0"));
   // watch has its own parser (watch_main.cc); say here that it exists.
-  app.footer("\nhangdx watch --help: watch a running job and name its hang as it happens (docs/live.md)");
+  app.footer(
+      "\nhangdx watch --help: watch a running job and name its hang as it happens (docs/live.md)"
+      "\nhangdx messages --help: what hangdx recognizes in a log, line by line, and the catalogue of producers' "
+      "messages (docs/field-messages.md)");
 
   auto* analyze = app.add_subcommand("analyze", "Diagnose a hang from per-rank dumps (files or folders)");
   std::vector<std::string> paths;

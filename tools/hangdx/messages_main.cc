@@ -11,7 +11,7 @@ namespace hangdx::tools {
 int MessagesMain(int argc, char** argv) {
   CLI::App app{
       "The messages hangdx knows from each producer's source (PyTorch c10d, NCCL/RCCL, HCCL, Horovod, DeepSpeed, "
-      "Megatron, vLLM, SGLang, Ray, torchtitan, TensorFlow). Without files: the catalogue. With files: what hangdx recognizes "
+      "Megatron, vLLM, SGLang, Ray, torchtitan, TensorFlow, JAX). Without files: the catalogue. With files: what hangdx recognizes "
       "in each, line by line (why a log was or was not read).",
       "hangdx messages"};
   std::vector<std::string> paths, rank_overrides;

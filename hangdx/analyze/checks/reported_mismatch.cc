@@ -73,6 +73,7 @@ struct Reports {
   std::set<Rank> sides;  // the other side a message compares its rank with (DETAIL's "but Rank 7 is running")
   std::vector<Evidence> lines;
   std::string pg, op, first;
+  int64_t seq = -1;  // the first message's collective seq, -1 none
   bool sizes_only = true;
   bool raised_only = true;  // every message is RaisedBeforeTheOp's
   bool job_wide = false;    // some message is a job-wide report's (Job::job_events)
@@ -95,6 +96,7 @@ void Note(const LogEvent& e, Rank reporter, Reports* rep) {
   rep->raised_only = rep->raised_only && reporter >= 0 && RaisedBeforeTheOp(e);
   if (rep->pg.empty()) rep->pg = e.pg;
   if (rep->op.empty()) rep->op = e.op;
+  if (rep->seq < 0) rep->seq = e.seq;
   if (rep->first.empty()) rep->first = Quote(e.message);
   if (rep->lines.size() < kEvidencePerSide)
     rep->lines.push_back({e.file, reporter, -1, "line " + std::to_string(e.line) + ": " + e.message.substr(0, 300)});
@@ -190,6 +192,7 @@ void ReportedMismatchCheck(const RankAnalysis& a, FindingSink* sink) {
   f.hang = !rep.raised_only;  // else the collective cannot complete: the job stops at it
   f.pg_name = rep.pg;
   f.op = rep.op;
+  f.seq = rep.seq;
   f.culprit_ranks.assign(rep.named.begin(), rep.named.end());
   if (!rep.reporters.empty()) f.roles.push_back({"reported the mismatch", rep.reporters});
   if (!rep.aborted.empty()) f.roles.push_back({"aborted on it", rep.aborted});
