@@ -66,7 +66,10 @@ def main():
         dist.all_reduce(x, group=pg_a)
         dist.all_reduce(x, group=pg_b)
     for step in range(1, steps + 1):
-        time.sleep(0.05)  # the step's compute
+        # The step's compute. A healthy run's steps are longer, so that the
+        # job lasts a few seconds: a 1-s job could end before the watch's
+        # first probe (under load), and a job never seen is not "healthy".
+        time.sleep(0.3 if s == "healthy" else 0.05)
         if s == "slow" and rank == 2:
             time.sleep(2.0)  # a slow rank, under --stall-after
         if step == HANG_STEP:
