@@ -7,6 +7,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "hangdx/base/periodic_log.h"
 #include "hangdx/base/rank_set.h"
 
 namespace hangdx::analyze {
@@ -23,55 +24,70 @@ struct Coll {
   uint16_t variant;  // names the op: OpHistory::variants
 };
 
-// One pg's collectives on one rank, by seq, first record of each seq.
-struct PgOps {
-  std::string_view name, desc, backend;
-  int id = -1;  // job-wide id of `name`
-  std::vector<Coll> by_seq;
+// One rank's collectives, per history pg (OpHistory::pgs() index), by
+// seq, first record of each seq. It grows with the rank's entries, so it
+// is made for one dump at a time and dropped (CollectivesOf's callers):
+// every rank's at once was most of the peak RSS of a job with many
+// entries (168 MB at 256 ranks x 20,000 entries).
+using Collectives = std::vector<std::vector<Coll>>;
+
+// One pg of one rank, what the pairing needs: no collectives, so that
+// every rank's can be held at once.
+struct PgSum {
+  std::string_view name, desc, backend;  // desc of its first collective, backend of its op
+  int id = -1;                           // job-wide id of `name`
+  int hpg = -1;                          // index into the history's pgs()
+  int64_t lo = -1, hi = -1;              // lowest and highest collective seq
+  size_t seqs = 0;                       // distinct collective seqs
 };
 
 // Pairs of pgs looked at per rank; a rank in more pgs than this compares the
 // ones with the most collectives (pg pairs grow quadratically).
 constexpr size_t kMaxPgsPerRank = 64;
 
-// A rank's collectives per pg, pgs in the order of their first collective.
-// Read from the rank's history: every op it recorded.
-std::vector<PgOps> CollectivesByPg(const model::OpHistory& h) {
-  std::vector<PgOps> out;
-  std::vector<int> slot(h.pgs().size(), -1);  // history pg -> index in out
-  h.ForEach([&](const model::HistoryItem& c) {
-    if (slot[c.pg] < 0) {
-      slot[c.pg] = static_cast<int>(out.size());
-      const model::HistoryPg& pg = h.pgs()[c.pg];
-      out.push_back({pg.name, pg.coll_desc, h.variants()[c.variant].backend, -1, {}});
-    }
-    out[slot[c.pg]].by_seq.push_back({c.seq, c.pos, c.record_id, c.variant});
-  });
+// The collectives of history `h` per pg (see Collectives).
+Collectives CollectivesOf(const model::OpHistory& h) {
+  Collectives out(h.pgs().size());
+  h.ForEach([&](const model::HistoryItem& c) { out[c.pg].push_back({c.seq, c.pos, c.record_id, c.variant}); });
   for (auto& p : out) {
-    std::stable_sort(p.by_seq.begin(), p.by_seq.end(), [](const Coll& a, const Coll& b) { return a.seq < b.seq; });
-    p.by_seq.erase(
-        std::unique(p.by_seq.begin(), p.by_seq.end(), [](const Coll& a, const Coll& b) { return a.seq == b.seq; }),
-        p.by_seq.end());
+    std::stable_sort(p.begin(), p.end(), [](const Coll& a, const Coll& b) { return a.seq < b.seq; });
+    p.erase(std::unique(p.begin(), p.end(), [](const Coll& a, const Coll& b) { return a.seq == b.seq; }), p.end());
   }
+  return out;
+}
+
+// A rank's pgs with collectives, in the order of their first collective,
+// at most kMaxPgsPerRank of them (those with the most distinct seqs). The
+// seq range and count are the history's (HistoryPg: over the same
+// collectives), so this reads the history once and keeps nothing per op.
+std::vector<PgSum> PgsOf(const model::OpHistory& h) {
+  std::vector<PgSum> out;
+  std::vector<char> seen(h.pgs().size(), 0);
+  h.ForEach([&](const model::HistoryItem& c) {
+    if (seen[c.pg]) return;
+    seen[c.pg] = 1;
+    const model::HistoryPg& pg = h.pgs()[c.pg];
+    out.push_back({pg.name, pg.coll_desc, h.variants()[c.variant].backend, -1, c.pg, pg.first_seq, pg.last_seq,
+                   pg.distinct_seqs});
+  });
   if (out.size() > kMaxPgsPerRank) {
-    std::stable_sort(out.begin(), out.end(),
-                     [](const PgOps& a, const PgOps& b) { return a.by_seq.size() > b.by_seq.size(); });
+    std::stable_sort(out.begin(), out.end(), [](const PgSum& a, const PgSum& b) { return a.seqs > b.seqs; });
     out.resize(kMaxPgsPerRank);
   }
   return out;
 }
 
 // `list` sorted by id.
-const PgOps* FindPg(const std::vector<PgOps>& list, int id) {
-  auto it = std::lower_bound(list.begin(), list.end(), id, [](const PgOps& p, int i) { return p.id < i; });
+const PgSum* FindPg(const std::vector<PgSum>& list, int id) {
+  auto it = std::lower_bound(list.begin(), list.end(), id, [](const PgSum& p, int i) { return p.id < i; });
   return it != list.end() && it->id == id ? &*it : nullptr;
 }
 
-// The entries of `p` with seq in [lo, hi].
-std::span<const Coll> Window(const PgOps& p, int64_t lo, int64_t hi) {
-  auto b = std::lower_bound(p.by_seq.begin(), p.by_seq.end(), lo, [](const Coll& c, int64_t s) { return c.seq < s; });
-  auto e = std::upper_bound(p.by_seq.begin(), p.by_seq.end(), hi, [](int64_t s, const Coll& c) { return s < c.seq; });
-  return {p.by_seq.data() + (b - p.by_seq.begin()), static_cast<size_t>(e - b)};
+// The entries of `p` (by seq) with seq in [lo, hi].
+std::span<const Coll> Window(const std::vector<Coll>& p, int64_t lo, int64_t hi) {
+  auto b = std::lower_bound(p.begin(), p.end(), lo, [](const Coll& c, int64_t s) { return c.seq < s; });
+  auto e = std::upper_bound(p.begin(), p.end(), hi, [](int64_t s, const Coll& c) { return s < c.seq; });
+  return {p.data() + (b - p.begin()), static_cast<size_t>(e - b)};
 }
 
 // One rank's order of pg P against pg Q: for each P collective in the
@@ -96,8 +112,77 @@ void OrderOf(std::span<const Coll> pw, std::span<const Coll> qw, std::vector<uin
   }
 }
 
+// An Order kept while every rank's is compared with it: as deltas (seq
+// against the previous P seq, Q count against the previous), which a
+// training loop repeats, in a PeriodicLog, so that it costs what is
+// irregular in it, not the window's length. Lossless: Equals and Get
+// compare and give back the exact Order.
+class OrderLog {
+ public:
+  explicit OrderLog(const Order& o) : size_(o.p_seqs.size()), hash_(Hash(o)) {
+    int64_t seq = 0, q = 0;
+    for (size_t i = 0; i < size_; ++i) {
+      log_.Push({o.p_seqs[i] - seq, o.q_before[i] - q});
+      seq = o.p_seqs[i];
+      q = o.q_before[i];
+    }
+    log_.Seal();
+  }
+  bool Equals(const Order& o, uint64_t hash) const {
+    if (hash != hash_ || o.p_seqs.size() != size_) return false;
+    bool same = true;
+    size_t i = 0;
+    int64_t seq = 0, q = 0;
+    log_.ForEach([&](const Step& s) {
+      seq += s.dseq;
+      q += s.dq;
+      same = same && o.p_seqs[i] == seq && o.q_before[i] == q;
+      ++i;
+    });
+    return same;
+  }
+  Order Get() const {
+    Order o;
+    o.p_seqs.reserve(size_);
+    o.q_before.reserve(size_);
+    int64_t seq = 0, q = 0;
+    log_.ForEach([&](const Step& s) {
+      o.p_seqs.push_back(seq += s.dseq);
+      o.q_before.push_back(static_cast<int32_t>(q += s.dq));
+    });
+    return o;
+  }
+  // A fingerprint of `o`: orders that differ in it differ (equal ones are
+  // then compared in full, so a collision costs time, never a wrong class).
+  static uint64_t Hash(const Order& o) {
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ o.p_seqs.size();
+    for (size_t i = 0; i < o.p_seqs.size(); ++i) {
+      h = (h ^ static_cast<uint64_t>(o.p_seqs[i])) * 0x100000001b3ull;
+      h = (h ^ static_cast<uint32_t>(o.q_before[i])) * 0xff51afd7ed558ccdull;
+    }
+    return h ^ (h >> 29);
+  }
+
+ private:
+  struct Step {
+    int64_t dseq = 0, dq = 0;
+    bool operator==(const Step&) const = default;
+  };
+  PeriodicLog<Step> log_;
+  size_t size_;
+  uint64_t hash_;
+};
+
+// The ranks of one pair that issue its pgs in one order.
 struct RankClass {
   Order order;
+  std::vector<model::Rank> ranks;
+  std::vector<const RankDump*> dumps;
+};
+
+// The same while the ranks are gathered: the order as an OrderLog.
+struct LoggedClass {
+  OrderLog order;
   std::vector<model::Rank> ranks;
   std::vector<const RankDump*> dumps;
 };
@@ -111,17 +196,17 @@ std::string Label(std::string_view name, std::string_view desc) {
 const char* Verb(const std::vector<model::Rank>& ranks) { return ranks.size() == 1 ? " issues " : " issue "; }
 
 // Every pair of pgs (same backend) that two or more ranks record, and each
-// rank's collectives of every pg it records. Pg names get job-wide ids
-// (views into the dumps' interners stay valid); every (pair of pg ids, dump)
-// is one 16-byte row, sorted: no per-pair allocation, so 100,000 ranks x 28
-// pairs stay cheap.
+// rank's pgs (PgSum: no collectives). Pg names get job-wide ids (views into
+// the dumps' interners stay valid); every (pair of pg ids, dump) is one
+// 16-byte row, sorted: no per-pair allocation, so 100,000 ranks x 28 pairs
+// stay cheap.
 struct PgPairs {
   struct Pair {
     std::string_view p, q;  // names, p < q
     int pid, qid;
     std::vector<size_t> dumps;  // the dumps that record both, in job order
   };
-  std::vector<std::vector<PgOps>> per_dump;  // per dump, sorted by id
+  std::vector<std::vector<PgSum>> per_dump;  // per dump, sorted by id
   std::vector<Pair> pairs;                   // in name order, so findings do not depend on input order
 };
 
@@ -132,18 +217,17 @@ PgPairs FindPgPairs(const model::Job& job, const std::vector<std::shared_ptr<con
   std::vector<std::string_view> id_name;
   std::vector<std::pair<uint64_t, uint32_t>> rows;
   for (size_t di = 0; di < job.dumps.size(); ++di) {
-    // A rank with collectives in one pg is in no pair: its collectives are
-    // not gathered (a 10 GB log of one communicator has 85 million).
+    // A rank with collectives in one pg is in no pair.
     const auto& pgs = histories[di]->pgs();
     bool two = std::count_if(pgs.begin(), pgs.end(), [](const model::HistoryPg& pg) { return pg.first_seq >= 0; }) >= 2;
-    out.per_dump.push_back(two ? CollectivesByPg(*histories[di]) : std::vector<PgOps>());
+    out.per_dump.push_back(two ? PgsOf(*histories[di]) : std::vector<PgSum>());
     auto& list = out.per_dump.back();
     for (auto& p : list) {
       auto [it, fresh] = ids.emplace(p.name, static_cast<int>(id_name.size()));
       if (fresh) id_name.push_back(p.name);
       p.id = it->second;
     }
-    std::sort(list.begin(), list.end(), [](const PgOps& a, const PgOps& b) { return a.id < b.id; });
+    std::sort(list.begin(), list.end(), [](const PgSum& a, const PgSum& b) { return a.id < b.id; });
     for (size_t a = 0; a < list.size(); ++a)
       for (size_t b = a + 1; b < list.size(); ++b)
         if (list[a].backend == list[b].backend)
@@ -174,48 +258,80 @@ struct Windows {
   bool empty() const { return plo > phi || qlo > qhi; }
 };
 
-// One pair of pgs as the check reads it: the job, each rank's collectives and the window.
+// One pair of pgs as the check reads it: the job, each rank's pgs and the
+// window. The collectives of the few ranks a finding quotes are read from
+// their histories when it is written (Coll).
 struct PairView {
   const model::Job& job;
   const std::vector<std::shared_ptr<const model::OpHistory>>& histories;
   const PgPairs& all;
   const PgPairs::Pair& pair;
   Windows w;
-  const PgOps& P(const RankDump* d) const { return *FindPg(all.per_dump[d - job.dumps.data()], pair.pid); }
-  const PgOps& Q(const RankDump* d) const { return *FindPg(all.per_dump[d - job.dumps.data()], pair.qid); }
+  mutable std::map<size_t, Collectives> read;  // dump index -> its collectives, for the witness
+  size_t Index(const RankDump* d) const { return static_cast<size_t>(d - job.dumps.data()); }
+  const PgSum& PSum(const RankDump* d) const { return *FindPg(all.per_dump[Index(d)], pair.pid); }
+  const PgSum& QSum(const RankDump* d) const { return *FindPg(all.per_dump[Index(d)], pair.qid); }
+  // The collectives of P (Q) on dump d, by seq.
+  const std::vector<Coll>& P(const RankDump* d) const { return Of(d)[PSum(d).hpg]; }
+  const std::vector<Coll>& Q(const RankDump* d) const { return Of(d)[QSum(d).hpg]; }
   // The op name of collective `c` of dump d.
-  std::string_view Op(const RankDump* d, const Coll& c) const {
-    return histories[d - job.dumps.data()]->variants()[c.variant].op;
+  std::string_view Op(const RankDump* d, const Coll& c) const { return histories[Index(d)]->variants()[c.variant].op; }
+
+ private:
+  const Collectives& Of(const RankDump* d) const {
+    auto it = read.find(Index(d));
+    if (it == read.end()) it = read.emplace(Index(d), CollectivesOf(*histories[Index(d)])).first;
+    return it->second;
   }
 };
 
 Windows WindowsOf(const PgPairs& all, const PgPairs::Pair& pair) {
   Windows w;
   for (size_t di : pair.dumps) {
-    const PgOps* p = FindPg(all.per_dump[di], pair.pid);
-    const PgOps* q = FindPg(all.per_dump[di], pair.qid);
-    w.plo = std::max(w.plo, p->by_seq.front().seq);
-    w.phi = std::min(w.phi, p->by_seq.back().seq);
-    w.qlo = std::max(w.qlo, q->by_seq.front().seq);
-    w.qhi = std::min(w.qhi, q->by_seq.back().seq);
+    const PgSum* p = FindPg(all.per_dump[di], pair.pid);
+    const PgSum* q = FindPg(all.per_dump[di], pair.qid);
+    w.plo = std::max(w.plo, p->lo);
+    w.phi = std::min(w.phi, p->hi);
+    w.qlo = std::max(w.qlo, q->lo);
+    w.qhi = std::min(w.qhi, q->hi);
   }
   return w;
 }
 
-// The ranks of the pair grouped by their order of P against Q, the largest
-// class first (a tie: the class holding the lowest rank).
-std::vector<RankClass> ClassesOf(const PairView& v, std::vector<uint32_t>* qpos, Order* cur) {
-  std::vector<RankClass> classes;
-  for (size_t di : v.pair.dumps) {
-    const RankDump* d = &v.job.dumps[di];
-    OrderOf(Window(v.P(d), v.w.plo, v.w.phi), Window(v.Q(d), v.w.qlo, v.w.qhi), qpos, cur);
-    auto it = std::find_if(classes.begin(), classes.end(), [&](const RankClass& c) { return c.order == *cur; });
-    if (it == classes.end()) {
-      classes.push_back({*cur, {}, {}});
-      it = classes.end() - 1;
+// The ranks of every pair grouped by their order of P against Q (per pair,
+// classes in the order their first rank comes in the job). Reads each
+// dump's collectives once, for all its pairs, and drops them before the
+// next dump's: what stays is a class's OrderLog and its ranks.
+std::vector<std::vector<LoggedClass>> ClassesOfPairs(
+    const model::Job& job, const std::vector<std::shared_ptr<const model::OpHistory>>& histories, const PgPairs& all,
+    const std::vector<Windows>& windows) {
+  std::vector<std::vector<uint32_t>> pairs_of(job.dumps.size());  // dump -> its pairs with a window
+  for (size_t k = 0; k < all.pairs.size(); ++k)
+    if (!windows[k].empty())
+      for (size_t di : all.pairs[k].dumps) pairs_of[di].push_back(static_cast<uint32_t>(k));
+  std::vector<std::vector<LoggedClass>> classes(all.pairs.size());
+  std::vector<uint32_t> qpos;
+  Order cur;
+  for (size_t di = 0; di < job.dumps.size(); ++di) {
+    if (pairs_of[di].empty()) continue;
+    const Collectives colls = CollectivesOf(*histories[di]);
+    for (uint32_t k : pairs_of[di]) {
+      const PgPairs::Pair& pair = all.pairs[k];
+      const Windows& w = windows[k];
+      const std::vector<Coll>& p = colls[FindPg(all.per_dump[di], pair.pid)->hpg];
+      const std::vector<Coll>& q = colls[FindPg(all.per_dump[di], pair.qid)->hpg];
+      OrderOf(Window(p, w.plo, w.phi), Window(q, w.qlo, w.qhi), &qpos, &cur);
+      const uint64_t hash = OrderLog::Hash(cur);
+      auto& cls = classes[k];
+      auto it = std::find_if(cls.begin(), cls.end(), [&](const LoggedClass& c) { return c.order.Equals(cur, hash); });
+      if (it == cls.end()) {
+        cls.push_back({OrderLog(cur), {}, {}});
+        it = cls.end() - 1;
+      }
+      it->ranks.push_back(job.dumps[di].rank);
+      it->dumps.push_back(&job.dumps[di]);
     }
-    it->ranks.push_back(d->rank);
-    it->dumps.push_back(d);
+    std::vector<uint32_t>().swap(pairs_of[di]);
   }
   return classes;
 }
@@ -258,8 +374,8 @@ void Witness(const PairView& v, const std::vector<RankClass>& classes, const Ran
   const Coll& lp_op = Window(v.P(ld), s, s)[0];
   auto eq_it = Window(v.Q(ed), t, t);
   const Coll& lq_op = lqw[k];
-  const PgOps& p0 = v.P(classes[0].dumps[0]);
-  const PgOps& q0 = v.Q(classes[0].dumps[0]);
+  const PgSum& p0 = v.PSum(classes[0].dumps[0]);
+  const PgSum& q0 = v.QSum(classes[0].dumps[0]);
   std::string pl = Label(v.pair.p, p0.desc), ql = Label(v.pair.q, q0.desc);
   f->seq = s;
   f->op = std::string(v.Op(ed, ep_op));
@@ -290,7 +406,7 @@ bool InversionFinding(const PairView& v, const std::vector<RankClass>& classes, 
   f.severity = Severity::kWarning;
   f.hang = false;
   f.pg_name = std::string(v.pair.p);
-  f.pg_desc = std::string(v.P(ref.dumps[0]).desc);
+  f.pg_desc = std::string(v.PSum(ref.dumps[0]).desc);
   f.roles.push_back({"reference order", ref.ranks});
   bool witnessed = false;
   for (size_t c = 1; c < classes.size(); ++c) {
@@ -328,20 +444,23 @@ std::vector<Finding> LatentOrderInversions(const model::Job& job,
                                            const std::vector<std::shared_ptr<const model::OpHistory>>& histories,
                                            size_t max_findings) {
   PgPairs all = FindPgPairs(job, histories);
+  std::vector<Windows> windows;
+  windows.reserve(all.pairs.size());
+  for (const PgPairs::Pair& pair : all.pairs) windows.push_back(WindowsOf(all, pair));
+  std::vector<std::vector<LoggedClass>> logged = ClassesOfPairs(job, histories, all, windows);
   std::vector<Finding> out;
   size_t more = 0;
-  std::vector<uint32_t> qpos;
-  Order cur;
-  for (const PgPairs::Pair& pair : all.pairs) {
-    PairView v{job, histories, all, pair, WindowsOf(all, pair)};
-    if (v.w.empty()) continue;
-    std::vector<RankClass> classes = ClassesOf(v, &qpos, &cur);
-    if (classes.size() < 2) continue;
+  for (size_t k = 0; k < all.pairs.size(); ++k) {
+    if (windows[k].empty() || logged[k].size() < 2) continue;
     if (out.size() >= max_findings) {
       ++more;
       continue;
     }
+    std::vector<RankClass> classes;
+    for (LoggedClass& c : logged[k]) classes.push_back({c.order.Get(), std::move(c.ranks), std::move(c.dumps)});
+    std::vector<LoggedClass>().swap(logged[k]);
     SortClasses(&classes);
+    PairView v{job, histories, all, all.pairs[k], windows[k], {}};
     Finding f;
     if (InversionFinding(v, classes, &f)) out.push_back(std::move(f));
   }

@@ -110,6 +110,44 @@ TEST(LatentOrderTest, TieGoesToTheClassWithTheLowestRankAndFindingsAreCapped) {
   EXPECT_EQ(capped[0].details.back(), "1 more pairs of pgs are issued in inconsistent orders");
 }
 
+TEST(LatentOrderTest, LongRegularOrdersAreClassedExactly) {
+  // Orders are kept as deltas in a PeriodicLog while ranks are classed: a
+  // long regular loop is one period, and a rank that differs from it once,
+  // late (one step swapped at i = 4500 of 5000), or only at its very end
+  // (the last step swapped) is still a class of its own, named at that seq.
+  auto loop = [](int64_t swap_at, int64_t n) {
+    std::vector<std::pair<std::string, int64_t>> ops;
+    for (int64_t i = 0; i < n; ++i) {
+      if (i == swap_at) {
+        ops.push_back({"B", i});
+        ops.push_back({"A", i});
+      } else {
+        ops.push_back({"A", i});
+        ops.push_back({"B", i});
+      }
+    }
+    return ops;
+  };
+  for (int64_t swap_at : {int64_t{4500}, int64_t{4999}}) {
+    model::Job job;
+    Issue(&job, 0, loop(-1, 5000));
+    Issue(&job, 1, loop(swap_at, 5000));
+    Issue(&job, 2, loop(-1, 5000));
+    Issue(&job, 3, loop(swap_at, 5000));
+    Issue(&job, 4, loop(-1, 5000));
+    auto fs = LatentOrderInversions(job);
+    ASSERT_EQ(fs.size(), 1u) << swap_at;
+    EXPECT_EQ(fs[0].seq, swap_at);
+    EXPECT_EQ(fs[0].culprit_ranks, (std::vector<model::Rank>{1, 3}));
+    ASSERT_EQ(fs[0].roles.size(), 2u);
+    EXPECT_EQ(fs[0].roles[0].ranks, (std::vector<model::Rank>{0, 2, 4}));
+  }
+  // The same long loop on every rank: one class, nothing found.
+  model::Job same;
+  for (model::Rank r = 0; r < 4; ++r) Issue(&same, r, loop(-1, 5000));
+  EXPECT_TRUE(LatentOrderInversions(same).empty());
+}
+
 TEST(LatentOrderTest, AnalyzeReportsItAsAWarningNotAHang) {
   model::Job job;
   Issue(&job, 0, {{"A", 0}, {"B", 0}});
