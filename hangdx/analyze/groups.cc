@@ -45,9 +45,20 @@ GroupTable GroupTable::Resolve(const model::Job& job, const World& world, model:
   // Members inferred from which ranks record the pg.
   std::map<std::string, int> inferred_group;
   for (const auto& [name, ranks] : inferred) {
+    auto n = inferred_size.find(name);
+    // A pg as large as the world (a timeout's NumelOut / NumelIn) has every
+    // rank as a member, so the members that left no record are named, not
+    // only counted. Not an NCCL log's communicator seen without its Init
+    // line ("nccl-comm:..."): the other ranks may log it under its commId,
+    // so a rank without ops in it is not shown to be absent from it.
+    if (n != inferred_size.end() && world.size > 0 && n->second == world.size && name.rfind("nccl-comm:", 0) != 0 &&
+        static_cast<int64_t>(ranks.size()) < world.size) {
+      int gi = t.Intern(name, inferred_desc[name], t.WorldRanks(world.size), world.inferred);
+      inferred_group[name] = gi;
+      continue;
+    }
     int gi = t.Intern(name, inferred_desc[name],
                       model::SharedRanks(std::vector<model::Rank>(ranks.begin(), ranks.end())), true);
-    auto n = inferred_size.find(name);
     if (n != inferred_size.end()) t.groups_[gi].size = std::max<int64_t>(n->second, ranks.size());
     inferred_group[name] = gi;
   }

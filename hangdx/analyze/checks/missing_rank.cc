@@ -146,6 +146,12 @@ void AddEvidenceAndDetails(const RankAnalysis& a, const Instance& in, const Side
   for (Rank r : s.cascade) f->details.push_back(WhereInstead(a, r) + " (blocked: see the other findings)");
   if (in.failed && a.LeadOp(in).backend == "gloo")
     f->details.push_back("gloo has ended the op (timed out or failed) on the ranks that called it");
+  const Group& g = a.groups[in.group];
+  if (!s.unlogged.empty() && g.inferred && a.world.inferred && g.name != "0" &&
+      g.members.size() == static_cast<size_t>(a.world.size))
+    f->details.push_back(g.Label() + " has " + std::to_string(g.members.size()) +
+                         " members and no record names them: they are taken to be the whole world, whose size is "
+                         "inferred, not given (if the job has more ranks, pass --world-size)");
 }
 
 Finding MissingFinding(const RankAnalysis& a, const Instance& in, AbsentRanks absent) {

@@ -48,6 +48,37 @@ TEST(MissingRankCheck, AnIdleMemberIsTheMissingRank) {
   EXPECT_EQ(f.details[1], "gloo has ended the op (timed out or failed) on the ranks that called it");
 }
 
+// Rank 0's log only: a timeout in seq 11 of pg 3, a pg of `size` members
+// (NumelOut / NumelIn of a gather) whose members no record names.
+model::Job RankZerosTimeoutInAPgOf(int64_t size, int64_t world) {
+  JobBuilder b("nccl");
+  b.Coll(0, "3", 11, "gather", false, {16000}, "Float", true).FromLog(0);
+  if (world > 0) b.World(world);
+  model::Job job = b.Build();
+  model::PgConfig& c = job.dumps[0].pg_config["3"];
+  c.name = "3";
+  c.size = size;  // ranks_known stays false
+  return job;
+}
+
+TEST(MissingRankCheck, APgAsLargeAsTheWorldHasEveryRankAsAMember) {
+  // vllm#16477: rank 0's gather timed out in a pg of 2 in a world of 2; the
+  // other member can only be rank 1 (it was "unknown").
+  for (int64_t world : {2, -1}) {  // given, or inferred from the pg's size
+    std::vector<Finding> fs = RunCheck(&MissingRankCheck, RankZerosTimeoutInAPgOf(2, world));
+    ASSERT_EQ(fs.size(), 1u) << world;
+    EXPECT_EQ(fs[0].kind, Kind::kMissingRank);
+    EXPECT_EQ(fs[0].culprit_ranks, Ranks{1});
+    EXPECT_EQ(fs[0].summary,
+              "rank 0 waits in gather (pg 3 seq 11) for rank 1, of which there is no line in the logs given");
+    bool caveat = false;  // said only when the world is inferred
+    for (const std::string& d : fs[0].details) caveat = caveat || d.find("whose size is inferred") != d.npos;
+    EXPECT_EQ(caveat, world < 0) << world;
+  }
+  // A pg smaller than the world: its other member is not known.
+  EXPECT_TRUE(RunCheck(&MissingRankCheck, RankZerosTimeoutInAPgOf(2, 4)).empty());
+}
+
 TEST(MissingRankCheck, NoTimeoutYetIsAStraggler) {
   std::vector<Finding> fs = RunCheck(&MissingRankCheck, RankThreeAbsent(false));
   ASSERT_EQ(fs.size(), 1u);

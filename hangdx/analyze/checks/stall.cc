@@ -53,7 +53,18 @@ bool StallFinding(const RankAnalysis& a, const Instance& in, Finding* out) {
   f.severity = timed_out ? Severity::kError : Severity::kWarning;
   f.hang = timed_out;
   int64_t unrecorded = g.size - static_cast<int64_t>(g.members.size());
-  if (unrecorded > 0) {
+  // One rank's record of a pg whose members nothing names: a collective of
+  // one rank cannot wait, so members that left no record exist, how many is
+  // unknown (the world size is not given).
+  bool lone = unrecorded <= 0 && g.inferred && g.members.size() == 1;
+  if (lone) {
+    f.summary = "only " + RankWords(in.arrived) + " left a record of " + g.Label() + ": it is in " + f.op + " seq " +
+                std::to_string(in.seq) + ", but it has not finished";
+    f.details.push_back(
+        "a collective of one rank cannot wait, so the pg has members that left no record; which and how many is "
+        "unknown (no record names the pg's members or the world size: pass --world-size)");
+    f.would_decide = "the logs of the other members: the one not in this collective is the culprit";
+  } else if (unrecorded > 0) {
     // The record gives the pg's size but not its members (an NCCL op line's
     // [nranks=N] without the Init line): the members that left no record
     // are counted, not named, since which ranks they are is unknown.
@@ -74,8 +85,9 @@ bool StallFinding(const RankAnalysis& a, const Instance& in, Finding* out) {
     f.details.push_back(Why(g, a.LeadOp(in).backend == "gloo", by_state));
   }
   if (!timed_out) f.details.push_back("no evidence that the wait timed out: it may still be running");
-  f.fix_hint = unrecorded > 0 ? "collect every member's log from its start (NCCL_DEBUG=INFO) and rerun"
-                              : "check the communication layer of the least advanced ranks (NCCL logs, link errors)";
+  f.fix_hint = unrecorded > 0 || lone
+                   ? "collect every member's log from its start (NCCL_DEBUG=INFO) and rerun"
+                   : "check the communication layer of the least advanced ranks (NCCL logs, link errors)";
   *out = std::move(f);
   return true;
 }

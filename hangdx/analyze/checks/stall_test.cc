@@ -40,9 +40,10 @@ TEST(StallCheck, EveryMemberInItAndTimedOutIsAnUndecidedError) {
 TEST(StallCheck, MembersThatLeftNoRecordAreCountedWhenOnlyTheSizeIsKnown) {
   // Tester F11: one rank's NCCL log, [nranks=4] and no Init line: the pg's
   // size is known, its members are not. Before: "all 1 recorded members ...
-  // agree on it" and "no rank is missing".
+  // agree on it" and "no rank is missing". In a world of 8 (as large as
+  // the world, the pg would have every rank as a member: MissingRankCheck).
   JobBuilder b("nccl");
-  b.Coll(0, "c", 0, "broadcast", false, {4}, "Float", true);
+  b.Coll(0, "c", 0, "broadcast", false, {4}, "Float", true).World(8);
   model::Job job = b.Build();
   model::PgConfig& c = job.dumps[0].pg_config["c"];
   c.name = "c";
@@ -56,6 +57,22 @@ TEST(StallCheck, MembersThatLeftNoRecordAreCountedWhenOnlyTheSizeIsKnown) {
             "finished");
   ASSERT_FALSE(fs[0].details.empty());
   EXPECT_EQ(fs[0].details[0].rfind("the other 3 members left no record", 0), 0u) << fs[0].details[0];
+}
+
+TEST(StallCheck, OneRankOfAPgWhoseMembersNothingNamesIsNotTheWholePg) {
+  // Tester: a single watchdog timeout of one rank said "all 1 recorded
+  // members ... agree on it" and "no rank is missing: look at the transport";
+  // a collective of one rank cannot wait, so others exist, unknown.
+  JobBuilder b("nccl");
+  b.Coll(0, "c", 11, "all_reduce", false, {4}, "Float", true).FromLog(0);
+  std::vector<Finding> fs = RunCheck(&StallCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kUndecided);
+  EXPECT_TRUE(fs[0].culprit_ranks.empty());
+  EXPECT_EQ(fs[0].summary, "only rank 0 left a record of pg c: it is in all_reduce seq 11, but it has not finished");
+  ASSERT_FALSE(fs[0].details.empty());
+  EXPECT_EQ(fs[0].details[0].rfind("a collective of one rank cannot wait", 0), 0u) << fs[0].details[0];
+  EXPECT_EQ(fs[0].fix_hint, "collect every member's log from its start (NCCL_DEBUG=INFO) and rerun");
 }
 
 TEST(StallCheck, AnEmptyPgNameIsWrittenAsTwoQuotes) {
