@@ -177,6 +177,44 @@ def same_replay(a, bundle, doc):
     return all(replay.get(k) == f.get(k) for k in ("kind", "culprit_ranks", "pg", "seq"))
 
 
+def first_document(out):
+    """The first JSON document of a watch's stdout (a changed finding may
+    follow it)."""
+    return json.JSONDecoder().raw_decode(out.lstrip())[0]
+
+
+def bundle_of(err):
+    """The evidence bundle the watch's first FINDING line names."""
+    m = re.search(r"FINDING .*; evidence: (\S+); replay", err)
+    return m.group(1) if m else None
+
+
+def investigation_times(err):
+    """The first look's and the second step's timings, as the watch logs
+    them (a small stall fetched at once logs one line without "first look")."""
+    res = {}
+    m = re.search(r"details of (\d+) ranks in (\S+) s.*, bundle in (\S+) s, analysis in (\S+) s", err)
+    if m:
+        res["details_ranks"] = int(m.group(1))
+        res["details_s"], res["bundle_s"], res["analysis_s"] = (float(m.group(i)) for i in (2, 3, 4))
+    m = re.search(r"every rank's records: details of (\d+) (?:more )?ranks(?: \(with [^)]*\))? in (\S+) s, "
+                  r"bundle in (\S+) s, analysis in (\S+) s: (.*)", err)
+    if m:
+        res["whole_details_s"], res["whole_bundle_s"], res["whole_analysis_s"] = (float(m.group(i)) for i in (2, 3, 4))
+        res["whole_evidence"] = m.group(5)
+    return res
+
+
+def keep_log(a, name, out, err):
+    """With --keep, the watch's stdout and stderr beside the bundles."""
+    if not a.keep:
+        return
+    os.makedirs(a.keep, exist_ok=True)
+    for ext, text in (("log", err), ("out", out)):
+        with open(os.path.join(a.keep, "%s.%s" % (name, ext)), "w") as f:
+            f.write(text)
+
+
 def metric(text, name):
     """The value of an unlabelled series in Prometheus text, 0 when absent."""
     m = re.search(r"^%s (\S+)$" % re.escape(name), text, re.M)
@@ -235,29 +273,15 @@ def bench_probe(a, tmp):
         hang_at = fleet.fault("hang %d" % (a.ranks // 3))
         out, err, found_at = watch_finding(w, 300)
         exited_at = time.monotonic_ns()
-        if a.keep:
-            os.makedirs(a.keep, exist_ok=True)
-            with open(os.path.join(a.keep, "probe-watch.log"), "w") as f:
-                f.write(err)
-            with open(os.path.join(a.keep, "probe-watch.out"), "w") as f:
-                f.write(out)
+        keep_log(a, "probe-watch", out, err)
         if not out:
             raise RuntimeError("the watch found nothing:\n" + err[-3000:])
-        doc = json.loads(out)
+        doc = first_document(out)
         res["finding"] = "%s %s" % (doc["findings"][0]["kind"], doc["findings"][0]["culprit_ranks"])
         res["hang_to_finding_s"] = (found_at - hang_at) / 1e9
         res["over_stall_after_s"] = res["hang_to_finding_s"] - a.stall_after
         res["hang_to_exit_s"] = (exited_at - hang_at) / 1e9
-        m = re.search(r"details of (\d+) ranks in (\S+) s.*, bundle in (\S+) s, analysis in (\S+) s", err)
-        if m:
-            res["details_ranks"] = int(m.group(1))
-            res["details_s"], res["bundle_s"], res["analysis_s"] = (float(m.group(i)) for i in (2, 3, 4))
-        m = re.search(r"every rank's records: details of (\d+) more ranks in (\S+) s, bundle in (\S+) s, "
-                      r"analysis in (\S+) s: (.*)", err)
-        if m:
-            res["whole_details_s"], res["whole_bundle_s"], res["whole_analysis_s"] = (
-                float(m.group(i)) for i in (2, 3, 4))
-            res["whole_evidence"] = m.group(5)
+        res.update(investigation_times(err))
         res["watch_rss_mb_probing"] = steady_rss
         res["watch_peak_rss_mb"] = peak.peak
         bundles = os.listdir(os.path.join(tmp, "probe-out"))
@@ -285,22 +309,28 @@ def bench_push(a, tmp, redis_url=None):
                              str(a.ranks // 3), "--hang-after", str(a.push_seconds - a.stall_after - 8)],
                             stdout=subprocess.PIPE, text=True)
     try:
-        out, err = w.communicate(timeout=a.push_seconds + 60)
-        found_at = time.monotonic_ns()
-        found = json.loads(out)["findings"][0]
+        # The finding is out when its document is whole on stdout; the
+        # watch may go on completing the bundle (every rank's stacks) first.
+        out, err, found_at = watch_finding(w, a.push_seconds + 60)
+        exited_at = time.monotonic_ns()
+        keep_log(a, "push-watch" + ("-redis" if redis_url else ""), out, err)
+        doc = first_document(out)
+        found = doc["findings"][0]
         res["finding"] = "%s %s" % (found["kind"], found["culprit_ranks"])
         m = re.search(r"FINDING .* (\S+) s after the last progress", err)
         res["detection_s_after_last_progress"] = float(m.group(1)) if m else None
-        m = re.search(r"details of (\d+) ranks in (\S+) s, bundle in (\S+) s, analysis in (\S+) s", err)
-        if m:
-            res["details_s"], res["bundle_s"], res["analysis_s"] = (float(m.group(i)) for i in (2, 3, 4))
-    except (subprocess.TimeoutExpired, ValueError, IndexError):
+        res.update(investigation_times(err))
+        bundle = bundle_of(err)
+        res["replay_same_finding"] = bool(bundle) and same_replay(a, bundle, doc)
+    except (subprocess.TimeoutExpired, ValueError, IndexError, KeyError):
         w.kill()
-        found_at, res["finding"] = None, None
+        found_at, exited_at, res["finding"] = None, None, None
     figures = json.loads(load.communicate(timeout=a.push_seconds + 60)[0])
     res.update({k: figures[k] for k in ("reports", "accepted", "per_second", "p50_s", "p99_s")})
     if found_at and figures["hang_ns"]:
         res["hang_to_finding_s"] = (found_at - figures["hang_ns"]) / 1e9
+        res["over_stall_after_s"] = res["hang_to_finding_s"] - a.stall_after
+        res["hang_to_exit_s"] = (exited_at - figures["hang_ns"]) / 1e9
     res["watch_peak_rss_mb"] = peak.peak
     return res
 
@@ -354,10 +384,18 @@ def bench_agents(a, tmp, redis_port):
                                                         capture_output=True, text=True).stdout or 0) / 1e6
         res["coordinator_rss_mb"] = rss_mb(coord.pid)
         hang_at = fleet.fault("hang %d" % (a.ranks // 3))
-        out, err = coord.communicate(timeout=300)
-        res["hang_to_finding_s"] = (time.monotonic_ns() - hang_at) / 1e9
-        found = json.loads(out)["findings"][0]
+        out, err, found_at = watch_finding(coord, 300)
+        exited_at = time.monotonic_ns()
+        keep_log(a, "coordinator", out, err)
+        res["hang_to_finding_s"] = (found_at - hang_at) / 1e9
+        res["over_stall_after_s"] = res["hang_to_finding_s"] - a.stall_after
+        res["hang_to_exit_s"] = (exited_at - hang_at) / 1e9
+        doc = first_document(out)
+        found = doc["findings"][0]
         res["finding"] = "%s %s" % (found["kind"], found["culprit_ranks"])
+        res.update(investigation_times(err))
+        bundle = bundle_of(err)
+        res["replay_same_finding"] = bool(bundle) and same_replay(a, bundle, doc)
         res["coordinator_peak_rss_mb"] = peak.peak
     finally:
         for p in procs:

@@ -11,6 +11,11 @@ void Prober::SetWorker(Rank rank, const Endpoint& endpoint) {
   workers_[rank] = w;
 }
 
+void Prober::MarkNccl(Rank rank) {
+  auto it = workers_.find(rank);
+  if (it != workers_.end() && it->second.kind == Kind::kUnknown) it->second.kind = Kind::kNccl;
+}
+
 std::vector<Rank> Prober::Ranks() const {
   std::vector<Rank> out;
   for (const auto& [r, w] : workers_) out.push_back(r);

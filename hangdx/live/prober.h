@@ -60,7 +60,13 @@ class Prober {
     auto it = workers_.find(rank);
     return it != workers_.end() && it->second.kind == Kind::kNccl;
   }
+  // Takes an agent's word (its rank record, state_store.h) that `rank`'s
+  // worker serves NCCL's dump: a coordinator, which never probes, then
+  // fetches its details there and may take a first look from its counters.
+  // Nothing for a rank without a worker, or whose kind its own answers told.
+  void MarkNccl(Rank rank);
   std::vector<Rank> Ranks() const;
+  bool empty() const { return workers_.empty(); }
   std::string Url(Rank rank) const;
 
   // Gets a 200 probe answer's body the moment it arrives, with its rank;

@@ -105,7 +105,11 @@ bool PushBoard::Apply(const PushReport& r) {
     if (auto f = fr.find("pg_config"); f != fr.end()) b.pg_config = *f;
     if (auto f = fr.find("version"); f != fr.end() && f->is_string()) b.version = f->get<std::string>();
     if (auto f = fr.find("entries"); f != fr.end())
-      for (const auto& e : *f) b.entries[e.at("record_id").get<int64_t>()] = e;
+      for (const auto& e : *f) {
+        auto p2p = e.find("is_p2p");
+        b.p2p = b.p2p || (p2p != e.end() && p2p->is_boolean() && p2p->get<bool>());
+        b.entries[e.at("record_id").get<int64_t>()] = e;
+      }
     while (b.entries.size() > max_entries_) b.entries.erase(b.entries.begin());
   }
   if (r.wait) b.wait = *r.wait;
@@ -170,6 +174,24 @@ std::string PushBoard::FrJson(Rank rank) const {
   j["pg_status"] = b.pg_status.is_object() ? b.pg_status : nlohmann::json::object();
   j["version"] = b.version;
   return j.dump();
+}
+
+bool PushBoard::CountsCollectives(Rank rank) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = ranks_.find(rank);
+  if (it == ranks_.end() || it->second.p2p || it->second.entries.empty() || !it->second.pg_status.is_object())
+    return false;
+  const nlohmann::json& last = it->second.entries.rbegin()->second;
+  auto pg = last.find("pg_id"), seq = last.find("collective_seq_id");
+  if (pg == last.end() || seq == last.end() || !pg->is_number_integer() || !seq->is_number_integer()) return false;
+  auto status = it->second.pg_status.find(std::to_string(pg->get<int64_t>()));
+  if (status == it->second.pg_status.end() || !status->is_object()) return false;
+  // torch writes the counters as decimal strings (progress.h).
+  auto enqueued = status->find("last_enqueued_collective");
+  if (enqueued == status->end()) return false;
+  std::string want = std::to_string(seq->get<int64_t>());
+  return enqueued->is_string() ? enqueued->get<std::string>() == want
+                               : enqueued->is_number_integer() && enqueued->get<int64_t>() == seq->get<int64_t>();
 }
 
 std::string PushBoard::Stacks(Rank rank) const {

@@ -69,6 +69,13 @@ class PushBoard {
   // The rank's Flight Recorder JSON, rebuilt ("" when it pushed none).
   std::string FrJson(Rank rank) const;
   std::string Stacks(Rank rank) const;
+  // True when `rank`'s pg_status counters are collective seqs, as far as
+  // its reports show: it pushed entries, none of them a P2P op, and its
+  // last entry's collective_seq_id is its pg's last enqueued counter. Then
+  // its counters can stand in for its records in a first look
+  // (first_look.h); gloo counts op ids, P2P ops included, which no entry's
+  // collective seq matches once a P2P op ran.
+  bool CountsCollectives(Rank rank) const;
   // The wait snapshot of every rank that pushed a wait state ("" if none).
   std::string WaitSnapshot() const;
   size_t entries(Rank rank) const;
@@ -85,6 +92,7 @@ class PushBoard {
     std::optional<nlohmann::json> wait;
     std::string stacks;
     std::map<int64_t, int64_t> last_seq;  // pid -> last seq applied
+    bool p2p = false;                     // some entry applied was a P2P op
     bool want_stacks = false;
   };
 

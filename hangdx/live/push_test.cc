@@ -67,6 +67,32 @@ TEST(PushTest, BoardAddsDeltasUpAndRebuildsTheDump) {
   EXPECT_NE(b.WaitSnapshot().find("\"3\""), std::string::npos);
 }
 
+TEST(PushTest, CountersStandInOnlyWhenTheyAreCollectiveSeqs) {
+  PushBoard b;
+  auto apply = [&](const std::string& body) {
+    auto r = ParseReport(body, 10);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    b.Apply((*r)[0]);
+  };
+  // Rank 0: its last entry is collective seq 4 of pg 0, its counter 4.
+  apply(R"({"hangdx_report": 1, "rank": 0, "fr": {"pg_status": {"0": {"last_enqueued_collective": "4",
+      "last_completed_collective": "3"}}, "entries": [{"record_id": 3, "pg_id": 0, "collective_seq_id": 4,
+      "is_p2p": false}]}})");
+  EXPECT_TRUE(b.CountsCollectives(0));
+  // Rank 1: the counter counts more ops than its collectives (gloo's op ids).
+  apply(R"({"hangdx_report": 1, "rank": 1, "fr": {"pg_status": {"0": {"last_enqueued_collective": "6",
+      "last_completed_collective": "5"}}, "entries": [{"record_id": 5, "pg_id": 0, "collective_seq_id": 4}]}})");
+  EXPECT_FALSE(b.CountsCollectives(1));
+  // Rank 2: a P2P op once, so its counters may count them; no entries at all.
+  apply(R"({"hangdx_report": 1, "rank": 2, "pid": 1, "seq": 1, "fr": {"pg_status": {"0": {
+      "last_enqueued_collective": "2", "last_completed_collective": "2"}}, "entries": [{"record_id": 0,
+      "pg_id": 0, "collective_seq_id": 0, "is_p2p": true}, {"record_id": 1, "pg_id": 0, "collective_seq_id": 2}]}})");
+  EXPECT_FALSE(b.CountsCollectives(2));
+  apply(R"({"hangdx_report": 1, "rank": 3, "fr": {"pg_status": {"0": {"last_enqueued_collective": "2"}}}})");
+  EXPECT_FALSE(b.CountsCollectives(3));
+  EXPECT_FALSE(b.CountsCollectives(9));
+}
+
 TEST(HooksTest, AlertmanagerShape) {
   nlohmann::ordered_json record = {{"fingerprint", "missing_rank pg 0 seq 4 culprits 3"},
                                    {"found_at", "2025-01-01T00:00:00Z"},

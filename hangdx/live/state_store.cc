@@ -87,7 +87,8 @@ bool ToInt(std::string_view s, int64_t* v) {
 }  // namespace
 
 std::string RankRecord::Encode() const {
-  return url + "\t" + progress + "\t" + std::to_string(seen_ms) + "\t" + std::to_string(changed_ms) + "\t" + agent;
+  return url + "\t" + progress + "\t" + std::to_string(seen_ms) + "\t" + std::to_string(changed_ms) + "\t" + agent +
+         (collectives ? "\tc" : "");
 }
 
 bool RankRecord::Decode(Rank rank, const std::string& text, RankRecord* out) {
@@ -96,8 +97,9 @@ bool RankRecord::Decode(Rank rank, const std::string& text, RankRecord* out) {
   for (size_t tab; (tab = s.find('\t')) != std::string_view::npos; s.remove_prefix(tab + 1))
     f.push_back(s.substr(0, tab));
   f.push_back(s);
-  if (f.size() != 5) return false;
+  if (f.size() != 5 && !(f.size() == 6 && f[5] == "c")) return false;
   RankRecord r;
+  r.collectives = f.size() == 6;
   r.rank = rank;
   r.url = std::string(f[0]);
   r.progress = std::string(f[1]);

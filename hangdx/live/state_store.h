@@ -37,8 +37,13 @@ struct RankRecord {
   int64_t seen_ms = 0;   // last answer (probe reply or push); 0: never
   int64_t changed_ms = 0;
   std::string agent;  // the agent that polls it; "" for a standalone watch
+  // Its counters are collective seqs (probed through NCCL's dump), so a
+  // coordinator may take a first look from them (first_look.h).
+  bool collectives = false;
 
-  // "url\tprogress\tseen\tchanged\tagent" (no field holds a tab).
+  // "url\tprogress\tseen\tchanged\tagent", then "\tc" when `collectives`
+  // (no field holds a tab; a record of 5 fields, as older watches wrote,
+  // decodes with `collectives` false).
   std::string Encode() const;
   static bool Decode(Rank rank, const std::string& text, RankRecord* out);
 };

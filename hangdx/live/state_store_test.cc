@@ -145,6 +145,16 @@ TEST(StateStoreTest, RankRecordEncoding) {
   EXPECT_EQ(back.changed_ms, 4);
   EXPECT_FALSE(RankRecord::Decode(7, "too\tfew", &back));
   EXPECT_FALSE(RankRecord::Decode(7, "a\tb\tx\t1\tc", &back));
+  // The agent's word that the counters are collective seqs travels; an
+  // older watch's 5-field record decodes without it.
+  EXPECT_FALSE(back.collectives);
+  r.collectives = true;
+  ASSERT_TRUE(RankRecord::Decode(7, r.Encode(), &back));
+  EXPECT_TRUE(back.collectives);
+  EXPECT_EQ(back.agent, "a");
+  ASSERT_TRUE(RankRecord::Decode(7, "u\t0=1/1\t5\t4\ta", &back));
+  EXPECT_FALSE(back.collectives);
+  EXPECT_FALSE(RankRecord::Decode(7, "u\t0=1/1\t5\t4\ta\tx", &back));
 }
 
 }  // namespace

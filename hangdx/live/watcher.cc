@@ -273,8 +273,10 @@ void Watcher::Observe(Rank rank, Clock::time_point at, const Progress& p, std::v
     it->second = members.size();
   }
   detector_.Observe(rank, at, p.pgs);
-  records->push_back(
-      {rank, prober_.Url(rank), FormatCompact(p.pgs), WallMs(at), WallMs(detector_.LastChange(rank)), opt_.agent});
+  // Whether its counters are collective seqs travels with the record: a
+  // coordinator, which never probes, may then take a first look from them.
+  records->push_back({rank, prober_.Url(rank), FormatCompact(p.pgs), WallMs(at), WallMs(detector_.LastChange(rank)),
+                      opt_.agent, prober_.CountsCollectives(rank)});
 }
 
 std::vector<Stall> Watcher::ProbeRound() {
@@ -391,6 +393,7 @@ void Watcher::ReadAgents() {
       url_of_[r.rank] = r.url;
       if (auto e = ParseUrl(r.url); e.ok()) prober_.SetWorker(r.rank, *e);
     }
+    if (r.collectives) prober_.MarkNccl(r.rank);
     if (r.seen_ms > 0 && ParseCompact(r.progress, &pgs))
       detector_.Restore(r.rank, pgs, FromWallMs(r.changed_ms), FromWallMs(r.seen_ms));
   }
@@ -491,11 +494,24 @@ int Watcher::Run() {
     if (TimeUp()) break;
     next += opt_.interval;
     if (next < Clock::now()) next = Clock::now();  // a round longer than the interval: no catching up
-    while (!TimeUp() && Clock::now() < next)
+    while (!TimeUp() && Clock::now() < next && !StallMayBeDue())
       std::this_thread::sleep_for(std::min<Clock::duration>(next - Clock::now(), milliseconds(50)));
   }
   UpdateGauges();
   return NeverSeen() ? 2 : 0;
+}
+
+// True when a stall may be due now in a watch whose stalls no probe round
+// declares (a coordinator, or one that only takes pushed reports): the
+// loop then reads and checks at once instead of at the end of its
+// interval, up to --interval late. A probing watch declares its stalls at
+// the answer that crosses --stall-after (ProbeRound), and asking Due here
+// would take that answer's turn. O(1) but when it may be due (Due).
+bool Watcher::StallMayBeDue() {
+  if (opt_.role == WatchOptions::Role::kAgent) return false;
+  if (opt_.role != WatchOptions::Role::kCoordinator && !prober_.empty()) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  return detector_.Due(Clock::now());
 }
 
 // True (and said why) when no rank ever answered or pushed: a watch that
@@ -599,26 +615,34 @@ std::string Watcher::WaitStates(const std::vector<Rank>& with_fr, const std::vec
   return text + "\n}\n";
 }
 
-// The ranks of a stall that push instead of serving: their accumulated
-// Flight Recorder, and stacks asked for in the answer to their next push.
-Details Watcher::CollectPushed(const Stall& stall) {
-  Details d;
-  std::vector<Rank> asked;
-  std::vector<Rank> silent;
+// The ranks of `ranks` that push instead of serving and still report;
+// those silent for --stall-after are said unanswered in `d` (no file in
+// the bundle: the analysis sees a rank without a dump, as for a dead one).
+std::vector<Rank> Watcher::PushingRanks(const std::vector<Rank>& ranks, Details* d) {
+  std::set<Rank> silent;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    silent = detector_.Silent(Clock::now());
+    for (Rank r : detector_.Silent(Clock::now())) silent.insert(r);
   }
   std::set<Rank> pushed;
   for (Rank r : board_.Ranks()) pushed.insert(r);
-  for (Rank r : stall.ranks) {
+  std::vector<Rank> live;
+  for (Rank r : ranks) {
     if (prober_.Has(r) || !pushed.count(r)) continue;
-    if (std::find(silent.begin(), silent.end(), r) != silent.end()) {
-      d.unanswered[r] = "no report for " + std::to_string(static_cast<int>(Secs(opt_.stall_after))) + " s";
+    if (silent.count(r)) {
+      d->unanswered[r] = "no report for " + std::to_string(static_cast<int>(Secs(opt_.stall_after))) + " s";
       continue;
     }
-    asked.push_back(r);
+    live.push_back(r);
   }
+  return live;
+}
+
+// The ranks of a stall that push instead of serving: their accumulated
+// Flight Recorder, and stacks asked for in the answer to their next push.
+Details Watcher::CollectPushed(const std::vector<Rank>& ranks) {
+  Details d;
+  std::vector<Rank> asked = PushingRanks(ranks, &d);
   board_.WantStacks(asked);
   auto deadline = Clock::now() + opt_.fetch_timeout;
   while (Clock::now() < deadline && !stop_) {
@@ -632,6 +656,48 @@ Details Watcher::CollectPushed(const Stall& stall) {
     std::string stacks = board_.Stacks(r);
     if (!stacks.empty()) d.stacks[r] = std::move(stacks);
   }
+  return d;
+}
+
+// The records of `ranks` at hand, for a first look: the probed ones'
+// fetched (prober_.Fetch: Flight Recorder and stacks, in one round trip),
+// the pushing ones' as their reports add up now, without asking for their
+// stacks: that waits for each rank's next report (an interval or more),
+// and what decides a hang is in the Flight Recorder. A rank with neither
+// is said unanswered.
+Details Watcher::RecordsAtHand(const std::vector<Rank>& ranks) {
+  std::vector<Rank> probed;
+  for (Rank r : ranks)
+    if (prober_.Has(r)) probed.push_back(r);
+  Details d = prober_.Fetch(probed, opt_.fetch_timeout);
+  for (Rank r : PushingRanks(ranks, &d)) {
+    std::string fr = board_.FrJson(r);
+    if (!fr.empty()) d.fr[r] = std::move(fr);
+  }
+  SayWithout(ranks, &d);
+  return d;
+}
+
+// Says in `d` why a rank of `ranks` gave no record when nothing else did.
+void Watcher::SayWithout(const std::vector<Rank>& ranks, Details* d) const {
+  const char* why = board_.Ranks().empty() ? "no worker address (not registered in the store)"
+                                           : "no worker address and no pushed report";
+  for (Rank r : ranks)
+    if (!d->fr.count(r) && !d->unanswered.count(r)) d->unanswered[r] = why;
+}
+
+// Every record of `ranks`, stacks included: the probed ones fetched, the
+// pushing ones asked for their stacks and waited for (CollectPushed).
+Details Watcher::AllRecords(const std::vector<Rank>& ranks) {
+  std::vector<Rank> probed;
+  for (Rank r : ranks)
+    if (prober_.Has(r)) probed.push_back(r);
+  Details d = prober_.Fetch(probed, opt_.fetch_timeout);
+  Details pushed = CollectPushed(ranks);
+  d.fr.merge(pushed.fr);
+  d.stacks.merge(pushed.stacks);
+  d.unanswered.merge(pushed.unanswered);
+  SayWithout(ranks, &d);
   return d;
 }
 
@@ -670,11 +736,12 @@ std::string JoinPrints(const std::set<std::string>& prints) {
 }  // namespace
 
 // The ranks to fetch first (first_look.h), or none: every rank at once.
-// Only when every rank of the stall is probed through NCCL's dump, whose
-// counters are the collective seqs its entries carry.
+// Only when the counters of every rank of the stall are the collective
+// seqs its entries carry: probed through NCCL's dump (for a coordinator,
+// by its agent), or pushed with entries that agree (PushBoard).
 std::vector<Rank> Watcher::FirstRanks(const Stall& stall) {
   for (Rank r : stall.ranks)
-    if (!prober_.CountsCollectives(r)) return {};
+    if (prober_.Has(r) ? !prober_.CountsCollectives(r) : !board_.CountsCollectives(r)) return {};
   std::map<Rank, std::vector<PgProgress>> last;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -751,6 +818,14 @@ void Watcher::Investigate(const Stall& stall) {
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%.1f s", Secs(now - stall.since));
   std::vector<Rank> first = FirstRanks(stall);
+  // Ranks that push take a first look too, whatever the stall's size:
+  // their Flight Recorder is on the board already, and only their stacks
+  // would have to wait for their next report.
+  std::vector<Rank> pushing;
+  {
+    Details ignored;
+    pushing = PushingRanks(stall.ranks, &ignored);
+  }
   log() << "hangdx watch: stall: "
         << (stall.reason == Stall::Reason::kSilentRank ? "rank " + Ranks(stall.silent) + " has not answered for "
                                                        : "pg " + pgs + " has not progressed for ")
@@ -761,18 +836,12 @@ void Watcher::Investigate(const Stall& stall) {
                                 " ranks first (the least progressed, and " +
                                 std::to_string(FirstLookOptions{}.per_class) + " of each progress class)")
         << "\n";
-  if (!first.empty()) {
-    InvestigateInTwoSteps(stall, first, now);
+  if (!first.empty() || !pushing.empty()) {
+    InvestigateInTwoSteps(stall, first.empty() ? stall.ranks : first, now);
     return;
   }
   auto t_fetch = Clock::now();
-  Details d = prober_.Fetch(stall.ranks, opt_.fetch_timeout);
-  Details pushed = CollectPushed(stall);
-  d.fr.merge(pushed.fr);
-  d.stacks.merge(pushed.stacks);
-  d.unanswered.merge(pushed.unanswered);
-  for (Rank r : stall.ranks)
-    if (!d.fr.count(r) && !d.unanswered.count(r)) d.unanswered[r] = "no worker address and no pushed report";
+  Details d = AllRecords(stall.ranks);
   Evidence e = EvidenceOf(stall, std::move(d), {}, now);
   auto t_bundle = Clock::now();
   auto bundle = WriteBundle(opt_.out_dir, "stall-" + UtcStamp(true), e);
@@ -796,27 +865,39 @@ void Watcher::Investigate(const Stall& stall) {
   if (diagnosis.ok()) Report(stall, *diagnosis, *bundle, replay);
 }
 
-// A large stall (first_look.h): the first look's ranks in full and the
-// others by their counters give the finding, reported at once; then every
-// other rank's records complete the bundle and are analysed again, so that
-// the bundle is the whole evidence and `hangdx analyze BUNDLE` is the
-// finding's replay. A finding the whole evidence changes or adds is
-// reported then, and said.
+// A stall in two steps (docs/live.md, 4a): a first look, reported at
+// once, then every record, analysed again. The first look is `first`'s
+// records at hand (RecordsAtHand: the pushing ranks' without their stacks)
+// and the stall's other ranks by their counters (a large stall:
+// first_look.h); then the other ranks' records and the pushing ranks'
+// stacks complete the bundle (CompleteBundle), so that the bundle is the
+// whole evidence and `hangdx analyze BUNDLE` is the finding's replay. A
+// finding the whole evidence changes or adds is reported then, and said.
 void Watcher::InvestigateInTwoSteps(const Stall& stall, const std::vector<Rank>& first, Clock::time_point now) {
   auto t_fetch = Clock::now();
-  Details d = prober_.Fetch(first, opt_.fetch_timeout);
+  Details d = RecordsAtHand(first);
   std::set<Rank> fetched(first.begin(), first.end());
   std::vector<Rank> rest;
   for (Rank r : stall.ranks)
     if (!fetched.count(r)) rest.push_back(r);
-  if (AnyP2p(d.fr)) {
+  if (!rest.empty() && AnyP2p(d.fr)) {
     log() << "hangdx watch: the first look records P2P ops, which the counters count too: fetching the other "
           << rest.size() << " ranks before the analysis\n";
-    Details more = prober_.Fetch(rest, opt_.fetch_timeout);
+    Details more = RecordsAtHand(rest);
     d.fr.merge(more.fr);
     d.stacks.merge(more.stacks);
     d.unanswered.merge(more.unanswered);
     rest.clear();
+  }
+  // The second step: the ranks by their counters, and those whose stacks
+  // are still to come (pushing ranks: asked in the answer to their next
+  // report).
+  std::vector<Rank> second = rest;
+  {
+    Details ignored;
+    for (Rank r : PushingRanks(first, &ignored))
+      if (d.fr.count(r)) second.push_back(r);
+    std::sort(second.begin(), second.end());
   }
   // A rank that does not answer is a rank without records, as in the whole
   // path; the others stand in by their counters.
@@ -829,16 +910,36 @@ void Watcher::InvestigateInTwoSteps(const Stall& stall, const std::vector<Rank>&
   }
   auto t_analysis = Clock::now();
   std::string replay;
-  auto quick = Analyse(*bundle, rest.empty() ? "report" : "first_report", &replay);
+  auto quick = Analyse(*bundle, second.empty() ? "report" : "first_report", &replay);
   auto t_done = Clock::now();
   log() << "hangdx watch: first look: details of " << first.size() << " ranks in " << Secs(t_bundle - t_fetch)
-        << " s (the other " << rest.size() << " by their progress), bundle in " << Secs(t_analysis - t_bundle)
-        << " s, analysis in " << Secs(t_done - t_analysis) << " s\n";
+        << " s (the other " << rest.size() << " by their progress"
+        << (second.size() > rest.size()
+                ? ", the stacks of " + std::to_string(second.size() - rest.size()) + " pushing ranks after"
+                : "")
+        << "), bundle in " << Secs(t_analysis - t_bundle) << " s, analysis in " << Secs(t_done - t_analysis) << " s\n";
   if (quick.ok()) Report(stall, *quick, *bundle, replay);
-  if (rest.empty()) return;  // it was the whole evidence
-  // The second step: every other rank's records into the same bundle.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_investigation_ = {{"first_look_ranks", first.size()},
+                           {"details_s", Secs(t_bundle - t_fetch)},
+                           {"bundle_s", Secs(t_analysis - t_bundle)},
+                           {"analysis_s", Secs(t_done - t_analysis)},
+                           {"ranks", stall.ranks.size()}};
+  }
+  if (second.empty()) return;  // it was the whole evidence
+  CompleteBundle(stall, *bundle, std::move(e), rest, second, quick.ok() ? HangPrints(*quick) : std::set<std::string>{});
+}
+
+// The second step of InvestigateInTwoSteps: every record of `second` (the
+// ranks of `rest`, which the first look knew by their counters, and the
+// pushing ranks whose stacks were still to come) into the first look's
+// `bundle`, whose evidence `e` was; analysed again and compared with the
+// first look's hang findings `was`.
+void Watcher::CompleteBundle(const Stall& stall, const std::string& bundle, Evidence e, const std::vector<Rank>& rest,
+                             const std::vector<Rank>& second, const std::set<std::string>& was) {
   auto t2_fetch = Clock::now();
-  Details more = prober_.Fetch(rest, opt_.fetch_timeout);
+  Details more = AllRecords(second);
   for (const auto& [r, why] : e.unanswered) more.unanswered.try_emplace(r, why);
   std::vector<Rank> with_fr = KeysOf(e.fr), still;
   for (Rank r : rest) (more.fr.count(r) ? with_fr : still).push_back(r);
@@ -857,31 +958,27 @@ void Watcher::InvestigateInTwoSteps(const Stall& stall, const std::vector<Rank>&
   std::sort(with_fr.begin(), with_fr.end());
   all.wait_snapshot = WaitStates(with_fr, still);
   auto t2_bundle = Clock::now();
-  if (auto st = WriteInto(*bundle, all); !st.ok()) {
+  if (auto st = WriteInto(bundle, all); !st.ok()) {
     log() << "hangdx watch: cannot complete the evidence bundle: " << st.message() << "\n";
     return;
   }
   all.fr.clear();
   all.stacks.clear();
   auto t2_analysis = Clock::now();
-  auto whole = Analyse(*bundle, "report", &replay);
+  std::string replay;
+  auto whole = Analyse(bundle, "report", &replay);
   auto t2_done = Clock::now();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    last_investigation_ = {{"first_look_ranks", first.size()},
-                           {"details_s", Secs(t_bundle - t_fetch)},
-                           {"bundle_s", Secs(t_analysis - t_bundle)},
-                           {"analysis_s", Secs(t_done - t_analysis)},
-                           {"whole_details_s", Secs(t2_bundle - t2_fetch)},
-                           {"whole_bundle_s", Secs(t2_analysis - t2_bundle)},
-                           {"whole_analysis_s", Secs(t2_done - t2_analysis)},
-                           {"ranks", stall.ranks.size()}};
+    last_investigation_["whole_details_s"] = Secs(t2_bundle - t2_fetch);
+    last_investigation_["whole_bundle_s"] = Secs(t2_analysis - t2_bundle);
+    last_investigation_["whole_analysis_s"] = Secs(t2_done - t2_analysis);
   }
   if (!whole.ok()) return;
-  std::set<std::string> was = quick.ok() ? HangPrints(*quick) : std::set<std::string>{};
   std::set<std::string> now_prints = HangPrints(*whole);
   auto line = log();
-  line << "hangdx watch: every rank's records: details of " << rest.size() << " more ranks in "
+  line << "hangdx watch: every rank's records: details of " << second.size()
+       << (second.size() > rest.size() ? " ranks (with the pushing ranks' stacks)" : " more ranks") << " in "
        << Secs(t2_bundle - t2_fetch) << " s, bundle in " << Secs(t2_analysis - t2_bundle) << " s, analysis in "
        << Secs(t2_done - t2_analysis) << " s: ";
   if (was == now_prints) {
@@ -889,7 +986,7 @@ void Watcher::InvestigateInTwoSteps(const Stall& stall, const std::vector<Rank>&
     return;
   }
   line << "the finding changes: " << JoinPrints(was) << " -> " << JoinPrints(now_prints) << "\n";
-  Report(stall, *whole, *bundle, replay);
+  Report(stall, *whole, bundle, replay);
 }
 
 bool Watcher::Report(const Stall& stall, const analyze::Diagnosis& d, const std::string& bundle,

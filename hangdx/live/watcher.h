@@ -131,10 +131,17 @@ class Watcher {
   void ReadAgents();
   void Investigate(const Stall& stall);
   void InvestigateInTwoSteps(const Stall& stall, const std::vector<Rank>& first, Clock::time_point now);
+  void CompleteBundle(const Stall& stall, const std::string& bundle, Evidence e, const std::vector<Rank>& rest,
+                      const std::vector<Rank>& second, const std::set<std::string>& was);
   std::vector<Rank> FirstRanks(const Stall& stall);
   Evidence EvidenceOf(const Stall& stall, Details d, const std::vector<Rank>& by_progress, Clock::time_point now);
   StatusOr<analyze::Diagnosis> Analyse(const std::string& bundle, const std::string& name, std::string* replay);
-  Details CollectPushed(const Stall& stall);
+  std::vector<Rank> PushingRanks(const std::vector<Rank>& ranks, Details* d);
+  Details CollectPushed(const std::vector<Rank>& ranks);
+  Details RecordsAtHand(const std::vector<Rank>& ranks);
+  Details AllRecords(const std::vector<Rank>& ranks);
+  void SayWithout(const std::vector<Rank>& ranks, Details* d) const;
+  bool StallMayBeDue();
   std::string WaitStates(const std::vector<Rank>& with_fr, const std::vector<Rank>& by_progress);
   bool Report(const Stall& stall, const analyze::Diagnosis& d, const std::string& bundle, const std::string& replay);
   void RecordHistory(double round_s, size_t ok, size_t failed);

@@ -23,6 +23,44 @@ using namespace std::chrono_literals;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
+// A Flight Recorder entry of the default pg's all_reduce `seq`, as the
+// push hook sends it (torch's _dump_fr_trace_json).
+json PushedEntry(int seq, bool retired, const std::string& state) {
+  return json{{"record_id", seq - 1},
+              {"pg_id", 0},
+              {"process_group", {"0", "default_pg"}},
+              {"collective_seq_id", seq},
+              {"p2p_seq_id", 0},
+              {"op_id", seq},
+              {"profiling_name", "gloo:all_reduce"},
+              {"time_created_ns", 1700000000000000000 + seq},
+              {"input_sizes", {{4}}},
+              {"input_dtypes", {"Float"}},
+              {"output_sizes", {{4}}},
+              {"output_dtypes", {"Float"}},
+              {"state", state},
+              {"retired", retired},
+              {"timeout_ms", 600000},
+              {"is_p2p", false},
+              {"thread_id", "1"},
+              {"thread_name", "main"}};
+}
+
+// A pushed report of `rank` (docs/live.md, section 6): report number
+// `seq`, the default pg's counters, `entries`, and the pg's member list
+// `members` ("[0, 1]").
+json PushedReport(int rank, int seq, int enq, int comp, json entries, const std::string& members) {
+  json fr = {{"version", "2.10"},
+             {"pg_config", {{"", {{"name", ""}, {"desc", ""}, {"ranks", members}}}}},
+             {"pg_status",
+              {{"0",
+                {{"last_enqueued_collective", std::to_string(enq)},
+                 {"last_started_collective", "-1"},
+                 {"last_completed_collective", std::to_string(comp)}}}}},
+             {"entries", std::move(entries)}};
+  return json{{"hangdx_report", 1}, {"rank", rank}, {"pid", 100 + rank}, {"seq", seq}, {"fr", fr}};
+}
+
 class WatcherTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -64,6 +102,84 @@ class WatcherTest : public ::testing::Test {
   }
 
   json Document() { return json::parse(out.str()); }
+
+  // `ranks` ranks push reports; all finish seq 1, all but `hung` enter seq
+  // 2 and `hung` never does, then everyone heartbeats. Asked for their
+  // stacks, the pushers hold them back until the finding is out: a watch
+  // that waits for the stacks (or any next report) before it reports
+  // cannot report at all, however fast the machine. Returns the watch's
+  // exit code; the first report is in `out`.
+  int PushedHangWithStacksHeldBack(int ranks, int hung) {
+    WatchOptions o = Options(nullptr);
+    o.listen = "127.0.0.1:0";
+    o.fetch_timeout = 120000ms;  // the stacks are waited for this long (the second step)
+    o.duration = 150000ms;
+    Watcher w(o);
+    EXPECT_TRUE(w.Start().ok()) << log.str();
+    auto post = [&](const json& body) {
+      HttpRequest r;
+      r.method = "POST";
+      r.path = "/v1/report";
+      r.body = body.dump();
+      return w.Handle(r);
+    };
+    std::string members = "[";
+    for (int r = 0; r < ranks; ++r) members += (r ? ", " : "") + std::to_string(r);
+    members += "]";
+    auto report = [&](int rank, int seq, int enq, int comp, json entries) {
+      return PushedReport(rank, seq, enq, comp, std::move(entries), members);
+    };
+    auto entry = [](int seq, bool retired) { return PushedEntry(seq, retired, retired ? "completed" : "scheduled"); };
+    for (int r = 0; r < ranks; ++r) EXPECT_EQ(post(report(r, 1, 1, 1, {entry(1, true)})).status, 200);
+    for (int r = 0; r < ranks; ++r) {
+      if (r == hung) continue;
+      EXPECT_EQ(post(report(r, 2, 2, 1, {entry(1, true), entry(2, false)})).status, 200);
+    }
+    std::atomic<bool> stop{false}, release{false};
+    std::atomic<int> asked{0};
+    std::thread pusher([&] {
+      std::vector<bool> want(static_cast<size_t>(ranks), false);
+      for (int seq = 3; !stop; ++seq) {
+        for (int r = 0; r < ranks; ++r) {
+          json beat = r == hung ? report(r, seq, 1, 1, json::array()) : report(r, seq, 2, 1, json::array());
+          if (want[static_cast<size_t>(r)] && release) {
+            beat["stacks"] = "Thread 0x0000000000000001 (most recent call first):\n  File \"train.py\", line 9\n";
+            want[static_cast<size_t>(r)] = false;
+          }
+          HttpResponse a = post(beat);
+          if (a.body.find("stacks") != std::string::npos && !want[static_cast<size_t>(r)]) {
+            want[static_cast<size_t>(r)] = true;
+            ++asked;
+          }
+        }
+        std::this_thread::sleep_for(50ms);
+      }
+    });
+    auto fut = std::async(std::launch::async, [&] { return w.Run(); });
+    // The finding is out while every stack is still held back.
+    HttpRequest get;
+    get.method = "GET";
+    get.path = "/findings";
+    bool found = false;
+    for (auto until = std::chrono::steady_clock::now() + 60s; !found && std::chrono::steady_clock::now() < until;) {
+      found = !json::parse(w.Handle(get).body)["findings"].empty();
+      if (!found) std::this_thread::sleep_for(20ms);
+    }
+    EXPECT_TRUE(found) << "no finding while the pushing ranks held their stacks back";
+    release = true;
+    if (!found) w.Stop();
+    int rc = fut.get();
+    stop = true;
+    pusher.join();
+    EXPECT_EQ(asked.load(), ranks);  // then every rank was asked for its stacks, once
+    return rc;
+  }
+
+  std::string Bundle() {
+    std::string bundle;
+    for (const auto& e : fs::directory_iterator(dir)) bundle = e.path().string();
+    return bundle;
+  }
 
   fs::path dir;
   std::ostringstream out, log;
@@ -167,36 +283,9 @@ TEST_F(WatcherTest, PushedReportsAreCheckedCountedAndAnalysed) {
   EXPECT_EQ(post(R"({"hangdx_report": 1, "rank": 1, "fr": {"entries": [{"no_record_id": 1}]}})").status, 400);
   EXPECT_EQ(post(std::string(70000, ' ')).status, 413);
   // Ranks 0 and 1 finish seq 1; rank 0 enters seq 2 and rank 1 never does.
-  auto entry = [](int rank, int seq, bool retired) {
-    return json{{"record_id", seq - 1},
-                {"pg_id", 0},
-                {"process_group", {"0", "default_pg"}},
-                {"collective_seq_id", seq},
-                {"p2p_seq_id", 0},
-                {"op_id", seq},
-                {"profiling_name", "gloo:all_reduce"},
-                {"time_created_ns", 1700000000000000000 + seq},
-                {"input_sizes", {{4}}},
-                {"input_dtypes", {"Float"}},
-                {"output_sizes", {{4}}},
-                {"output_dtypes", {"Float"}},
-                {"state", "scheduled"},
-                {"retired", retired},
-                {"timeout_ms", 600000},
-                {"is_p2p", false},
-                {"thread_id", "1"},
-                {"thread_name", "main"}};
-  };
+  auto entry = [](int /*rank*/, int seq, bool retired) { return PushedEntry(seq, retired, "scheduled"); };
   auto report = [&](int rank, int seq, int enq, int comp, std::vector<json> entries) {
-    json fr = {{"version", "2.10"},
-               {"pg_config", {{"", {{"name", ""}, {"desc", ""}, {"ranks", "[0, 1]"}}}}},
-               {"pg_status",
-                {{"0",
-                  {{"last_enqueued_collective", std::to_string(enq)},
-                   {"last_started_collective", "-1"},
-                   {"last_completed_collective", std::to_string(comp)}}}}},
-               {"entries", entries}};
-    return json{{"hangdx_report", 1}, {"rank", rank}, {"pid", 100 + rank}, {"seq", seq}, {"fr", fr}}.dump();
+    return PushedReport(rank, seq, enq, comp, json(std::move(entries)), "[0, 1]").dump();
   };
   EXPECT_EQ(post(report(0, 1, 1, 1, {entry(0, 1, true)})).status, 200);
   EXPECT_EQ(post(report(1, 1, 1, 1, {entry(1, 1, true)})).status, 200);
@@ -263,6 +352,47 @@ size_t Occurrences(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = 0; (at = text.find(what, at)) != std::string::npos; at += what.size()) ++n;
   return n;
+}
+
+// Pushed reports take the first look: the finding comes from the Flight
+// Recorder the ranks pushed, then their stacks complete the bundle, which
+// `hangdx analyze BUNDLE` reads back to the same finding.
+TEST_F(WatcherTest, APushedStallIsReportedBeforeTheStacksCome) {
+  ASSERT_EQ(PushedHangWithStacksHeldBack(3, 1), 1) << log.str();
+  json d = Document();
+  EXPECT_EQ(d["findings"][0]["kind"], "missing_rank");
+  EXPECT_EQ(d["findings"][0]["culprit_ranks"], json::array({1})) << log.str();
+  std::string bundle = Bundle();
+  for (int r = 0; r < 3; ++r)
+    EXPECT_TRUE(fs::exists(fs::path(bundle) / "stacks" / ("rank_" + std::to_string(r) + ".txt")));
+  EXPECT_TRUE(fs::exists(fs::path(bundle) / ".watch" / "first_report.json"));
+  EXPECT_NE(log.str().find("the same finding (missing_rank pg 0 seq"), std::string::npos) << log.str();
+  EXPECT_EQ(Occurrences(log.str(), "FINDING"), 1u) << log.str();
+  auto again = pipeline::Diagnose({bundle}, {});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(analyze::KindName(again->findings[0].kind), std::string("missing_rank"));
+  EXPECT_EQ(again->findings[0].culprit_ranks, std::vector<Rank>{1});
+}
+
+// A large pushed stall: the first look's few ranks from the board, the
+// others by their counters (their entries agree with them).
+TEST_F(WatcherTest, ALargePushedStallIsReportedFromAFirstLook) {
+  ASSERT_EQ(PushedHangWithStacksHeldBack(100, 37), 1) << log.str();
+  json d = Document();
+  EXPECT_EQ(d["findings"][0]["kind"], "missing_rank");
+  EXPECT_EQ(d["findings"][0]["culprit_ranks"], json::array({37})) << log.str();
+  EXPECT_NE(log.str().find("fetching details from 5 of its 100 ranks first"), std::string::npos) << log.str();
+  EXPECT_NE(log.str().find("the same finding (missing_rank pg 0 seq"), std::string::npos) << log.str();
+  std::string bundle = Bundle();
+  size_t files = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(fs::path(bundle) / "fr")) ++files;
+  EXPECT_EQ(files, 100u);
+  std::ifstream w(fs::path(bundle) / "wait_state.json");
+  std::string waits((std::istreambuf_iterator<char>(w)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(waits.find("progress"), std::string::npos);  // the whole evidence now
+  auto again = pipeline::Diagnose({bundle}, {});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->findings[0].culprit_ranks, std::vector<Rank>{37});
 }
 
 TEST_F(WatcherTest, AWorkerThatNeverAnswersIsNamedAndTheJobWasNeverSeen) {
