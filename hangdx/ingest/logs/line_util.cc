@@ -429,8 +429,13 @@ size_t DetectWrap(const std::vector<std::string_view>& lines, std::vector<std::s
     for (size_t i = 0; i + 1 < lines.size(); ++i) {
       if (!InBand(lines[i].size(), width)) continue;
       ++band;
+      // A next line that starts like this one is a line of its own: lines
+      // of one message repeated by several processes have one width
+      // ("(VllmWorker TP2 pid=407) INFO ... Parent process exited" x 7),
+      // while a cut continues mid-text.
       std::string_view next = lines[i + 1];
-      if (!next.empty() && !IsSpace(next[0]) && !starts.count(StartShape(next))) ++evidence;
+      std::string shape = StartShape(next);
+      if (!next.empty() && !IsSpace(next[0]) && !starts.count(shape) && shape != StartShape(lines[i])) ++evidence;
     }
     if (evidence >= 3 && evidence * 10 >= band * 6 && evidence >= best_evidence) {
       best = width, best_evidence = evidence;

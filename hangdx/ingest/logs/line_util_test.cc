@@ -222,6 +222,17 @@ TEST(LineUtil, EqualLengthsAreNotAWrap) {
   EXPECT_EQ(AllLines(data).size(), 40u);
 }
 
+// One message printed by several processes, after a longer line of
+// another: lines of one width, each starting like the one before it. Not a
+// wrap (testdata/public/vllm23582 was read as one line, so its TP prefixes
+// were never seen and the dead worker's rank was unknown).
+TEST(LineUtil, OneMessageOfSeveralProcessesIsNotAWrap) {
+  std::string data = ReadTestFile("testdata/public/vllm23582-vllmworker1-died-unexpectedly/job.log");
+  ASSERT_FALSE(data.empty());
+  EXPECT_EQ(DetectLayout(data).wrap_width, 0u);
+  EXPECT_EQ(AllLines(data).size(), 10u);
+}
+
 TEST(LineUtil, CleansAnsiAndCarriageReturns) {
   std::string buf;
   EXPECT_EQ(CleanLine("10%\r50%\r\x1b[1;32mThread 1 (active)\x1b[0m  \r", &buf), "Thread 1 (active)");

@@ -91,12 +91,16 @@ void FileFacts::Observe(const logs::Line& l) {
   if (l.text.empty()) return;
   if (l.rank >= 0 && prefix_ranks_.size() < kMaxPrefixRanks) prefix_ranks_.insert(l.rank);
   seen_tp_ = seen_tp_ || l.tp >= 0;
-  seen_dp_ = seen_dp_ || l.dp >= 0;
+  seen_dp_ = seen_dp_ || l.dp > 0;  // DP 0 alone: see Finish
   seen_pp_ = seen_pp_ || l.pp >= 0;
   if (!HasRankTag(tags_)) ++untagged_lines_;
 }
 
 void FileFacts::Finish(int64_t rank_hint) {
+  // TP indices and no DP index but 0 (vLLM's "EngineCore_0" / "EngineCore_DP0"
+  // beside its workers): the global rank of a worker of engine d is
+  // d * (its TP x PP size) + its index (vLLM's ParallelConfig), so in DP 0
+  // without PP a TP index is the global rank.
   tp_only_ = seen_tp_ && !seen_dp_ && !seen_pp_;
   // Ranks 1..K prefixed, rank 0 never, and lines without a prefix: the
   // launcher's own process (rank 0) writes to the console unprefixed.

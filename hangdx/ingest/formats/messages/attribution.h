@@ -64,16 +64,16 @@ class FileFacts {
   // Ends the file; `rank_hint` is the rank its name says (-1 none).
   void Finish(int64_t rank_hint);
 
-  bool tp_only() const { return tp_only_; }                // TP indices, never DP or PP
+  bool tp_only() const { return tp_only_; }                // TP indices, never PP, no DP index but 0
   bool implicit_rank0() const { return implicit_rank0_; }  // prefixed ranks are exactly 1..K
   int64_t rank_hint() const { return rank_hint_; }         // -1 when none or a combined log
   const std::set<int64_t>& prefix_ranks() const { return prefix_ranks_; }
 
  private:
   logs::LinePrefix tags_;
-  std::set<int64_t> prefix_ranks_;  // global ranks that prefixes name (capped)
-  bool seen_tp_ = false, seen_dp_ = false, seen_pp_ = false;
-  int64_t untagged_lines_ = 0;  // non-empty lines with no rank-naming prefix
+  std::set<int64_t> prefix_ranks_;                            // global ranks that prefixes name (capped)
+  bool seen_tp_ = false, seen_dp_ = false, seen_pp_ = false;  // seen_dp_: a DP index above 0
+  int64_t untagged_lines_ = 0;                                // non-empty lines with no rank-naming prefix
   bool tp_only_ = false, implicit_rank0_ = false;
   int64_t rank_hint_ = -1;
   std::set<int64_t> nccl_pids_;  // pids of NCCL "host:pid:tid [dev]" prefixes (at most 8)

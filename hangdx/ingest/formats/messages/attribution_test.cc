@@ -62,10 +62,16 @@ TEST(Attribution, ServingGroupIndicesAreGlobalOnlyInATpOnlyFile) {
       "(EngineCore_0 pid=271) ERROR 08-25 12:24:19 [multiproc_executor.py:146] Worker proc VllmWorker-1 died "
       "unexpectedly, shutting down executor.\n";
   std::string tp = "(VllmWorker TP0 pid=405) INFO 08-25 12:24:19 [multiproc_executor.py:520] Parent process exited\n";
-  // testdata/public/vllm23582: TP indices only (EngineCore_0 is DP 0, its own group).
+  // testdata/public/vllm23582: TP indices and EngineCore_0 (DP 0): the
+  // worker index of engine 0 is its global rank (was -1: "a DP tag").
   auto r = Scan(tp + died);
   ASSERT_EQ(r.size(), 1u);
-  EXPECT_EQ(r[0].who.rank, -1);  // a DP tag in the file: the worker index is inside an engine
+  EXPECT_EQ(r[0].who.rank, 1);
+  // Engine 1 in the file: worker 1 is engine 0's or engine 1's, not known.
+  std::string dp1 = "(EngineCore_1 pid=272) INFO 08-25 12:24:18 [core.py:70] Initializing a V1 LLM engine\n";
+  r = Scan(tp + dp1 + died);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].who.rank, -1);
   std::string shm =
       "(Worker_TP1 pid=78023) INFO 10-22 09:43:49 [shm_broadcast.py:466] No available shared memory "
       "broadcast block found in 60 second.\n";
