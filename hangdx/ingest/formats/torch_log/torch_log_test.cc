@@ -140,6 +140,18 @@ TEST(TorchLog, DetailMismatchNamesTheRanksBelowTheFirstDifferentOne) {
   EXPECT_TRUE(d[2].events.empty());
 }
 
+TEST(TorchLog, AGarbledFirstDifferentRankImpliesNoOtherRanks) {
+  // Fuzz campaign (torch-log, 878 bytes): "but Rank 000...0714331860": the
+  // rank is out of range and dropped, and ranks 0-65,535 were still claimed
+  // to agree with rank 0 (1.9 s, 195 MB for one line).
+  std::string line = kCDetailRank0;
+  line.replace(line.find("but Rank 2 "), 11, "but Rank 000000714331860 ");
+  auto d = Parse(line, 0);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].rank, 0);
+  EXPECT_EQ(d[0].ops.size(), 1u);
+}
+
 TEST(TorchLog, DetailMismatchOwnReportBeatsOthersAndSubgroupsStayLocal) {
   // Rank 2's own line says broadcast [4]; rank 0's line (read first) claims
   // rank 2 runs broadcast [8]: the rank's own report wins.
