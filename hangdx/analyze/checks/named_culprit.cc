@@ -372,13 +372,22 @@ Finding ReportFinding(const RankAnalysis& a, const Key& key, const std::vector<R
   return f;
 }
 
+// True when rank dump `d` records an op of the pg stall `e` names: the
+// wait is modelled as that op (a store-based barrier's), and the checks of
+// collectives judge it.
+bool WaitIsAnOp(const model::RankDump& d, const LogEvent& e) {
+  if (e.pg.empty()) return false;
+  return std::any_of(d.ops.begin(), d.ops.end(), [&](const model::OpRecord& op) { return op.pg_name == e.pg; });
+}
+
 // Stall warnings that name nobody, per reporter: a hang only when one
 // reporter repeats them with no progress in between.
 void UnnamedStalls(const model::Job& job, FindingSink* sink) {
   std::map<Rank, std::vector<const LogEvent*>> by_reporter;
   for (const auto& d : job.dumps)
     for (const auto& e : d.events)
-      if (e.kind == LogEvent::Kind::kStall && e.ranks.empty() && e.ready_ranks.empty() && !HeadsAReport(job, d, e))
+      if (e.kind == LogEvent::Kind::kStall && e.ranks.empty() && e.ready_ranks.empty() && !HeadsAReport(job, d, e) &&
+          !WaitIsAnOp(d, e))
         by_reporter[d.rank].push_back(&e);
   if (by_reporter.empty()) return;
   std::vector<Rank> repeated, reporters;  // ranks -1 (a log naming none) are not listed

@@ -19,14 +19,21 @@ constexpr const char* kStore =
     "store_based_barrier_key:1 (world_size=8, worker_count=7, timeout=0:30:00)";
 
 TEST(Attribution, LauncherPrefixBeatsTheFileName) {
-  auto r = Scan(std::string("[rank5]:") + kStore + "\n", 2);
+  // A message that names no rank of its own (the store-based barrier's
+  // names its global rank, which beats both: below).
+  std::string shm = "No available shared memory broadcast block found in 60 second.";
+  auto r = Scan("[rank5]:" + shm + "\n", 2);
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].who.rank, 5);
   EXPECT_STREQ(r[0].who.how, "launcher prefix");
-  r = Scan(std::string(kStore) + "\n", 2);
+  r = Scan(shm + "\n", 2);
   EXPECT_EQ(r[0].who.rank, 2);
   EXPECT_STREQ(r[0].who.how, "file name");
-  EXPECT_EQ(Scan(std::string(kStore) + "\n")[0].who.rank, -1);  // never invented
+  EXPECT_EQ(Scan(shm + "\n")[0].who.rank, -1);  // never invented
+  // _store_based_barrier is passed the global rank (distributed_c10d.py).
+  r = Scan(std::string("[rank5]:") + kStore + "\n", 2);
+  EXPECT_EQ(r[0].who.rank, 3);
+  EXPECT_STREQ(r[0].who.how, "the rank the message names");
 }
 
 TEST(Attribution, C10dPrefixIsGlobalOnlyInTheDefaultPg) {

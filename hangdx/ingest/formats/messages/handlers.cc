@@ -25,7 +25,7 @@ constexpr HandlerRow kHandlers[] = {
     {EventKind::kTimeout, &Handlers::OnTimeout}, {EventKind::kStatus, &Handlers::OnStatus},
     {EventKind::kOp, &Handlers::OnOp},           {EventKind::kInit, &Handlers::OnInit},
     {EventKind::kMismatch, &Handlers::OnEvent},  {EventKind::kCulprit, &Handlers::OnEvent},
-    {EventKind::kStall, &Handlers::OnEvent},     {EventKind::kPeerLost, &Handlers::OnEvent},
+    {EventKind::kStall, &Handlers::OnStall},     {EventKind::kPeerLost, &Handlers::OnEvent},
     {EventKind::kCrash, &Handlers::OnEvent},     {EventKind::kExit, &Handlers::OnEvent},
     {EventKind::kAbort, &Handlers::OnEvent},     {EventKind::kHeartbeat, &Handlers::OnEvent},
     {EventKind::kConfig, &Handlers::OnEvent},    {EventKind::kProgress, &Handlers::OnEvent},
@@ -197,8 +197,41 @@ bool Handlers::Emit(const Message& m, model::LogEvent e) {
 
 void Handlers::OnEvent(const Message& m) { Emit(m, MakeEvent(m, EventKindOf(m.match->row->event), out_->file())); }
 
+void Handlers::OnStall(const Message& m) {
+  if (Emit(m, MakeEvent(m, Kind::kStall, out_->file()))) RecordRendezvous(m, false);
+}
+
+void Handlers::RecordRendezvous(const Message& m, bool timed_out) {
+  const messages::MessageFields& f = m.match->fields;
+  int64_t rank = m.who.rank;
+  if (rank < 0 || f.seq >= 0 || f.count < 0 || f.world_size <= 0 || f.world_size > (1 << 20) || rank >= f.world_size ||
+      f.pg.empty() || rendezvous_.size() >= kMaxPendingTimeouts || !rendezvous_.emplace(rank, f.pg).second)
+    return;
+  model::PgConfig& c = out_->PgConfig(rank, f.pg);
+  if (!c.ranks_known) {
+    std::vector<model::Rank> all(static_cast<size_t>(f.world_size));
+    for (int64_t r = 0; r < f.world_size; ++r) all[static_cast<size_t>(r)] = r;
+    c.ranks = model::SharedRanks(std::move(all));
+    c.ranks_known = true;
+    c.desc = "store-based barrier";
+  }
+  model::Interner& pool = out_->Strings(rank);
+  model::OpRecord r;
+  r.record_id = static_cast<int64_t>(out_->OpCount(rank));
+  r.pg_name = pool.Str(f.pg);
+  r.pg_desc = pool.Str(c.desc);
+  r.profiling_name = pool.Str(BackendOf(*m.match->row) + ":barrier");
+  model::ParseProfilingName(&r);
+  r.collective_seq = 0;
+  r.state = model::OpState::kStarted;
+  r.retired = timed_out;
+  r.completed = false;
+  out_->AddOp(rank, r);
+}
+
 void Handlers::OnTimeout(const Message& m) {
   if (!Emit(m, MakeEvent(m, Kind::kTimeout, out_->file()))) return;
+  RecordRendezvous(m, true);
   // The stuck op itself, when the message says which (pg, seq) it is.
   if (m.who.rank >= 0 && m.match->fields.seq >= 0 && timeouts_.size() < kMaxPendingTimeouts)
     timeouts_.push_back({m.match, m.who});

@@ -68,6 +68,7 @@ class Handlers {
   void OnOp(const Message& m);
   void OnInit(const Message& m);
   void OnEvent(const Message& m);  // every kind that is a LogEvent only
+  void OnStall(const Message& m);  // a LogEvent, and a rendezvous wait (RecordRendezvous)
 
  private:
   // A timeout waiting for its pg (the status line may come later).
@@ -78,6 +79,13 @@ class Handlers {
   // Records `e` for `who` (see the file comment); false when it was not kept.
   bool Emit(const Message& m, model::LogEvent e);
   void RecordTimeoutOp(const PendingTimeout& t);
+  // A wait at a rendezvous of `world_size` ranks that `count` have reached
+  // (c10d's store-based barrier of init_process_group / new_group: a pg
+  // named by its store key, members 0 .. world_size-1) as the rank's op
+  // seq 0 of that pg, so the ranks that never reached it are found like
+  // those absent from a collective; `timed_out`: the wait ended in a
+  // timeout. Once per (rank, pg).
+  void RecordRendezvous(const Message& m, bool timed_out);
 
   RecordSink* out_;
   std::vector<PendingTimeout> timeouts_;
@@ -85,7 +93,8 @@ class Handlers {
   std::map<std::pair<int64_t, int64_t>, Attribution> status_pg_;
   std::map<int64_t, int> events_of_;  // per rank, capped
   std::set<std::tuple<int64_t, int, std::string>> seen_;
-  bool warned_rank_range_ = false;  // a message named a rank past model::kMaxRank
+  std::set<std::pair<int64_t, std::string>> rendezvous_;  // (rank, pg) recorded by RecordRendezvous
+  bool warned_rank_range_ = false;                        // a message named a rank past model::kMaxRank
   std::map<const messages::Row*, int64_t> unranked_;
 };
 

@@ -55,6 +55,37 @@ TEST(Handlers, TimeoutTakesItsPgFromTheStatusLineAfterIt) {
   EXPECT_EQ((*d->ops[0].input_sizes)[0], model::Shape{1024});
 }
 
+TEST(Handlers, AStoreBasedBarrierWaitIsAnOpOfItsOwnPg) {
+  // c10d's store-based barrier (init_process_group / new_group): 3 of a
+  // world of 4 check in, rank 2 never does. Each waiting rank gets one op
+  // (seq 0) of the pg its key names, whose members are 0-3; a timeout ends
+  // it (retired), a wait does not. The waiting line repeats: one op a rank.
+  std::string wait =
+      "INFO:root:Waiting in store based barrier to initialize process group for rank: 0, key: "
+      "store_based_barrier_key:1 (world_size=4, worker_count=3, timeout=0:30:00)\n";
+  std::string text = wait + wait;
+  text +=
+      "RuntimeError: Timed out initializing process group in store based barrier on rank: 1, for key: "
+      "store_based_barrier_key:1 (world_size=4, worker_count=3, timeout=0:30:00)\n";
+  DumpBuilder::Result r = Read(text);
+  ASSERT_EQ(r.dumps.size(), 2u);
+  for (int64_t rank : {0, 1}) {
+    const model::RankDump* d = DumpOf(r, rank);
+    ASSERT_NE(d, nullptr) << rank;
+    ASSERT_EQ(d->ops.size(), 1u) << rank;
+    EXPECT_EQ(d->ops[0].pg_name, "store_based_barrier_key:1");
+    EXPECT_EQ(d->ops[0].op, "barrier");
+    EXPECT_EQ(d->ops[0].collective_seq, 0);
+    EXPECT_FALSE(d->ops[0].completed);
+    EXPECT_EQ(d->ops[0].retired, rank == 1) << rank;  // rank 1 timed out
+    auto cfg = d->pg_config.find("store_based_barrier_key:1");
+    ASSERT_NE(cfg, d->pg_config.end());
+    ASSERT_TRUE(cfg->second.ranks_known);
+    EXPECT_EQ(cfg->second.ranks.get(), (std::vector<model::Rank>{0, 1, 2, 3}));
+  }
+  EXPECT_EQ(EventOf(r, 0, "torch.c10d.store_barrier_waiting")->kind, Kind::kStall);
+}
+
 TEST(Handlers, StatusLinesSetThePgStatusOfTheirPgId) {
   DumpBuilder::Result r = Read(
       "[rank7]:[E419 10:42:28.861967180 ProcessGroupNCCL.cpp:1785] [PG ID 2 PG GUID 9 Rank 7] Exception (either an "
