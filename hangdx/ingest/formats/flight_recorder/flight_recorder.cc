@@ -103,6 +103,10 @@ struct PNode {
   bool present() const { return v != nullptr; }
   // Identity of a shared container: memoised frame dicts are one object.
   const void* identity() const { return v && v->c() ? static_cast<const void*>(v->c()) : v; }
+  // Whether identity() stays this value's for the document's life: a
+  // streamed entry's own containers are reused once it was read
+  // (PickleContainer::stable), and then appeared only once.
+  bool stable() const { return !v || !v->c() || v->c()->stable; }
 };
 
 struct JNode {
@@ -174,6 +178,7 @@ struct JNode {
   }
   bool present() const { return v != nullptr; }
   const void* identity() const { return v; }
+  bool stable() const { return true; }
 };
 
 // The work converting one file may cause, in values visited: 16 per byte
@@ -446,7 +451,7 @@ class Converter {
  public:
   // Converts a dump of `bytes` bytes (the size sets the WorkBudget).
   Converter(model::Rank rank, RecordSink* out, RankListCache* cache, uint64_t bytes)
-      : rank_(rank), out_(out), pool_(out->Strings(rank)), cache_(cache), budget_(bytes) {}
+      : rank_(rank), out_(out), pool_(out->Strings(rank)), cache_(cache), bytes_(bytes), budget_(bytes) {}
 
   bool Run(N root) {
     N entries{nullptr};
@@ -468,9 +473,19 @@ class Converter {
       Add(Sev::kError, "'entries' is not a list");
       return false;
     }
-    size_t n = entries.present() ? entries.size() : 0;
-    FindShared(entries, n);
-    for (size_t i = 0; i < n && !budget_.exhausted(); ++i) ReadEntryOnce(entries.at(i));
+    // What the streamed entries said comes after what the header says, as
+    // when they are read from the tree.
+    deferring_ = false;
+    for (auto& d : deferred_) Add(d.severity, std::move(d.message), d.offset);
+    deferred_.clear();
+    const size_t listed = entries.present() ? entries.size() : 0, n = streamed_ + listed;
+    // Room for the ops at once: growing by doubling held up to 2.4 times
+    // their memory (12 MB of a 20,000-entry dump) while it copied. A real
+    // entry takes 100 bytes or more of the file, so a pickle of empty
+    // lists or memo references cannot make it reserve more than it holds.
+    out_->ReserveOps(rank_, std::min<uint64_t>(listed, bytes_ / 100));
+    FindShared(entries, listed);
+    for (size_t i = 0; i < listed && !budget_.exhausted(); ++i) ReadEntryOnce(entries.at(i));
     seqs_.Report(n, [this](std::string msg) { Warn(std::move(msg)); });
     if (budget_.exhausted())
       Add(Sev::kError, "the pickle shares containers through its memo so often that reading it would visit more than " +
@@ -482,6 +497,25 @@ class Converter {
       return false;
     }
     return true;
+  }
+
+  // Reads one entry of a streamed list (PickleDocument::ParseViewStreaming),
+  // before Run: the entries so streamed come first, then those still in the
+  // tree's list. What it says waits for Run (after the header's).
+  void StreamEntry(N e) {
+    deferring_ = true;
+    ++streamed_;
+    if (budget_.exhausted()) return;
+    if (!e.stable()) {  // appears once, and its identity is reused later
+      model::OpRecord op;
+      if (!ReadEntry(e, &op)) return;
+      if (seq_given_) seqs_.Add(op);
+      out_->AddOp(rank_, op);
+      ++read_;
+      return;
+    }
+    shared_.try_emplace(e.identity(), std::nullopt);  // may come again: read once
+    ReadEntryOnce(e);
   }
 
  private:
@@ -569,9 +603,10 @@ class Converter {
   }
 
   uint32_t InternFrame(N f) {
-    // Pickle dumps share one dict per distinct frame: intern by identity.
-    const void* key = f.identity();
-    auto it = frame_ids_.find(key);
+    // Pickle dumps share one dict per distinct frame: intern by identity
+    // (a frame dict that is not stable appears once).
+    const void* key = f.stable() ? f.identity() : nullptr;
+    auto it = key ? frame_ids_.find(key) : frame_ids_.end();
     if (it != frame_ids_.end()) return it->second;
     budget_.Spend(f.size());  // a new frame: read once
     model::Frame fr;
@@ -580,7 +615,7 @@ class Converter {
     if (f.get("filename").str(&s)) fr.filename = std::string(s);
     f.get("line").integer(&fr.line);
     uint32_t id = out_->AddFrame(rank_, std::move(fr));
-    frame_ids_.emplace(key, id);
+    if (key) frame_ids_.emplace(key, id);
     return id;
   }
 
@@ -671,15 +706,30 @@ class Converter {
 
   // A problem of the whole dump, or of one entry (repeats are counted by
   // the sink: "field 'state' is malformed (2000 times)").
-  void Add(Sev sev, std::string msg, int64_t offset = -1) { out_->Diag(sev, std::move(msg), rank_, offset); }
+  void Add(Sev sev, std::string msg, int64_t offset = -1) {
+    if (deferring_)
+      deferred_.push_back({sev, std::move(msg), offset});
+    else
+      out_->Diag(sev, std::move(msg), rank_, offset);
+  }
   void Warn(std::string msg) { Add(Sev::kWarning, std::move(msg)); }
 
   model::Rank rank_;
   RecordSink* out_;
   model::Interner& pool_;
   RankListCache* cache_;
+  uint64_t bytes_;  // the file's size
   WorkBudget budget_;
-  size_t read_ = 0;  // entries read
+  size_t read_ = 0;      // entries read
+  size_t streamed_ = 0;  // entries streamed (StreamEntry)
+  // While entries stream: what they say, for Run to pass on after the header.
+  bool deferring_ = false;
+  struct Deferred {
+    Sev severity;
+    std::string message;
+    int64_t offset;
+  };
+  std::vector<Deferred> deferred_;
   // Entries that appear more than once (FindShared), with their op once read.
   std::unordered_map<const void*, std::optional<model::OpRecord>> shared_;
   std::unordered_map<const void*, uint32_t> frame_ids_;
@@ -734,16 +784,26 @@ bool ParseFlightRecorderPickle(const Artifact& in, RecordSink* out) {
   // One document per parser thread: its memory is reused file after file.
   thread_local PickleDocument doc;
   PickleError err;
-  if (!doc.ParseView(in.data, &err)) {
+  // The entries are read as the pickle machine completes each, and their
+  // values reused for the next: a dump's tree of values was 1.1 KB per
+  // entry (23 MB at 20,000), all alive until the conversion ended. What a
+  // file that turns out unreadable gave is dropped by the loader.
+  Converter<PNode> conv(rank, out, in.rank_lists, in.data.size());
+  struct Entries final : PickleItemSink {
+    Converter<PNode>* conv;
+    void Item(const PickleValue& item) override { conv->StreamEntry(PNode{&item}); }
+  } entries;
+  entries.conv = &conv;
+  if (!doc.ParseViewStreaming(in.data, "entries", &entries, &err)) {
     out->Diag(Sev::kError,
               "unreadable pickle at byte " + std::to_string(err.offset) + " of " + std::to_string(in.data.size()) +
                   ": " + err.message,
               rank, err.offset);
     out->MarkUnreadable(rank);
+    out->Strings(rank).ForgetAddresses();
     return false;
   }
   out->SetFromFlightRecorder(rank);
-  Converter<PNode> conv(rank, out, in.rank_lists, in.data.size());
   bool ok = conv.Run(PNode{&doc.root()});
   out->Strings(rank).ForgetAddresses();  // the strings pointed into `in.data`
   if (!ok) out->MarkUnreadable(rank);

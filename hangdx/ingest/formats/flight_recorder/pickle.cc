@@ -115,6 +115,156 @@ std::string Hex(unsigned char op) {
   return std::string("0x") + d[op >> 4] + d[op & 15];
 }
 
+// The memo keys a pickle reads back (BINGET, LONG_BINGET, GET), as a
+// bitmap with ranks: a streamed parse stores only those, one slot each.
+class MemoKeys {
+ public:
+  void Add(uint64_t key) {
+    if (key / 64 >= words_.size()) words_.resize(key / 64 + 1, 0);
+    words_[key / 64] |= uint64_t{1} << (key % 64);
+  }
+  // Ends adding: makes Rank O(1).
+  void Seal() {
+    ranks_.resize(words_.size());
+    uint32_t n = 0;
+    for (size_t w = 0; w < words_.size(); ++w) {
+      ranks_[w] = n;
+      n += static_cast<uint32_t>(__builtin_popcountll(words_[w]));
+    }
+  }
+  bool Has(uint64_t key) const { return key / 64 < words_.size() && (words_[key / 64] >> (key % 64)) & 1; }
+  // Keys read back below `key`.
+  uint64_t Rank(uint64_t key) const {
+    uint64_t below = words_[key / 64] & ((uint64_t{1} << (key % 64)) - 1);
+    return ranks_[key / 64] + static_cast<uint64_t>(__builtin_popcountll(below));
+  }
+
+ private:
+  std::vector<uint64_t> words_;
+  std::vector<uint32_t> ranks_;
+};
+
+// Walks the opcodes of `d` (operands skipped, no values built) and notes
+// the memo keys read back. False, with nothing to trust, for anything the
+// machine would refuse or find truncated, or a key beyond the input: the
+// plain parse then reads the pickle and says why.
+bool FetchedMemoKeys(std::string_view d, MemoKeys* keys) {
+  size_t pos = 0;
+  auto le = [&](size_t n) {
+    uint64_t v = 0;
+    for (size_t k = 0; k < n; ++k) v |= static_cast<uint64_t>(static_cast<unsigned char>(d[pos + k])) << (8 * k);
+    pos += n;
+    return v;
+  };
+  auto skip = [&](size_t n) {  // n bytes of operand
+    if (d.size() - pos < n) return false;
+    pos += n;
+    return true;
+  };
+  auto sized = [&](size_t n) {  // an n-byte length, then that many bytes
+    if (d.size() - pos < n) return false;
+    return skip(le(n));
+  };
+  auto key = [&](uint64_t k) {
+    if (k > d.size()) return false;
+    keys->Add(k);
+    return true;
+  };
+  while (pos < d.size()) {
+    unsigned char op = static_cast<unsigned char>(d[pos++]);
+    bool ok = true;
+    switch (op) {
+      case '.':
+        keys->Seal();
+        return true;
+      case '(':
+      case '0':
+      case '1':
+      case '2':
+      case 'N':
+      case 0x88:
+      case 0x89:
+      case ']':
+      case ')':
+      case '}':
+      case 0x8f:
+      case 'l':
+      case 't':
+      case 'd':
+      case 0x91:
+      case 0x85:
+      case 0x86:
+      case 0x87:
+      case 'a':
+      case 'e':
+      case 'u':
+      case 0x90:
+      case 's':
+      case 0x94:
+        break;
+      case 0x80:
+      case 'K':
+      case 'q':
+        ok = skip(1);
+        break;
+      case 'M':
+        ok = skip(2);
+        break;
+      case 'J':
+      case 'r':
+        ok = skip(4);
+        break;
+      case 0x95:
+      case 'G':
+        ok = skip(8);
+        break;
+      case 0x8a:
+      case 0x8c:
+      case 'U':
+      case 'C':
+        ok = sized(1);
+        break;
+      case 0x8b:
+      case 'X':
+      case 'T':
+      case 'B':
+        ok = sized(4);
+        break;
+      case 0x8d:
+      case 0x8e:
+      case 0x96:
+        ok = sized(8);
+        break;
+      case 'h':
+        ok = d.size() - pos >= 1 && key(le(1));
+        break;
+      case 'j':
+        ok = d.size() - pos >= 4 && key(le(4));
+        break;
+      case 'I':
+      case 'L':
+      case 'F':
+      case 'p':
+      case 'g': {
+        size_t nl = d.find('\n', pos);
+        if (nl == std::string_view::npos) return false;
+        std::string_view line = d.substr(pos, nl - pos);
+        pos = nl + 1;
+        if (op == 'g') {
+          uint64_t k;
+          auto r = std::from_chars(line.data(), line.data() + line.size(), k);
+          ok = r.ec == std::errc() && r.ptr == line.data() + line.size() && key(k);
+        }
+        break;
+      }
+      default:
+        return false;  // refused or unknown: the machine says which
+    }
+    if (!ok) return false;
+  }
+  return false;  // no STOP
+}
+
 class Machine {
  public:
   Machine(std::string_view data, PickleScratch* scratch)
@@ -124,7 +274,20 @@ class Machine {
         stack_(scratch->stack),
         marks_(scratch->marks),
         memo_(scratch->memo),
-        memo_set_(scratch->memo_set) {}
+        memo_set_(scratch->memo_set),
+        memo_serial_(scratch->memo_serial),
+        free_(scratch->free) {}
+
+  // Streams the list under top-level key `key` into *sink (see
+  // PickleDocument::ParseViewStreaming); `fetched` (FetchedMemoKeys of the
+  // same data) says which memo keys are ever read back.
+  void Stream(std::string_view key, PickleItemSink* sink, const MemoKeys* fetched) {
+    key_ = key;
+    sink_ = sink;
+    fetched_ = fetched;
+    state_ = StreamState::kLooking;
+  }
+  size_t streamed() const { return streamed_; }
 
   bool Run(PickleValue* root, int* protocol, PickleError* err);
 
@@ -154,13 +317,27 @@ class Machine {
     return true;
   }
   PickleContainer* NewContainer() {
-    if (used_ < arena_->size()) {
-      PickleContainer* c = &(*arena_)[used_++];
+    PickleContainer* c;
+    if (!free_.empty()) {  // a streamed item's, handed over (Recycle)
+      c = free_.back();
+      free_.pop_back();
+    } else if (used_ < arena_->size()) {
+      c = &(*arena_)[used_++];
       c->items.clear();  // keeps its capacity
+    } else {
+      ++used_;
+      c = &arena_->emplace_back();
+    }
+    if (!sink_) {  // a plain parse: every container stable (one a streamed parse reused may say otherwise)
+      c->serial = 0;
+      c->stable = 1;
       return c;
     }
-    ++used_;
-    return &arena_->emplace_back();
+    c->serial = next_serial_++;
+    // Only what a streamed item makes is ever reused: the rest is stable.
+    c->stable = state_ == StreamState::kActive ? 0 : 1;
+    if (state_ == StreamState::kActive) made_.push_back(c);
+    return c;
   }
   // An empty container of kind `k` that owns no storage yet (SharedEmpty).
   static PickleValue EmptyContainer(PickleValue::Kind k) { return PickleValue::Container(k, SharedEmpty()); }
@@ -182,6 +359,11 @@ class Machine {
     *mark = marks_.back();
     marks_.pop_back();
     if (*mark > stack_.size()) return Fail("MARK above the stack top");
+    // Items before this MARK were handed over as the streamed list's: a
+    // pickle that makes them anything else cannot be read by streaming
+    // (Python and torch never write one).
+    if (state_ == StreamState::kActive && *mark == item_mark_)
+      return Fail("the MARK of the streamed list's items is closed by another opcode than APPENDS");
     return true;
   }
   bool Top(PickleValue** v) {
@@ -199,17 +381,33 @@ class Machine {
   bool Memoize(uint64_t idx) {
     if (stack_.empty()) return Fail("memo store with an empty stack");
     if (idx > d_.size()) return Fail("memo index " + std::to_string(idx) + " out of range");
+    memo_len_ = std::max<uint64_t>(memo_len_, idx + 1);
+    if (stack_.back().is_container()) Own(&stack_.back());  // the memo and the stack share it
+    if (sink_) {
+      // A streamed parse keeps only the keys read back (one slot each, by
+      // rank), and a container they hold outlives its item.
+      if (!fetched_->Has(idx)) return true;
+      idx = fetched_->Rank(idx);
+      if (stack_.back().is_container()) stack_.back().c()->stable = 1;
+    }
     if (memo_.size() <= idx) {
       memo_.resize(idx + 1);
       memo_set_.resize(idx + 1, false);
+      if (sink_) memo_serial_.resize(idx + 1, 0);
     }
-    if (stack_.back().is_container()) Own(&stack_.back());  // the memo and the stack share it
     memo_[idx] = stack_.back();
     memo_set_[idx] = true;
+    if (sink_ && stack_.back().is_container()) memo_serial_[idx] = stack_.back().c()->serial;
     return true;
   }
   bool Fetch(uint64_t idx) {
-    if (idx >= memo_.size() || !memo_set_[idx]) return Fail("memo key " + std::to_string(idx) + " was never stored");
+    const uint64_t key = idx;
+    if (sink_) idx = fetched_->Has(idx) ? fetched_->Rank(idx) : memo_.size();
+    if (idx >= memo_.size() || !memo_set_[idx]) return Fail("memo key " + std::to_string(key) + " was never stored");
+    // A container reused since it was stored (which FetchedMemoKeys rules
+    // out) is refused rather than read.
+    if (sink_ && memo_[idx].is_container() && memo_[idx].c()->serial != memo_serial_[idx])
+      return Fail("memo key " + std::to_string(key) + " names a streamed item's value");
     stack_.push_back(memo_[idx]);
     return true;
   }
@@ -236,6 +434,17 @@ class Machine {
     return true;
   }
 
+  // ---- Streaming (ParseViewStreaming). --------------------------------
+  // kLooking: the list is not met yet; kListed: it is on the stack at
+  // list_index_, no MARK of items open; kActive: its items' MARK is open at
+  // item_mark_; kOff: not (or no longer) streaming.
+  enum class StreamState { kOff, kLooking, kListed, kActive };
+  void StreamListPushed();
+  void StreamMarkPushed();
+  void StreamStep();
+  void StreamTarget(const PickleValue& target);
+  void HandOver(size_t count, size_t made, uint64_t serial_end);
+
   std::string_view d_;
   std::deque<PickleContainer>* arena_;
   size_t& used_;
@@ -244,13 +453,122 @@ class Machine {
   std::vector<size_t>& marks_;
   std::vector<PickleValue>& memo_;
   std::vector<bool>& memo_set_;
+  uint64_t memo_len_ = 0;  // highest memo key stored + 1 (MEMOIZE's next key)
   PickleError* err_ = nullptr;
+
+  std::vector<uint64_t>& memo_serial_;  // per slot: its container's serial when stored
+  std::vector<PickleContainer*>& free_;
+  std::string_view key_;
+  PickleItemSink* sink_ = nullptr;
+  const MemoKeys* fetched_ = nullptr;
+  StreamState state_ = StreamState::kOff;
+  size_t list_index_ = 0, item_mark_ = 0;
+  uint64_t next_serial_ = 1;
+  std::vector<PickleContainer*> made_;  // containers made since the current item began
+  uint64_t item_serial_begin_ = 0;      // the first serial the current item may have made
+  size_t item_made_ = 0;                // of made_, those the item on the stack made, when it was last alone
+  uint64_t item_serial_end_ = 0;        // next_serial_ then
+  size_t streamed_ = 0;
 };
+
+// Starts streaming at an EMPTY_LIST just pushed as the value of the first
+// `key_` of the top-level dict: the root dict at the stack's bottom, its
+// MARK open alone, the list at an even offset after it.
+void Machine::StreamListPushed() {
+  if (state_ != StreamState::kLooking) return;
+  const size_t i = stack_.size() - 1;
+  if (marks_.size() != 1 || marks_[0] != 1 || !stack_[0].is_dict() || i < 2 || i % 2) return;
+  const PickleValue& k = stack_[i - 1];
+  if (k.kind() != PickleValue::Kind::kStr || k.s() != key_) return;
+  // An earlier `key_` is the one a reader of the dict gets: not this list.
+  auto earlier = [&](const PickleValue& v) { return v.kind() == PickleValue::Kind::kStr && v.s() == key_; };
+  const auto& done = stack_[0].c()->items;
+  for (size_t j = 0; j < done.size(); j += 2)
+    if (earlier(done[j])) return void(state_ = StreamState::kOff);
+  for (size_t j = 1; j + 1 < i; j += 2)
+    if (earlier(stack_[j])) return void(state_ = StreamState::kOff);
+  state_ = StreamState::kListed;
+  list_index_ = i;
+}
+
+// A MARK just pushed right above the streamed list opens a batch of items.
+void Machine::StreamMarkPushed() {
+  if (state_ != StreamState::kListed || marks_.size() != 2 || stack_.size() != list_index_ + 1) return;
+  state_ = StreamState::kActive;
+  item_mark_ = stack_.size();
+  made_.clear();
+  item_serial_begin_ = next_serial_;
+  item_made_ = 0;
+  item_serial_end_ = next_serial_;
+}
+
+// Before each opcode: hands the first item of an open batch over once a
+// second one stands beside it (a dict next to a dict: a value pushed next
+// to a dict may still go into it, by SETITEM), and notes what the item
+// made while it stands alone.
+void Machine::StreamStep() {
+  if ((state_ == StreamState::kListed || state_ == StreamState::kActive) && stack_.size() <= list_index_) {
+    state_ = StreamState::kOff;  // the list left the stack (into the root dict)
+    return;
+  }
+  if (state_ != StreamState::kActive || marks_.size() != 2 || marks_[1] != item_mark_) return;
+  if (stack_.size() == item_mark_ + 1) {
+    item_made_ = made_.size();
+    item_serial_end_ = next_serial_;
+  } else if (stack_.size() == item_mark_ + 2 && stack_[item_mark_].is_dict() && stack_[item_mark_ + 1].is_dict()) {
+    HandOver(1, item_made_, item_serial_end_);
+    item_made_ = made_.size();
+    item_serial_end_ = next_serial_;
+  }
+}
+
+// A container about to take values during an item: one made before the
+// item (fetched from the memo) would then hold the item's containers,
+// which reuse could not see, so streaming stops (what is streamed stays).
+void Machine::StreamTarget(const PickleValue& target) {
+  if (state_ == StreamState::kActive && target.c() && target.c()->serial < item_serial_begin_)
+    state_ = StreamState::kOff;
+}
+
+// Hands the batch's first `count` items to the sink, in order, and reuses
+// the first `made` containers made since they began (serials below
+// `serial_end`) that are not stable, nor held by a stable one.
+void Machine::HandOver(size_t count, size_t made, uint64_t serial_end) {
+  for (size_t k = 0; k < count; ++k) sink_->Item(stack_[item_mark_ + k]);
+  streamed_ += count;
+  stack_.erase(stack_.begin() + static_cast<std::ptrdiff_t>(item_mark_),
+               stack_.begin() + static_cast<std::ptrdiff_t>(item_mark_ + count));
+  const uint64_t serial_begin = item_serial_begin_;
+  item_serial_begin_ = serial_end;
+  std::vector<PickleContainer*> keep;
+  for (size_t k = 0; k < made; ++k)
+    if (made_[k]->stable) keep.push_back(made_[k]);
+  while (!keep.empty()) {  // what a stable container holds is stable
+    PickleContainer* c = keep.back();
+    keep.pop_back();
+    for (const PickleValue& v : c->items) {
+      PickleContainer* child = v.c();
+      if (!child || child->stable || child->serial < serial_begin || child->serial >= serial_end) continue;
+      child->stable = 1;
+      keep.push_back(child);
+    }
+  }
+  for (size_t k = 0; k < made; ++k) {
+    PickleContainer* c = made_[k];
+    if (c->stable) continue;
+    c->serial = 0;  // a memo slot that held it no longer matches (Fetch)
+    if (c->items.capacity() > 1024) std::vector<PickleValue>().swap(c->items);
+    c->items.clear();
+    free_.push_back(c);
+  }
+  made_.erase(made_.begin(), made_.begin() + static_cast<std::ptrdiff_t>(made));
+}
 
 bool Machine::Run(PickleValue* root, int* protocol, PickleError* err) {
   err_ = err;
   using K = PickleValue::Kind;
   while (true) {
+    if (sink_) StreamStep();
     op_pos_ = pos_;
     if (pos_ >= d_.size()) return Fail("truncated: pickle ended before STOP");
     unsigned char op = static_cast<unsigned char>(d_[pos_++]);
@@ -277,6 +595,7 @@ bool Machine::Run(PickleValue* root, int* protocol, PickleError* err) {
       }
       case '(':
         marks_.push_back(stack_.size());
+        if (sink_) StreamMarkPushed();
         break;
       case '0': {
         PickleValue v;
@@ -292,7 +611,9 @@ bool Machine::Run(PickleValue* root, int* protocol, PickleError* err) {
       case '2': {  // DUP: the copy shares the container
         PickleValue* t;
         if (!Top(&t)) return false;
-        if (t->is_container()) Own(t);
+        if (t->is_container()) {
+          Own(t)->stable = 1;  // two references: never reused
+        }
         stack_.push_back(*t);
         break;
       }
@@ -403,6 +724,7 @@ bool Machine::Run(PickleValue* root, int* protocol, PickleError* err) {
       }
       case ']':
         stack_.push_back(EmptyContainer(K::kList));
+        if (sink_) StreamListPushed();
         break;
       case ')':
         stack_.push_back(EmptyContainer(K::kTuple));
@@ -440,12 +762,22 @@ bool Machine::Run(PickleValue* root, int* protocol, PickleError* err) {
         PickleValue* list;
         if (!Top(&list)) return false;
         if (list->kind() != K::kList) return Fail("APPEND to a non-list");
+        // An item added to the streamed list itself ends the streaming:
+        // the list then holds it and those after it, in order.
+        if (state_ == StreamState::kListed && stack_.size() == list_index_ + 1) state_ = StreamState::kOff;
         Own(list)->items.push_back(item);
+        StreamTarget(*list);
         break;
       }
       case 'e':
       case 'u':
       case 0x90: {  // APPENDS, SETITEMS, ADDITEMS
+        if (op == 'e' && state_ == StreamState::kActive && !marks_.empty() && marks_.back() == item_mark_) {
+          // The end of a batch of the streamed list: its items go to the
+          // sink, and the list gets none of them.
+          HandOver(stack_.size() - item_mark_, made_.size(), next_serial_);
+          state_ = StreamState::kListed;
+        }
         size_t m;
         if (!PopMark(&m)) return false;
         if (m == 0 || m <= BaseIndex()) return Fail("no container below MARK");
@@ -455,6 +787,7 @@ bool Machine::Run(PickleValue* root, int* protocol, PickleError* err) {
         if (op == 'u' && (stack_.size() - m) % 2) return Fail("SETITEMS with an odd number of items");
         if (stack_.size() > m) {
           PickleContainer* items = Own(&target);
+          StreamTarget(target);
           items->items.insert(items->items.end(), stack_.begin() + m, stack_.end());
         }
         stack_.resize(m);
@@ -467,6 +800,7 @@ bool Machine::Run(PickleValue* root, int* protocol, PickleError* err) {
         if (!Top(&dict)) return false;
         if (dict->kind() != K::kDict) return Fail("SETITEM on a non-dict");
         PickleContainer* items = Own(dict);
+        StreamTarget(*dict);
         items->items.push_back(k);
         items->items.push_back(v);
         break;
@@ -480,7 +814,7 @@ bool Machine::Run(PickleValue* root, int* protocol, PickleError* err) {
         if (!Memoize(ReadLE(4))) return false;
         break;
       case 0x94:
-        if (!Memoize(memo_.size())) return false;
+        if (!Memoize(memo_len_)) return false;
         break;
       case 'h':
         if (!Need(1, "BINGET")) return false;
@@ -525,24 +859,30 @@ void ClearScratch(V* v) {
 
 }  // namespace
 
-bool PickleDocument::Run(std::string_view data, PickleError* err) {
+bool PickleDocument::Run(std::string_view data, PickleError* err, std::string_view key, PickleItemSink* sink) {
   PickleScratch& sc = *scratch_;
   sc.used = 0;
   if (sc.arena.size() > kKeptScratch) std::deque<PickleContainer>().swap(sc.arena);
-  ClearScratch(&sc.stack);  // also after a parse that ran out of memory
-  ClearScratch(&sc.marks);
-  ClearScratch(&sc.memo);
-  ClearScratch(&sc.memo_set);
+  auto clear = [&] {
+    ClearScratch(&sc.stack);  // also after a parse that ran out of memory
+    ClearScratch(&sc.marks);
+    ClearScratch(&sc.memo);
+    ClearScratch(&sc.memo_set);
+    ClearScratch(&sc.memo_serial);
+    ClearScratch(&sc.free);
+  };
+  clear();
   root_ = PickleValue{};
   protocol_ = 0;
+  streamed_ = 0;
+  MemoKeys fetched;
   Machine m(data, &sc);
+  if (sink && FetchedMemoKeys(data, &fetched)) m.Stream(key, sink, &fetched);
   bool ok = m.Run(&root_, &protocol_, err);
+  streamed_ = m.streamed();
   // The values are reached from root_ now (containers live in the arena):
   // the stack and the memo are done with.
-  ClearScratch(&sc.stack);
-  ClearScratch(&sc.marks);
-  ClearScratch(&sc.memo);
-  ClearScratch(&sc.memo_set);
+  clear();
   return ok;
 }
 
@@ -554,6 +894,12 @@ bool PickleDocument::Parse(std::string data, PickleError* err) {
 bool PickleDocument::ParseView(std::string_view data, PickleError* err) {
   data_.reset();
   return Run(data, err);
+}
+
+bool PickleDocument::ParseViewStreaming(std::string_view data, std::string_view key, PickleItemSink* sink,
+                                        PickleError* err) {
+  data_.reset();
+  return Run(data, err, key, sink);
 }
 
 }  // namespace hangdx::ingest

@@ -88,6 +88,23 @@ static_assert(sizeof(PickleValue) == 16, "a pickle of N values takes 16N bytes o
 // Items of a list, tuple or set; a dict stores key, value, key, value, ...
 struct PickleContainer {
   std::vector<PickleValue> items;
+  // For a streamed parse (PickleDocument::ParseViewStreaming): the
+  // container's creation number (0 in a plain parse), and whether it
+  // outlives the streamed item that made it (the memo gives it out again,
+  // or a container that does holds it). A streamed item's other
+  // containers are reused for later values once the item was handed over.
+  uint64_t serial : 63 = 0;
+  uint64_t stable : 1 = 1;
+};
+
+// Takes the items of a streamed list (PickleDocument::ParseViewStreaming),
+// one at a time, in order, each once it is complete.
+class PickleItemSink {
+ public:
+  virtual ~PickleItemSink() = default;
+  // `item` and what it holds are valid during the call only, except the
+  // containers marked stable, which live as long as the document.
+  virtual void Item(const PickleValue& item) = 0;
 };
 
 // Where and why parsing stopped.
@@ -105,6 +122,10 @@ struct PickleScratch {
   std::vector<size_t> marks;
   std::vector<PickleValue> memo;
   std::vector<bool> memo_set;
+  // A streamed parse: the serial of each memo slot's container when it was
+  // stored, and the containers free for reuse.
+  std::vector<uint64_t> memo_serial;
+  std::vector<PickleContainer*> free;
 };
 
 // Owns the input bytes and every container built from them.
@@ -126,17 +147,36 @@ class PickleDocument {
   // as long as the document's values are used. For memory-mapped files.
   bool ParseView(std::string_view data, PickleError* err);
 
+  // ParseView, streaming the list that is the value of `key` in the
+  // top-level dict (its first such key): each item that a MARK ... APPENDS
+  // adds to it goes to sink->Item as soon as it is complete, and not into
+  // the list; the containers only that item reached are then reused, so
+  // that a Flight Recorder dump of N entries holds about one entry's values
+  // at a time instead of N. Items added otherwise (APPEND) stay in the list,
+  // and streaming stops there, so the sink's items always come before
+  // those. A pickle whose memo use the streaming cannot follow safely (a
+  // DUP, POP or POP_MARK, a value stored into a container made before the
+  // item) is read as ParseView reads it, with items streamed until then.
+  // Returns what ParseView returns; items may have gone to the sink
+  // before a later error. `streamed()` counts them.
+  bool ParseViewStreaming(std::string_view data, std::string_view key, PickleItemSink* sink, PickleError* err);
+  // Items the last parse handed to a sink.
+  size_t streamed() const { return streamed_; }
+  // Containers the document holds storage for (its memory, for tests).
+  size_t containers() const { return scratch_->arena.size(); }
+
   const PickleValue& root() const { return root_; }
   // Highest pickle protocol announced by PROTO, 0 if none.
   int protocol() const { return protocol_; }
 
  private:
-  bool Run(std::string_view data, PickleError* err);
+  bool Run(std::string_view data, PickleError* err, std::string_view key = {}, PickleItemSink* sink = nullptr);
 
   std::unique_ptr<std::string> data_;  // heap-held: views survive a move
   std::unique_ptr<PickleScratch> scratch_ = std::make_unique<PickleScratch>();
   PickleValue root_;
   int protocol_ = 0;
+  size_t streamed_ = 0;
 };
 
 // True when `data` looks like a pickle (starts with PROTO 2..5).

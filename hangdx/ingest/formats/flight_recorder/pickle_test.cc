@@ -174,6 +174,138 @@ TEST(Pickle, MemoisedOrDuplicatedEmptyListIsOneObject) {
   }
 }
 
+// Pickle opcodes of protocol 2, for the streaming tests.
+std::string Le32(uint32_t v) {
+  std::string s(4, '\0');
+  for (int k = 0; k < 4; ++k) s[k] = static_cast<char>((v >> (8 * k)) & 0xff);
+  return s;
+}
+std::string Str(std::string_view s) { return "X" + Le32(static_cast<uint32_t>(s.size())) + std::string(s); }
+std::string Int(uint32_t v) { return "J" + Le32(v); }
+std::string Put(uint32_t key) { return "r" + Le32(key); }
+std::string Get(uint32_t key) { return "j" + Le32(key); }
+// {"version": "2.10", "entries": [entries...]} as CPython writes it: the
+// list's items between MARK and APPENDS, memo keys from `first_key` on.
+std::string Dump(const std::string& entries) {
+  return "\x80\x02}" + Put(0) + "(" + Str("version") + Str("2.10") + Str("entries") + "]" + Put(1) + "(" + entries +
+         "eu.";
+}
+
+// Collects what a streamed parse hands over, while it is valid.
+struct Collect final : PickleItemSink {
+  std::vector<int64_t> a;
+  std::vector<const PickleContainer*> shared;
+  std::vector<bool> stable;
+  void Item(const PickleValue& item) override {
+    a.push_back(item.Get("a") ? item.Get("a")->i() : -1);
+    const PickleValue* f = item.Get("frames") ? item.Get("frames") : item.Get("f");
+    shared.push_back(f && f->is_seq() && f->size() ? f->c()->items[0].c() : nullptr);
+    stable.push_back(f && f->is_seq() && f->size() ? f->c()->items[0].c()->stable : false);
+  }
+};
+
+TEST(PickleStreaming, EachEntryIsHandedOverOnceCompleteAndItsValuesAreReused) {
+  // 10,000 entries {"a": i, "l": [i], "f": [frame]}, every container
+  // memoised (as CPython does), the frame dict made in entry 0 and fetched
+  // by the others: the items come in order, the frame stays one stable
+  // object, and the document holds a few containers instead of 40,000.
+  std::string entries;
+  uint32_t key = 2;
+  const uint32_t frame_key = 50000;
+  for (uint32_t i = 0; i < 10000; ++i) {
+    entries += "}" + Put(key++) + "(" + Str("a") + Int(i) + Str("l") + "]" + Put(key++) + Int(i) + "a" + Str("f") +
+               "]" + Put(key++);
+    entries += i == 0 ? "}" + Put(frame_key) + "(" + Str("line") + Int(7) + "u" : Get(frame_key);
+    entries += "au";
+  }
+  std::string data = Dump(entries);
+  PickleDocument doc;
+  PickleError err;
+  Collect got;
+  ASSERT_TRUE(doc.ParseViewStreaming(data, "entries", &got, &err)) << err.message;
+  EXPECT_EQ(doc.streamed(), 10000u);
+  ASSERT_EQ(got.a.size(), 10000u);
+  for (uint32_t i = 0; i < 10000; ++i) ASSERT_EQ(got.a[i], i);
+  for (size_t i = 0; i < got.shared.size(); ++i) {
+    ASSERT_EQ(got.shared[i], got.shared[0]) << i;
+    ASSERT_TRUE(got.stable[i]) << i;
+  }
+  EXPECT_EQ(got.shared[0]->items[1].i(), 7);  // the frame outlives its entry
+  EXPECT_LT(doc.containers(), 16u);
+  EXPECT_EQ(doc.root().Get("entries")->size(), 0u);  // the list got none of them
+  EXPECT_EQ(doc.root().Get("version")->s(), "2.10");
+  // The same bytes parsed whole: the list holds every entry.
+  PickleDocument whole;
+  ASSERT_TRUE(whole.ParseView(data, &err)) << err.message;
+  EXPECT_EQ(whole.root().Get("entries")->size(), 10000u);
+  EXPECT_GE(whole.containers(), 30000u);
+}
+
+TEST(PickleStreaming, CPythonDumpsStreamAsTheyParse) {
+  for (int proto : {2, 3, 4, 5}) {
+    std::string data = TestFile("cpython_proto" + std::to_string(proto) + "_data.pickle");
+    PickleDocument doc;
+    PickleError err;
+    Collect got;
+    ASSERT_TRUE(doc.ParseViewStreaming(data, "entries", &got, &err)) << err.message;
+    EXPECT_EQ(doc.streamed(), 2u) << proto;
+    ASSERT_EQ(got.shared.size(), 2u);
+    ASSERT_NE(got.shared[0], nullptr);
+    EXPECT_EQ(got.shared[0], got.shared[1]) << proto;  // one memoised frame dict
+    EXPECT_TRUE(got.stable[0]);
+  }
+}
+
+TEST(PickleStreaming, WhatStreamingCannotFollowIsLeftToTheList) {
+  PickleError err;
+  // Items APPENDed one by one stay in the list, in order.
+  {
+    std::string data = "\x80\x02}(" + Str("entries") + "]" + Int(1) + "a" + Int(2) + "au.";
+    PickleDocument doc;
+    Collect got;
+    ASSERT_TRUE(doc.ParseViewStreaming(data, "entries", &got, &err)) << err.message;
+    EXPECT_EQ(doc.streamed(), 0u);
+    EXPECT_EQ(doc.root().Get("entries")->size(), 2u);
+  }
+  // An earlier key of the same name is the one a reader gets: not streamed.
+  {
+    std::string data = "\x80\x02}(" + Str("entries") + "N" + Str("entries") + "](}}eu.";
+    PickleDocument doc;
+    Collect got;
+    ASSERT_TRUE(doc.ParseViewStreaming(data, "entries", &got, &err)) << err.message;
+    EXPECT_EQ(doc.streamed(), 0u);
+  }
+  // A value of an entry stored into a container made before it (the
+  // memo's root dict, fetched at the list's level, which hands the entry
+  // before it over): streaming stops there, the rest stays in the list.
+  {
+    std::string data = "\x80\x02}" + Put(0) + "(" + Str("entries") + "](}}" + Get(0) + Str("k") + "]s0}eu.";
+    PickleDocument doc;
+    Collect got;
+    ASSERT_TRUE(doc.ParseViewStreaming(data, "entries", &got, &err)) << err.message;
+    EXPECT_EQ(doc.streamed(), 2u);
+    EXPECT_EQ(doc.root().Get("entries")->size(), 1u);
+    EXPECT_TRUE(doc.root().Get("k")->is_seq());
+  }
+  // The items' MARK closed by another opcode than APPENDS: refused.
+  {
+    std::string data = "\x80\x02}(" + Str("entries") + "](}}}l0u.";
+    PickleDocument doc;
+    Collect got;
+    EXPECT_FALSE(doc.ParseViewStreaming(data, "entries", &got, &err));
+    EXPECT_NE(err.message.find("streamed list"), std::string::npos) << err.message;
+  }
+  // A pickle the walk of its opcodes refuses is parsed whole, and fails so.
+  {
+    std::string data = "\x80\x02}(" + Str("entries") + "](}}eu";
+    PickleDocument doc;
+    Collect got;
+    EXPECT_FALSE(doc.ParseViewStreaming(data, "entries", &got, &err));
+    EXPECT_EQ(doc.streamed(), 0u);
+    EXPECT_NE(err.message.find("truncated"), std::string::npos) << err.message;
+  }
+}
+
 TEST(Pickle, ValuesAreSixteenBytes) { EXPECT_EQ(sizeof(PickleValue), 16u); }
 
 TEST(Pickle, Sniff) {
