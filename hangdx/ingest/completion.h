@@ -11,6 +11,10 @@
 // on torch 2.13 (testdata/torch/README.md).
 #pragma once
 
+#include <map>
+#include <set>
+#include <string_view>
+
 #include "hangdx/model/job.h"
 
 namespace hangdx::ingest {
@@ -21,5 +25,40 @@ namespace hangdx::ingest {
 // op of a pg before a later completed one (NCCL runs a pg's ops in order on
 // one stream). Never fails; idempotent.
 void DeriveCompletion(model::RankDump* dump);
+
+// The same for `ops` (one rank's, in recording order, or the ops from some
+// op on to the last: the rules look only later), with the dump's pg_status.
+// Ops is a container of model::OpRecord with reverse iterators.
+template <typename Ops>
+void DeriveCompletionOf(Ops* ops, const std::map<int64_t, model::PgStatus>& pg_status) {
+  for (auto& op : *ops) {
+    op.completed = op.state == model::OpState::kCompleted;
+    // gloo's recorder never moves `state` past "scheduled"; the watchdog
+    // retires a work item when it ends (successfully or not), and pg_status
+    // can lag behind that. Measured on torch 2.13 (see testdata/torch).
+    if (op.backend == "gloo") {
+      // ...and its pg_status counts op_id (which P2P ops advance too), not
+      // collective_seq_id: not comparable with an entry's seq.
+      op.completed = op.completed || op.retired;
+      continue;
+    }
+    if (!op.completed && !op.is_p2p && op.collective_seq >= 0) {
+      auto it = pg_status.find(op.pg_id);
+      if (it != pg_status.end() && op.collective_seq <= it->second.last_completed) op.completed = true;
+    }
+  }
+  // NCCL runs a pg's ops in order on one stream: once a later op of the pg
+  // completed, every earlier one did. This also settles batched P2P entries
+  // (batch_isend_irecv), which stay "scheduled" forever because only the
+  // group's closing entry gets an end event (pytorch/pytorch#137969).
+  std::set<std::string_view> later_done;
+  for (auto it = ops->rbegin(); it != ops->rend(); ++it) {
+    if (it->backend == "gloo") continue;
+    if (it->completed)
+      later_done.insert(it->pg_name);
+    else if (later_done.count(it->pg_name))
+      it->completed = true;
+  }
+}
 
 }  // namespace hangdx::ingest

@@ -175,6 +175,7 @@ void LoadOne(const std::string& path, int64_t rank_hint, const LoadOptions& opt,
   cut.on = opt.compact;
   cut.head = static_cast<size_t>(std::max(0, opt.log_head));
   cut.tail = static_cast<size_t>(std::max(0, opt.log_tail));
+  cut.fr_tail = opt.compact_tail;  // a Flight Recorder dump's cut, as CompactDump's below
   DumpBuilder out(path, &parse_diags, std::move(cut));
   ArtifactResult read = ReadArtifact(Artifact{file->data(), path, rank_hint, cache}, &out);
   DumpBuilder::Result got = out.Finish();

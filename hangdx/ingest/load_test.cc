@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <string>
 
+#include "hangdx/ingest/compact.h"
 #include "hangdx/ingest/record_sink.h"
 #include "hangdx/model/history.h"
 
@@ -79,6 +80,78 @@ TEST(DumpBuilder, StreamCutHoldsHeadsTailsAndWhatIsAsked) {
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(d.ops[i].record_id, want[i]);
   EXPECT_FALSE(got.dumps[1].history);
   EXPECT_EQ(got.dumps[1].ops.size(), 1000u);
+}
+
+// A Flight Recorder rank's ops (RecordSink::StreamFlightRecorderOps) are
+// cut as they come into what DeriveCompletion and CompactDump make of the
+// whole dump: the same records, positions, completion and history, on
+// random dumps (pending ops early and late, gloo, P2P, repeated and
+// skipped seqs, pg_status given after the entries, as torch writes it).
+TEST(DumpBuilder, FlightRecorderOpsCutAsTheyComeAsCompactDumpCutsThem) {
+  uint64_t rng = 88172645463325252ull;
+  auto next = [&](uint64_t n) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return rng % n;
+  };
+  for (int round = 0; round < 300; ++round) {
+    model::DiagnosticSink diags;
+    DumpBuilder::StreamCut cut;
+    cut.on = true;
+    cut.fr_tail = static_cast<int>(next(6));
+    DumpBuilder whole("w", &diags), streamed("s", &diags, cut);
+    streamed.StreamFlightRecorderOps(3);
+    const size_t n = next(4) == 0 ? next(5) : next(400);
+    int64_t seq[3] = {0, 0, 0};
+    for (size_t i = 0; i < n; ++i) {
+      const int pg = static_cast<int>(next(3));
+      const bool p2p = next(10) == 0;
+      const uint64_t st = next(20);
+      const auto state = st < 14   ? model::OpState::kCompleted
+                         : st < 17 ? model::OpState::kScheduled
+                         : st < 19 ? model::OpState::kStarted
+                                   : model::OpState::kUnknown;
+      const bool retired = next(2);
+      if (!p2p) seq[pg] += next(8) == 0 ? 0 : next(8) == 0 ? 3 : 1;
+      const int64_t op_seq = next(30) == 0 ? -1 : seq[pg];
+      for (DumpBuilder* out : {&whole, &streamed}) {
+        model::OpRecord op;
+        op.record_id = static_cast<int64_t>(i) + 10;
+        op.pg_id = pg;
+        op.pg_name = out->Strings(3).Str(std::string(1, static_cast<char>('a' + pg)));
+        op.profiling_name = out->Strings(3).Str(pg == 2 ? "gloo:all_reduce"
+                                                : p2p   ? "nccl:send 0->1"
+                                                        : "nccl:all_reduce");
+        model::ParseProfilingName(&op);
+        op.is_p2p = p2p;
+        (p2p ? op.p2p_seq : op.collective_seq) = op_seq;
+        op.state = state;
+        op.retired = retired;
+        out->AddOp(3, op);
+      }
+    }
+    int64_t done[3];
+    for (int pg = 0; pg < 3; ++pg) done[pg] = seq[pg] - static_cast<int64_t>(next(3));
+    for (DumpBuilder* out : {&whole, &streamed}) {
+      out->SetFromFlightRecorder(3);
+      for (int pg = 0; pg < 3; ++pg) out->PgStatus(3, pg).last_completed = done[pg];
+    }
+    model::RankDump w = std::move(whole.Finish().dumps.at(0));
+    model::RankDump s = std::move(streamed.Finish().dumps.at(0));
+    CompactDump(&w, CompactOptions{.tail = cut.fr_tail});
+    ASSERT_EQ(s.op_pos, w.op_pos) << round;
+    ASSERT_EQ(s.ops.size(), w.ops.size()) << round;
+    for (size_t i = 0; i < w.ops.size(); ++i) {
+      ASSERT_EQ(s.ops[i].record_id, w.ops[i].record_id) << round;
+      ASSERT_EQ(s.ops[i].completed, w.ops[i].completed) << round << " " << i;
+    }
+    ASSERT_EQ(!s.history, !w.history) << round;
+    if (!w.history) continue;
+    ASSERT_EQ(s.history->entries(), w.history->entries());
+    std::vector<std::tuple<int64_t, uint32_t, bool, bool>> a, b;
+    w.history->ForEach([&](const model::HistoryItem& c) { a.emplace_back(c.seq, c.pos, c.completed, c.retired); });
+    s.history->ForEach([&](const model::HistoryItem& c) { b.emplace_back(c.seq, c.pos, c.completed, c.retired); });
+    ASSERT_EQ(a, b) << round;
+  }
 }
 
 TEST(LoadJob, RanksOutOfRangeAreDroppedWithAWarning) {

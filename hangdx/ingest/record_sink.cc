@@ -48,7 +48,94 @@ void DumpBuilder::AddOp(model::Rank rank, const model::OpRecord& op) {
     auto s = streams_.find(rank);
     if (s != streams_.end()) return AddStreamed(&s->second, rank, op);
   }
+  if (!fr_streams_.empty()) {
+    auto s = fr_streams_.find(rank);
+    if (s != fr_streams_.end()) return AddFr(&s->second, rank, op);
+  }
   d.ops.push_back(op);
+}
+
+void DumpBuilder::StreamFlightRecorderOps(model::Rank rank) {
+  if (!cut_.on || rank < -1 || rank >= model::kMaxRank || streams_.count(rank) || fr_streams_.count(rank) ||
+      !Dump(rank).ops.empty())
+    return;
+  fr_streams_.try_emplace(rank);
+}
+
+void DumpBuilder::AddFr(FrStream* s, model::Rank rank, const model::OpRecord& op) {
+  const uint32_t pos = s->pending_pos + static_cast<uint32_t>(s->pending.size());
+  model::OpRecord& o = s->pending.emplace_back(op);
+  // DeriveCompletion as far as this op and the ones before it tell: its
+  // state (gloo: or retired), and it completes the pending ops of its pg.
+  const bool gloo = o.backend == "gloo";
+  o.completed = o.state == model::OpState::kCompleted || (gloo && o.retired);
+  if (!gloo && o.completed && !s->open.empty()) {
+    auto it = s->open.find(o.pg_name);
+    if (it != s->open.end()) {
+      for (uint32_t p : it->second) s->pending[p - s->pending_pos].completed = true;
+      s->open.erase(it);
+    }
+  }
+  if (!gloo && !o.completed) s->open[o.pg_name].push_back(pos);
+  SettleFr(s, rank, false);
+}
+
+void DumpBuilder::SettleFr(FrStream* s, model::Rank rank, bool all) {
+  const int64_t tail = std::max(0, cut_.fr_tail);
+  while (!s->pending.empty() && (all || s->pending.front().completed || s->pending.front().backend == "gloo")) {
+    const uint32_t pos = s->pending_pos++;
+    model::OpRecord op = s->pending.front();
+    s->pending.pop_front();
+    const int pg = s->history.Add(op);
+    if (static_cast<size_t>(pg) >= s->tail.size()) {
+      s->tail.resize(pg + 1);
+      s->last_seq.resize(pg + 1, -1);
+    }
+    bool keep = false;
+    if (rank == cut_.keep_rank) {
+      while (s->next_keep < cut_.keep.size() && cut_.keep[s->next_keep] < pos) ++s->next_keep;
+      keep = s->next_keep < cut_.keep.size() && cut_.keep[s->next_keep] == pos;
+    }
+    s->last.emplace(pos, op);
+    if (op.completed) s->last_completed.emplace(pos, op);
+    const bool coll = !op.is_p2p && op.collective_seq >= 0;
+    auto& t = s->tail[pg];
+    if (coll && op.collective_seq > s->last_seq[pg]) {  // what fell out of the pg's highest seqs goes
+      s->last_seq[pg] = op.collective_seq;
+      const int64_t floor = s->last_seq[pg] - tail;
+      t.erase(std::remove_if(t.begin(), t.end(), [&](const auto& e) { return e.second.collective_seq <= floor; }),
+              t.end());
+    }
+    // CompactDump's cut: what is not a collective, is not completed or is
+    // read back, and the completed collectives among its pg's highest seqs.
+    if (!coll || !op.completed || keep)
+      s->held.emplace_back(pos, op);
+    else if (op.collective_seq > s->last_seq[pg] - tail)
+      t.emplace_back(pos, op);
+  }
+  if (s->pending.empty()) s->open.clear();
+}
+
+void DumpBuilder::EndFr(FrStream* s, model::RankDump* d) {
+  DeriveCompletionOf(&s->pending, d->pg_status);  // the ops not settled: pg_status is known now
+  SettleFr(s, d->rank, true);
+  const size_t n = s->history.size();
+  d->ops.clear();
+  if (n == 0) return;  // as CompactDump: nothing to cut
+  std::vector<std::pair<uint32_t, model::OpRecord>> kept = std::move(s->held);
+  for (auto& t : s->tail)
+    for (auto& e : t) kept.push_back(std::move(e));
+  kept.push_back(*s->last);  // the rank's last op: where it is
+  if (s->last_completed) kept.push_back(*s->last_completed);
+  std::stable_sort(kept.begin(), kept.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  d->ops.reserve(kept.size());
+  d->op_pos.reserve(kept.size());
+  for (auto& [pos, op] : kept) {
+    if (!d->op_pos.empty() && d->op_pos.back() == pos) continue;
+    d->ops.push_back(std::move(op));
+    d->op_pos.push_back(pos);
+  }
+  d->history = std::make_shared<const model::OpHistory>(std::move(s->history).Finish());
 }
 
 void DumpBuilder::StreamOps(model::Rank rank) {
@@ -115,6 +202,10 @@ size_t DumpBuilder::OpCount(model::Rank rank) const {
     auto s = streams_.find(rank);
     if (s != streams_.end()) return s->second.history.size();
   }
+  if (!fr_streams_.empty()) {
+    auto s = fr_streams_.find(rank);
+    if (s != fr_streams_.end()) return s->second.history.size() + s->second.pending.size();
+  }
   auto it = dumps_.find(rank);
   return it == dumps_.end() ? 0 : it->second.ops.size();
 }
@@ -132,7 +223,7 @@ model::PgConfig& DumpBuilder::PgConfig(model::Rank rank, const std::string& key)
 }
 
 void DumpBuilder::ReserveOps(model::Rank rank, size_t n) {
-  if (streams_.count(rank)) return;
+  if (streams_.count(rank) || fr_streams_.count(rank)) return;
   auto& ops = Dump(rank).ops;
   ops.reserve(ops.size() + n);
 }
@@ -150,7 +241,11 @@ DumpBuilder::Result DumpBuilder::Finish() {
   for (auto& [rank, d] : dumps_) {
     auto s = streams_.find(rank);
     if (s != streams_.end()) EndStream(&s->second, &d);
-    if (d.from_flight_recorder) DeriveCompletion(&d);
+    auto fr = fr_streams_.find(rank);
+    if (fr != fr_streams_.end())
+      EndFr(&fr->second, &d);  // completion derived as it came
+    else if (d.from_flight_recorder)
+      DeriveCompletion(&d);
     r.dumps.push_back(std::move(d));
   }
   r.device = std::move(device_);
@@ -159,6 +254,7 @@ DumpBuilder::Result DumpBuilder::Finish() {
   r.read.file = file_;
   dumps_.clear();
   streams_.clear();
+  fr_streams_.clear();
   device_.clear();
   unreadable_rank_ = -1;
   read_ = model::FileRead{};

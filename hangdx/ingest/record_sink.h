@@ -29,8 +29,10 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "hangdx/model/device.h"
@@ -71,6 +73,12 @@ class RecordSink {
   // may reduce them as they come instead of holding them all (a 10 GB
   // NCCL log gives 85 million). Call before the rank's first AddOp. A hint.
   virtual void StreamOps(model::Rank rank) {}
+  // Says that the ops of `rank` about to be added are a Flight Recorder
+  // dump's (state, retired and pg_status as recorded: see
+  // SetFromFlightRecorder), so that the sink may cut them as they come, as
+  // CompactDump would once the file ended, instead of holding every entry.
+  // Call before the rank's first AddOp. A hint.
+  virtual void StreamFlightRecorderOps(model::Rank rank) {}
   // How many ops of `rank` this file has given so far (log parsers number
   // their records with it: OpRecord::record_id).
   virtual size_t OpCount(model::Rank rank) const = 0;
@@ -151,6 +159,8 @@ class DumpBuilder final : public RecordSink {
     // records ReadBack reads back.
     model::Rank keep_rank = -1;
     std::vector<uint32_t> keep;
+    // A Flight Recorder dump's cut (StreamFlightRecorderOps): CompactOptions::tail.
+    int fr_tail = 4;
   };
 
   // Records of `file`; diagnostics go to *diags, which must outlive this.
@@ -168,6 +178,7 @@ class DumpBuilder final : public RecordSink {
   void AddOp(model::Rank rank, const model::OpRecord& op) override;
   void ReserveOps(model::Rank rank, size_t n) override;
   void StreamOps(model::Rank rank) override;
+  void StreamFlightRecorderOps(model::Rank rank) override;
   size_t OpCount(model::Rank rank) const override;
   uint32_t AddFrame(model::Rank rank, model::Frame frame) override;
   void AddStack(model::Rank rank, model::StackSample stack) override { Dump(rank).stacks.push_back(std::move(stack)); }
@@ -205,9 +216,30 @@ class DumpBuilder final : public RecordSink {
     std::vector<std::deque<std::pair<uint32_t, model::OpRecord>>> tail;  // per history pg: its last collectives
     size_t next_keep = 0;                                                // index into StreamCut::keep
   };
+  // A Flight Recorder rank's ops so far (StreamFlightRecorderOps): those
+  // whose completion is settled went into the history, and are held only
+  // as CompactDump would hold them; from the first op that is not settled
+  // on (not completed, by its state or by a later completed op of its pg:
+  // pg_status is read when the file ends), every op waits in `pending`.
+  struct FrStream {
+    model::OpHistory::Builder history;
+    std::vector<std::pair<uint32_t, model::OpRecord>> held;              // CompactDump's "always": in order
+    std::vector<std::deque<std::pair<uint32_t, model::OpRecord>>> tail;  // per history pg: its highest seqs
+    std::vector<int64_t> last_seq;                                       // per history pg: highest collective seq
+    std::deque<model::OpRecord> pending;
+    uint32_t pending_pos = 0;  // position of pending.front()
+    // Per pg name: positions of pending non-gloo ops not completed (a later
+    // completed op of the pg completes them).
+    std::unordered_map<std::string_view, std::vector<uint32_t>> open;
+    std::optional<std::pair<uint32_t, model::OpRecord>> last, last_completed;
+    size_t next_keep = 0;  // index into StreamCut::keep
+  };
   model::RankDump& Dump(model::Rank rank);
   void AddStreamed(Streamed* s, model::Rank rank, const model::OpRecord& op);
   static void EndStream(Streamed* s, model::RankDump* d);
+  void AddFr(FrStream* s, model::Rank rank, const model::OpRecord& op);
+  void SettleFr(FrStream* s, model::Rank rank, bool all);
+  void EndFr(FrStream* s, model::RankDump* d);
 
   std::string file_;
   model::DiagnosticSink* diags_;
@@ -219,6 +251,7 @@ class DumpBuilder final : public RecordSink {
   bool out_of_range_warned_ = false;
   StreamCut cut_;
   std::map<model::Rank, Streamed> streams_;
+  std::map<model::Rank, FrStream> fr_streams_;
 };
 
 }  // namespace hangdx::ingest

@@ -789,6 +789,7 @@ bool ParseFlightRecorderPickle(const Artifact& in, RecordSink* out) {
   // entry (23 MB at 20,000), all alive until the conversion ended. What a
   // file that turns out unreadable gave is dropped by the loader.
   Converter<PNode> conv(rank, out, in.rank_lists, in.data.size());
+  out->StreamFlightRecorderOps(rank);  // and cut as they come: no vector of every entry either
   struct Entries final : PickleItemSink {
     Converter<PNode>* conv;
     void Item(const PickleValue& item) override { conv->StreamEntry(PNode{&item}); }
@@ -936,6 +937,7 @@ bool ParseFlightRecorderJson(const Artifact& in, RecordSink* out) {
   }
   WarnDuplicateKeys(dups, rank, out);
   out->SetFromFlightRecorder(rank);
+  out->StreamFlightRecorderOps(rank);
   Converter<JNode> conv(rank, out, in.rank_lists, in.data.size());
   bool ok = conv.Run(JNode{&j});
   out->Strings(rank).ForgetAddresses();

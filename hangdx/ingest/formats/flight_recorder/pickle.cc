@@ -129,14 +129,22 @@ class MemoKeys {
     uint32_t n = 0;
     for (size_t w = 0; w < words_.size(); ++w) {
       ranks_[w] = n;
-      n += static_cast<uint32_t>(__builtin_popcountll(words_[w]));
+      n += static_cast<uint32_t>(Bits(words_[w]));
     }
+  }
+  // Set bits of `w`, inline: __builtin_popcountll is a libgcc call without
+  // -mpopcnt, and a memo fetch (one per repeated key of every entry) asks.
+  static uint64_t Bits(uint64_t w) {
+    w = w - ((w >> 1) & 0x5555555555555555ull);
+    w = (w & 0x3333333333333333ull) + ((w >> 2) & 0x3333333333333333ull);
+    w = (w + (w >> 4)) & 0x0f0f0f0f0f0f0f0full;
+    return (w * 0x0101010101010101ull) >> 56;
   }
   bool Has(uint64_t key) const { return key / 64 < words_.size() && (words_[key / 64] >> (key % 64)) & 1; }
   // Keys read back below `key`.
   uint64_t Rank(uint64_t key) const {
     uint64_t below = words_[key / 64] & ((uint64_t{1} << (key % 64)) - 1);
-    return ranks_[key / 64] + static_cast<uint64_t>(__builtin_popcountll(below));
+    return ranks_[key / 64] + Bits(below);
   }
 
  private:
