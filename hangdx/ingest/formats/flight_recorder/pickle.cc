@@ -405,19 +405,33 @@ class Machine {
     }
     memo_[idx] = stack_.back();
     memo_set_[idx] = true;
-    if (sink_ && stack_.back().is_container()) memo_serial_[idx] = stack_.back().c()->serial;
+    if (sink_) memo_serial_[idx] = stack_.back().is_container() ? stack_.back().c()->serial : 1;
     return true;
   }
   bool Fetch(uint64_t idx) {
-    const uint64_t key = idx;
-    if (sink_) idx = fetched_->Has(idx) ? fetched_->Rank(idx) : memo_.size();
-    if (idx >= memo_.size() || !memo_set_[idx]) return Fail("memo key " + std::to_string(key) + " was never stored");
-    // A container reused since it was stored (which FetchedMemoKeys rules
-    // out) is refused rather than read.
-    if (sink_ && memo_[idx].is_container() && memo_[idx].c()->serial != memo_serial_[idx])
-      return Fail("memo key " + std::to_string(key) + " names a streamed item's value");
+    if (sink_) return FetchStreamed(idx);
+    if (idx >= memo_.size() || !memo_set_[idx]) return NeverStored(idx);
     stack_.push_back(memo_[idx]);
     return true;
+  }
+  // Fetch in a streamed parse, where a fetch of every repeated key of every
+  // entry passes: memo_serial_ says whether a slot was stored (0: not; a
+  // container's serial when stored, 1 for other values).
+  bool FetchStreamed(uint64_t key) {
+    const uint64_t idx = fetched_->Has(key) ? fetched_->Rank(key) : memo_.size();
+    if (idx >= memo_serial_.size() || memo_serial_[idx] == 0) return NeverStored(key);
+    const PickleValue& v = memo_[idx];
+    // A container reused since it was stored (which FetchedMemoKeys rules
+    // out) is refused rather than read.
+    if (v.is_container() && v.c()->serial != memo_serial_[idx]) return Reused(key);
+    stack_.push_back(v);
+    return true;
+  }
+  [[gnu::noinline, gnu::cold]] bool NeverStored(uint64_t key) {
+    return Fail("memo key " + std::to_string(key) + " was never stored");
+  }
+  [[gnu::noinline, gnu::cold]] bool Reused(uint64_t key) {
+    return Fail("memo key " + std::to_string(key) + " names a streamed item's value");
   }
   bool PushInt(int64_t v) {
     stack_.push_back(PickleValue::Int(v));
