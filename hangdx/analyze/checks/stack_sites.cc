@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "hangdx/analyze/checks/crashed_rank.h"
 #include "hangdx/analyze/checks/finding_util.h"
 #include "hangdx/analyze/checks/known_bug.h"
 #include "hangdx/base/rank_set.h"
@@ -187,6 +188,18 @@ void StackSitesCheck(const RankAnalysis& a, FindingSink* sink) {
   for (const auto& [site, ranks] : sides) f.roles.push_back({site, ranks});
   if (!elsewhere.empty()) f.roles.push_back({"not in a collective", elsewhere});
   if (!Decide(sides, elsewhere, &f)) return;
+  // The ranks in no collective whose logs say they crashed (a traceback
+  // ending in an OOM, a CUDA error): they are not "doing something else",
+  // they are gone, and the crash is the cause (the fresh-user tester's
+  // torchrun log of one OOM and two gloo "Connection closed by peer").
+  if (f.kind == Kind::kMissingRank &&
+      std::all_of(elsewhere.begin(), elsewhere.end(), [&](Rank r) { return Crashed(a.job, r); })) {
+    Finding crash = CrashedRankFinding(a, elsewhere, nullptr);
+    crash.roles.push_back({"blocked in " + sides[0].first, sides[0].second});
+    AddStackEvidence(where, &crash);
+    sink->Add(std::move(crash));
+    return;
+  }
   // Equal sides while ranks of the job left no stack (the issue's "two logs
   // of a 4-rank communicator"): those ranks decide, so name both sides.
   const std::vector<Rank>& unseen = a.world.without_dump;

@@ -42,6 +42,21 @@ TEST(StackSitesCheck, ARankInNoCollectiveIsTheMissingRank) {
   EXPECT_EQ(fs[0].summary, "ranks 0-2 are blocked in all_reduce in train_step while rank 3 is in no collective");
 }
 
+TEST(StackSitesCheck, ARankInNoCollectiveWhoseLogSaysItCrashedIsTheCrashedRank) {
+  // The fresh-user tester's torchrun log: rank 1's traceback ends in an
+  // OOM, ranks 0 and 2 are in all_reduce ("Connection closed by peer").
+  // Was missing_rank ("rank 1 is in no collective": py-spy a dead process).
+  JobBuilder b;
+  for (int r : {0, 2}) b.Stack(r, {"all_reduce", "wrapper", "<module>"});
+  b.Stack(1, {"<module>"});
+  b.Event(1, model::LogEvent::Kind::kCrash, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.");
+  std::vector<Finding> fs = RunCheck(&StackSitesCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kCrashedRank);
+  EXPECT_EQ(fs[0].culprit_ranks, (std::vector<model::Rank>{1}));
+  EXPECT_NE(fs[0].summary.find("OutOfMemoryError"), std::string::npos) << fs[0].summary;
+}
+
 TEST(StackSitesCheck, OneCallSiteOrRanksWithOpsSayNothing) {
   JobBuilder same;
   for (int r = 0; r < 3; ++r) same.Stack(r, {"all_reduce", "train_step"});
