@@ -531,7 +531,17 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const ServerOptions& opt
   size_t max_body = options.max_body_bytes;
   auto serve_body = [serve, max_body](const httplib::Request& req, httplib::Response& res,
                                       const httplib::ContentReader& reader) {
+    // RFC 9110 8.6: Content-Length is digits only, and two that differ
+    // make the message's framing unknown (request smuggling): 400, unread.
     std::string length = req.get_header_value("Content-Length");
+    bool malformed = length.find_first_not_of("0123456789") != std::string::npos;
+    for (size_t i = 1; i < req.get_header_value_count("Content-Length"); ++i)
+      malformed = malformed || req.get_header_value("Content-Length", i) != length;
+    if (malformed) {
+      res.status = 400;
+      res.set_content("{\"error\": \"a Content-Length that is not one non-negative number\"}\n", "application/json");
+      return;
+    }
     bool too_big = !length.empty() && (length.size() > 19 || std::stoull(length) > max_body);
     std::string body;
     bool complete = !too_big && reader([&](const char* data, size_t n) {

@@ -128,6 +128,21 @@ TEST_F(HttpServerTest, HugeBodiesAreRefusedBeforeTheyAreRead) {
   EXPECT_EQ(Ping(), 200);
 }
 
+TEST_F(HttpServerTest, ABadContentLengthIs400Unread) {
+  // The fresh-user tester: "Content-Length: -5" got 413 (it wrapped to a
+  // huge number) and two different Content-Lengths were taken by the
+  // first. Both leave the framing unknown: 400, and the body is not read.
+  StartServer({.max_body_bytes = 1024});
+  for (std::string length :
+       {"Content-Length: -5\r\n", "Content-Length: 3\r\nContent-Length: 5\r\n", "Content-Length: 0x10\r\n"}) {
+    std::string r = Exchange(server->port(), "POST /v1/report HTTP/1.1\r\nHost: x\r\n" + length + "\r\nabcde");
+    EXPECT_EQ(r.substr(0, 12), "HTTP/1.1 400") << length << r;
+  }
+  EXPECT_EQ(counts.Get("too_large"), 0);
+  EXPECT_EQ(counts.Get("malformed"), 3);
+  EXPECT_EQ(Ping(), 200);
+}
+
 TEST_F(HttpServerTest, GarbageAndThrowsAreAnswered) {
   StartServer({});
   std::string r = Exchange(server->port(), std::string("\x16\x03\x01\x02\x00garbage\r\n\r\n", 16));  // a TLS hello, say
