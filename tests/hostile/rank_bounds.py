@@ -50,6 +50,12 @@ def write(folder, snapshot_ranks):
             f.write("[E ProcessGroupNCCL.cpp:457] [Rank %d] Watchdog caught collective operation timeout: "
                     "WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=304640, NumelOut=304640, Timeout(ms)=1800000) "
                     "ran for 1800035 milliseconds before timing out.\n" % r)
+    # One store-based barrier line naming a world of 2^20 (170 bytes: it listed a million
+    # members, 1.1 GB and 7.7 s, before the barrier's pg was given its size only).
+    paths["barrier_world"] = os.path.join(folder, "barrier.log")
+    with open(paths["barrier_world"], "w") as f:
+        f.write("RuntimeError: Timed out initializing process group in store based barrier on rank: 0, for key: "
+                "store_based_barrier_key:1 (world_size=1048576, worker_count=7, timeout=0:30:00)\n")
     # A snapshot big enough that parsing it cannot fit in the address-space bound below.
     paths["big"] = os.path.join(folder, "big_wait.json")
     with open(paths["big"], "w") as f:
@@ -130,6 +136,8 @@ def main():
         analyze_json([paths["far_wait"]], "a wait for rank 16777215", 16777216)
         analyze_json([paths["far_pg"], "--rank", paths["far_pg"] + "=16777215"], "--rank F=16777215", 16777216)
         analyze_json([paths["big_ranks_log"]], "timeouts of ranks 0 and 16777215 in one log", 16777216)
+        # A world of 2^20 named by one line is not believed: the world is the one rank seen.
+        analyze_json([paths["barrier_world"]], "a store-based barrier of world_size 2^20", 1)
         refused(["analyze", paths["far_pg"], "--rank", paths["far_pg"] + "=4611686018427387904"],
                 "--rank F=2^62", "RANK a whole number")
         refused(["analyze", paths["far_pg"], "--rank", paths["far_pg"] + "=5x"], "--rank F=5x", "RANK a whole number")

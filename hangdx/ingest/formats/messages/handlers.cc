@@ -195,6 +195,14 @@ bool Handlers::Emit(const Message& m, model::LogEvent e) {
   return true;
 }
 
+const model::SharedRanks& Handlers::WorldRanks(int64_t n) {
+  auto it = world_ranks_.find(n);
+  if (it != world_ranks_.end()) return it->second;
+  std::vector<model::Rank> all(static_cast<size_t>(n));
+  for (int64_t r = 0; r < n; ++r) all[static_cast<size_t>(r)] = r;
+  return world_ranks_.emplace(n, model::SharedRanks(std::move(all))).first->second;
+}
+
 void Handlers::OnEvent(const Message& m) { Emit(m, MakeEvent(m, EventKindOf(m.match->row->event), out_->file())); }
 
 void Handlers::OnStall(const Message& m) {
@@ -207,14 +215,15 @@ void Handlers::RecordRendezvous(const Message& m, bool timed_out) {
   if (rank < 0 || f.seq >= 0 || f.count < 0 || f.world_size <= 0 || f.world_size > (1 << 20) || rank >= f.world_size ||
       f.pg.empty() || rendezvous_.size() >= kMaxPendingTimeouts || !rendezvous_.emplace(rank, f.pg).second)
     return;
+  // Its size, not a member list: the world it implies is believed only as
+  // far as the analysis believes any recorded size (analyze/world.h), and
+  // a pg as large as the world has every rank as a member there
+  // (analyze/groups.cc). A line naming world_size=1048576 must not list a
+  // million members (it made a 170-byte line cost 1.1 GB and 7.7 s).
   model::PgConfig& c = out_->PgConfig(rank, f.pg);
-  if (!c.ranks_known) {
-    std::vector<model::Rank> all(static_cast<size_t>(f.world_size));
-    for (int64_t r = 0; r < f.world_size; ++r) all[static_cast<size_t>(r)] = r;
-    c.ranks = model::SharedRanks(std::move(all));
-    c.ranks_known = true;
-    c.desc = "store-based barrier";
-  }
+  c.name = f.pg;
+  c.size = std::max(c.size, f.world_size);
+  c.desc = "store-based barrier";
   model::Interner& pool = out_->Strings(rank);
   model::OpRecord r;
   r.record_id = static_cast<int64_t>(out_->OpCount(rank));
@@ -288,9 +297,7 @@ void Handlers::OnInit(const Message& m) {
   if (f.world_size > 0 && f.world_size <= (1 << 20) && (m.who.pg.empty() || m.who.pg_default)) {
     model::PgConfig& c = out_->PgConfig(rank, "0");
     if (!c.ranks_known) {
-      std::vector<model::Rank> all(static_cast<size_t>(f.world_size));
-      for (int64_t r = 0; r < f.world_size; ++r) all[static_cast<size_t>(r)] = r;
-      c.ranks = model::SharedRanks(std::move(all));
+      c.ranks = WorldRanks(f.world_size);
       c.ranks_known = true;
       if (c.desc.empty()) c.desc = "default_pg";
     }

@@ -81,11 +81,16 @@ class Handlers {
   void RecordTimeoutOp(const PendingTimeout& t);
   // A wait at a rendezvous of `world_size` ranks that `count` have reached
   // (c10d's store-based barrier of init_process_group / new_group: a pg
-  // named by its store key, members 0 .. world_size-1) as the rank's op
+  // named by its store key, of world_size members: its size only, see the
+  // .cc) as the rank's op
   // seq 0 of that pg, so the ranks that never reached it are found like
   // those absent from a collective; `timed_out`: the wait ended in a
   // timeout. Once per (rank, pg).
   void RecordRendezvous(const Message& m, bool timed_out);
+  // Ranks 0 .. n-1, one list per n shared by every rank that names it (a
+  // file of 65,536 ranks each naming a world of 2^20 holds one list, not
+  // one a rank). n <= 2^20 (the callers check).
+  const model::SharedRanks& WorldRanks(int64_t n);
 
   RecordSink* out_;
   std::vector<PendingTimeout> timeouts_;
@@ -94,6 +99,7 @@ class Handlers {
   std::map<int64_t, int> events_of_;  // per rank, capped
   std::set<std::tuple<int64_t, int, std::string>> seen_;
   std::set<std::pair<int64_t, std::string>> rendezvous_;  // (rank, pg) recorded by RecordRendezvous
+  std::map<int64_t, model::SharedRanks> world_ranks_;     // WorldRanks' lists, by n
   bool warned_rank_range_ = false;                        // a message named a rank past model::kMaxRank
   std::map<const messages::Row*, int64_t> unranked_;
 };

@@ -58,7 +58,7 @@ TEST(Handlers, TimeoutTakesItsPgFromTheStatusLineAfterIt) {
 TEST(Handlers, AStoreBasedBarrierWaitIsAnOpOfItsOwnPg) {
   // c10d's store-based barrier (init_process_group / new_group): 3 of a
   // world of 4 check in, rank 2 never does. Each waiting rank gets one op
-  // (seq 0) of the pg its key names, whose members are 0-3; a timeout ends
+  // (seq 0) of the pg its key names, of 4 members; a timeout ends
   // it (retired), a wait does not. The waiting line repeats: one op a rank.
   std::string wait =
       "INFO:root:Waiting in store based barrier to initialize process group for rank: 0, key: "
@@ -80,8 +80,8 @@ TEST(Handlers, AStoreBasedBarrierWaitIsAnOpOfItsOwnPg) {
     EXPECT_EQ(d->ops[0].retired, rank == 1) << rank;  // rank 1 timed out
     auto cfg = d->pg_config.find("store_based_barrier_key:1");
     ASSERT_NE(cfg, d->pg_config.end());
-    ASSERT_TRUE(cfg->second.ranks_known);
-    EXPECT_EQ(cfg->second.ranks.get(), (std::vector<model::Rank>{0, 1, 2, 3}));
+    EXPECT_FALSE(cfg->second.ranks_known);  // its size only: the analysis believes it as far as any size
+    EXPECT_EQ(cfg->second.size, 4);
   }
   EXPECT_EQ(EventOf(r, 0, "torch.c10d.store_barrier_waiting")->kind, Kind::kStall);
 }
