@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <condition_variable>
 #include <mutex>
 
 #include "hangdx/live/url.h"
@@ -81,14 +82,18 @@ class RedisStore : public StateStore {
     return Strings({"LRANGE", prefix_ + "history", "0", "-1"});
   }
 
-  Status AppendReport(Rank rank, const std::string& report) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    // One round trip, not three: every pushed report waits for this
-    // before its answer, and the service's threads share one connection.
+  Status AppendReport(Rank rank, const std::string& report, const std::optional<RankRecord>& record) override {
+    // One round trip, not four, and shared: every pushed report waits for
+    // this before its answer, and the service's threads share one
+    // connection, so the writes queued while one is in flight go together
+    // in the next (Commit).
     std::string key = prefix_ + "reports:" + std::to_string(rank);
-    return Pipeline({{"RPUSH", key, report},
-                     {"LTRIM", key, std::to_string(-static_cast<int64_t>(opt_.reports_per_rank)), "-1"},
-                     {"SADD", prefix_ + "report_ranks", std::to_string(rank)}});
+    Write w;
+    w.commands = {{"RPUSH", key, report},
+                  {"LTRIM", key, std::to_string(-static_cast<int64_t>(opt_.reports_per_rank)), "-1"},
+                  {"SADD", prefix_ + "report_ranks", std::to_string(rank)}};
+    if (record) w.commands.push_back({"HSET", prefix_ + "ranks", std::to_string(record->rank), record->Encode()});
+    return Commit(&w);
   }
 
   StatusOr<std::vector<std::pair<Rank, std::string>>> LoadReports() override {
@@ -178,41 +183,95 @@ class RedisStore : public StateStore {
     return IoError("redis " + Where() + ": connection lost (" + args[0] + ")");
   }
 
-  // Commands sent together and their replies read together (one round
-  // trip); on a broken connection, reconnects once and sends them again.
-  // Errors (kIo): the connection, or a command's error reply.
-  Status Pipeline(const std::vector<std::vector<std::string>>& commands) {
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      if (!ctx_) HANGDX_RETURN_IF_ERROR(Reconnect());
-      for (const auto& args : commands) {
-        std::vector<const char*> argv;
-        std::vector<size_t> lens;
-        for (const auto& a : args) {
-          argv.push_back(a.data());
-          lens.push_back(a.size());
-        }
-        redisAppendCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(), lens.data());
+  using Commands = std::vector<std::vector<std::string>>;
+
+  // A write waiting for its turn (Commit): its commands, then, once done,
+  // their outcome.
+  struct Write {
+    Commands commands;
+    Status result;
+    bool done = false;
+  };
+
+  // Group commit: `w` is queued; the first writer finding no batch in
+  // flight sends every queued write in one pipeline (one round trip) and
+  // wakes the others when Redis has answered them all. So N threads
+  // storing at once cost about one round trip, not N in a row, and each
+  // returns only once Redis holds its own write (its report may then be
+  // acknowledged: docs/live.md, section 3). Returns the write's first
+  // error reply, or kIo when the connection is lost twice.
+  Status Commit(Write* w) {
+    std::unique_lock<std::mutex> lock(queue_mu_);
+    queue_.push_back(w);
+    while (!w->done) {
+      if (committing_) {
+        queue_cv_.wait(lock);
+        continue;
       }
-      std::string error;
-      bool lost = false;
-      for (const auto& args : commands) {
-        void* raw = nullptr;
-        if (redisGetReply(ctx_, &raw) != REDIS_OK || !raw) {
-          lost = true;
-          break;
+      committing_ = true;
+      std::vector<Write*> batch;
+      batch.swap(queue_);
+      lock.unlock();
+      std::vector<const Commands*> groups;
+      for (const Write* b : batch) groups.push_back(&b->commands);
+      std::vector<Status> results;
+      {
+        std::lock_guard<std::mutex> io(mu_);
+        results = Pipeline(groups);
+      }
+      lock.lock();
+      for (size_t i = 0; i < batch.size(); ++i) {
+        batch[i]->result = std::move(results[i]);
+        batch[i]->done = true;
+      }
+      committing_ = false;
+      queue_cv_.notify_all();
+    }
+    return w->result;
+  }
+
+  // Groups of commands sent together and their replies read together
+  // (one round trip); on a broken connection, reconnects once and sends
+  // them again. One status per group: its first error reply, or (kIo) the
+  // connection's error for every group when it is lost.
+  std::vector<Status> Pipeline(const std::vector<const Commands*>& groups) {
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      if (!ctx_) {
+        if (Status st = Reconnect(); !st.ok()) return std::vector<Status>(groups.size(), st);
+      }
+      for (const Commands* commands : groups)
+        for (const auto& args : *commands) {
+          std::vector<const char*> argv;
+          std::vector<size_t> lens;
+          for (const auto& a : args) {
+            argv.push_back(a.data());
+            lens.push_back(a.size());
+          }
+          redisAppendCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(), lens.data());
         }
-        Reply r(static_cast<redisReply*>(raw));
-        if (r->type == REDIS_REPLY_ERROR && error.empty())
-          error = "redis " + args[0] + ": " + std::string(r->str, r->len);
+      std::vector<Status> results(groups.size());
+      bool lost = false;
+      for (size_t g = 0; g < groups.size() && !lost; ++g) {
+        for (const auto& args : *groups[g]) {
+          void* raw = nullptr;
+          if (redisGetReply(ctx_, &raw) != REDIS_OK || !raw) {
+            lost = true;
+            break;
+          }
+          Reply r(static_cast<redisReply*>(raw));
+          if (r->type == REDIS_REPLY_ERROR && results[g].ok())
+            results[g] = IoError("redis " + args[0] + ": " + std::string(r->str, r->len));
+        }
       }
       if (lost) {
         redisFree(ctx_);
         ctx_ = nullptr;
         continue;
       }
-      return error.empty() ? Status::Ok() : IoError(error);
+      return results;
     }
-    return IoError("redis " + Where() + ": connection lost (" + commands.front().front() + ")");
+    return std::vector<Status>(
+        groups.size(), IoError("redis " + Where() + ": connection lost (" + groups.front()->front().front() + ")"));
   }
 
   StatusOr<std::vector<std::string>> Strings(const std::vector<std::string>& args) {
@@ -235,8 +294,12 @@ class RedisStore : public StateStore {
   int db_ = 0;
   StoreOptions opt_;
   std::string prefix_;
-  std::mutex mu_;
+  std::mutex mu_;  // guards ctx_: one command or pipeline at a time
   redisContext* ctx_ = nullptr;
+  std::mutex queue_mu_;  // guards queue_ and committing_ (Commit)
+  std::condition_variable queue_cv_;
+  std::vector<Write*> queue_;  // writes waiting for the next pipeline
+  bool committing_ = false;    // a pipeline of writes is in flight
 };
 
 }  // namespace

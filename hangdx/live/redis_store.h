@@ -14,7 +14,10 @@
 // A finding is added atomically (one Lua script: HSETNX, then RPUSH only
 // when new), so a watch killed between the two leaves no half-recorded
 // finding. Each call is one round trip (PutRanks batches 1,000 ranks per
-// HSET). A lost connection is reopened once per call.
+// HSET); a pushed report and its rank's record are one pipelined write,
+// and the writes of reports stored at the same time from several threads
+// share one round trip (group commit), each call returning once Redis
+// holds its own. A lost connection is reopened once per call.
 #pragma once
 
 #include <memory>

@@ -36,8 +36,9 @@ class MemoryStore : public StateStore {
     std::lock_guard<std::mutex> lock(mu_);
     return std::vector<std::string>(history_.begin(), history_.end());
   }
-  Status AppendReport(Rank rank, const std::string& report) override {
+  Status AppendReport(Rank rank, const std::string& report, const std::optional<RankRecord>& record) override {
     std::lock_guard<std::mutex> lock(mu_);
+    if (record) ranks_[record->rank] = *record;
     auto& q = reports_[rank];
     q.push_back(report);
     while (q.size() > opt_.reports_per_rank) q.pop_front();

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,8 +68,12 @@ class StateStore {
   virtual Status AppendHistory(const std::string& line) = 0;
   virtual StatusOr<std::vector<std::string>> LoadHistory() = 0;
 
-  // A report a rank pushed, stored before it is acknowledged.
-  virtual Status AppendReport(Rank rank, const std::string& report) = 0;
+  // A report a rank pushed, stored before it is acknowledged, with the
+  // rank's record after it (as PutRanks) when `record` is given: both in
+  // one write, so that a pushed report costs one Redis round trip, and the
+  // writes of reports arriving on other threads at the same time share it
+  // (RedisStore). Returns once the store holds both.
+  virtual Status AppendReport(Rank rank, const std::string& report, const std::optional<RankRecord>& record) = 0;
   virtual StatusOr<std::vector<std::pair<Rank, std::string>>> LoadReports() = 0;  // per rank, oldest first
 
   // Records a finding under `fingerprint`; false when it was there already.

@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <optional>
 #include <thread>
 
 #include "hangdx/live/redis_store.h"
@@ -78,8 +80,8 @@ void CheckContract(StateStore* s) {
   EXPECT_EQ((*ranks)[1].progress, "0=13/12");
   EXPECT_EQ((*ranks)[1].url, "http://n3:1");
   EXPECT_EQ((*ranks)[1].agent, "node0");
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(s->AppendReport(2, "r" + std::to_string(i)).ok());
-  ASSERT_TRUE(s->AppendReport(0, "x").ok());
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(s->AppendReport(2, "r" + std::to_string(i), std::nullopt).ok());
+  ASSERT_TRUE(s->AppendReport(0, "x", std::nullopt).ok());
   auto reports = s->LoadReports();
   ASSERT_TRUE(reports.ok());
   ASSERT_EQ(reports->size(), 4u);  // rank 2 keeps its last 3
@@ -129,6 +131,51 @@ TEST(StateStoreTest, RedisKeepsItAcrossConnections) {
   auto o = NewRedisStore(redis.Url(), other);
   ASSERT_TRUE(o.ok());
   EXPECT_TRUE((*o)->LoadRanks()->empty());
+}
+
+// Reports stored from many threads at once (the service's threads, whose
+// writes share round trips: RedisStore's group commit) are each there
+// once the call returns, with the record that came with them.
+void CheckConcurrentReports(StateStore* s) {
+  constexpr int kThreads = 8, kEach = 50;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([s, t] {
+      for (int i = 0; i < kEach; ++i) {
+        Rank rank = 100 + t;
+        RankRecord record{rank, "", "0=" + std::to_string(i) + "/" + std::to_string(i), 10 + i, 10 + i, ""};
+        ASSERT_TRUE(s->AppendReport(rank, "t" + std::to_string(t) + " r" + std::to_string(i), record).ok());
+        // Held already: the report may be acknowledged now.
+        auto ranks = s->LoadRanks();
+        ASSERT_TRUE(ranks.ok());
+        auto it = std::find_if(ranks->begin(), ranks->end(), [&](const RankRecord& r) { return r.rank == rank; });
+        ASSERT_NE(it, ranks->end());
+        EXPECT_EQ(it->progress, record.progress);
+      }
+    });
+  for (auto& th : threads) th.join();
+  auto reports = s->LoadReports();
+  ASSERT_TRUE(reports.ok());
+  for (int t = 0; t < kThreads; ++t) {
+    std::vector<std::string> got;
+    for (const auto& [rank, text] : *reports)
+      if (rank == 100 + t) got.push_back(text);
+    ASSERT_EQ(got.size(), 3u) << "rank " << 100 + t;  // the last reports_per_rank, in order
+    EXPECT_EQ(got.back(), "t" + std::to_string(t) + " r" + std::to_string(kEach - 1));
+  }
+}
+
+TEST(StateStoreTest, MemoryConcurrentReports) {
+  auto s = NewMemoryStore(Small());
+  CheckConcurrentReports(s.get());
+}
+
+TEST(StateStoreTest, RedisConcurrentReportsShareRoundTrips) {
+  RedisServer redis;
+  if (!redis.running()) GTEST_SKIP() << "redis-server not installed";
+  auto s = NewRedisStore(redis.Url(), Small());
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  CheckConcurrentReports(s->get());
 }
 
 TEST(StateStoreTest, RedisErrorsAreStatuses) {

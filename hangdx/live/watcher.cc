@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "hangdx/base/rank_set.h"
@@ -1087,26 +1088,32 @@ HttpResponse Watcher::HandleReport(const HttpRequest& req) {
   if (!reports.ok()) return JsonResponse(400, {{"error", reports.status().message()}});
   bool want = false, duplicate = false;
   for (const PushReport& r : *reports) {
-    // Stored before it is acknowledged: a report answered 200 survives a
-    // watch killed right after (--redis).
     std::string raw = reports->size() == 1 ? req.body : json{{std::to_string(r.rank), *r.wait}}.dump();
-    if (auto st = store_->AppendReport(r.rank, raw); !st.ok())
-      return JsonResponse(503, {{"error", "cannot store the report: " + st.message()}});
-    if (!board_.Apply(r)) {
-      duplicate = true;
-      continue;
-    }
-    auto now = Clock::now();
-    std::vector<PgProgress> pgs = board_.ProgressOf(r.rank);
-    RankRecord record;
-    {
+    // Taken in, then stored with the rank's new record in one write, and
+    // only then acknowledged: a report answered 200 survives a watch killed
+    // right after (--redis). One that could not be stored is answered 503
+    // and sent again; the board then knows it and the resend is stored
+    // only (a duplicate).
+    std::optional<RankRecord> record;
+    if (board_.Apply(r)) {
+      auto now = Clock::now();
+      std::vector<PgProgress> pgs = board_.ProgressOf(r.rank);
+      bool config = r.fr && r.fr->contains("pg_config");
       std::lock_guard<std::mutex> lock(mu_);
-      for (const auto& [name, members] : board_.MembersOf(r.rank))
-        if (!members.empty()) detector_.AddMembers(PgIdOfName(name), members);
+      // Member lists when they come (torch's 10,000-rank list is 59 KB),
+      // or from the board a resumed watch rebuilt, once per rank.
+      if (config || members_from_.insert(r.rank).second)
+        for (const auto& [name, members] : board_.MembersOf(r.rank))
+          if (!members.empty()) detector_.AddMembers(PgIdOfName(name), members);
       detector_.Observe(r.rank, now, pgs);
-      record = {r.rank, "", FormatCompact(pgs), WallMs(now), WallMs(detector_.LastChange(r.rank)), opt_.agent};
+      record =
+          RankRecord{r.rank, "", FormatCompact(pgs), WallMs(now), WallMs(detector_.LastChange(r.rank)), opt_.agent};
+    } else {
+      duplicate = true;
     }
-    (void)store_->PutRanks({record});
+    if (auto st = store_->AppendReport(r.rank, raw, record); !st.ok())
+      return JsonResponse(503, {{"error", "cannot store the report: " + st.message()}});
+    if (!record) continue;
     metrics_.Add("hangdx_reports_total");
     want = want || board_.Wants(r.rank);
     if (r.world_size > 0 && r.world_size <= (int64_t{1} << 24)) {

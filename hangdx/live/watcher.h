@@ -189,6 +189,7 @@ class Watcher {
   std::string last_config_;                           // the last pg_config text seen (probe thread only)
   Clock::time_point observed_at_;                     // when the last probe round's answers came
   std::map<std::string, size_t> members_added_;       // pg id -> size of the largest member list added
+  std::unordered_set<Rank> members_from_;             // pushing ranks whose member lists were added
   std::set<Rank> failure_said_;                       // ranks whose failure to answer was logged (probe thread only)
   std::string store_error_;                           // why the TCPStore did not answer, "" once it did
   bool store_read_ = false;                           // the TCPStore answered once
