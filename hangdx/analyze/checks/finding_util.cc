@@ -1,5 +1,8 @@
 #include "hangdx/analyze/checks/finding_util.h"
 
+#include <set>
+#include <string_view>
+
 #include "hangdx/base/rank_set.h"
 
 namespace hangdx::analyze {
@@ -19,7 +22,10 @@ std::string WhereInstead(const RankAnalysis& a, model::Rank r) {
     return "rank " + std::to_string(r) + ": live state " + d->wait->current_op +
            (d->wait->waiting_for.empty() ? ", waiting for nobody"
                                          : ", waiting for ranks " + FormatRanks(d->wait->waiting_for));
-  if (d->ops.empty()) return "rank " + std::to_string(r) + ": its dump records no operations";
+  std::string ended;
+  if (const model::LogEvent* e = EndedByItself(*d))
+    ended = "; its log shows its process ending (" + (e->message_id.empty() ? e->message : e->message_id) + ")";
+  if (d->ops.empty()) return "rank " + std::to_string(r) + ": its dump records no operations" + ended;
   const model::OpRecord& last = d->ops.back();
   // gloo marks a failed op retired like a finished one.
   const char* done = last.backend == "gloo" ? " (ended: finished or failed)" : " (completed)";
@@ -27,7 +33,21 @@ std::string WhereInstead(const RankAnalysis& a, model::Rank r) {
       "rank " + std::to_string(r) + ": last op " + a.LabelOf(r, last) + (last.completed ? done : " (not completed)");
   if (a.BlockingType(r) == RankNodeType::kIdle) s += "; not blocked in any recorded collective since";
   if (!last.frames->empty()) s += "; called from " + FrameText(*d, last);
-  return s;
+  return s + ended;
+}
+
+const model::LogEvent* EndedByItself(const model::RankDump& d) {
+  const model::LogEvent* ended = nullptr;
+  for (const auto& e : d.events) {
+    using K = model::LogEvent::Kind;
+    if (e.kind == K::kCrash || e.kind == K::kTimeout || e.kind == K::kAbort) return nullptr;
+    // Only the rows that say the process shut down in order: most exit
+    // rows (a launcher's "failed (exitcode: 1)", an exception's last line)
+    // carry no exit code to tell a clean end from a failure.
+    static const std::set<std::string_view> kCleanEnd = {"torch.c10d.pg_not_destroyed", "nccl.destroy_complete"};
+    if (e.kind == K::kExit && !ended && kCleanEnd.count(e.message_id)) ended = &e;
+  }
+  return ended;
 }
 
 std::string FrameText(const model::RankDump& d, const model::OpRecord& op) {

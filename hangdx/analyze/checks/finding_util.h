@@ -33,6 +33,13 @@ void AddOpEvidence(const RankAnalysis& a, Finding* f, model::Rank r, const model
 // since; called from train at train.py:12").
 std::string WhereInstead(const RankAnalysis& a, model::Rank r);
 
+// The first event of `d` that says its process shut down in order (c10d's
+// "process group has NOT been destroyed" at interpreter shutdown, NCCL's
+// "Destroy COMPLETE"), when `d` records no crash, timeout or abort; nullptr
+// otherwise. A rank that others wait for and whose
+// process ended left the job early: it is not blocked anywhere to py-spy.
+const model::LogEvent* EndedByItself(const model::RankDump& d);
+
 // The first frame of op's stack outside torch/distributed internals
 // (innermost first), "name at file:line". The op must have frames.
 std::string FrameText(const model::RankDump& d, const model::OpRecord& op);

@@ -98,9 +98,12 @@ void Decide(const RankAnalysis& a, const Instance& in, const Sides& s, Finding* 
       f->summary += "; no dump from " + RankWords(s.dead);
       f->culprit_ranks.insert(f->culprit_ranks.end(), s.dead.begin(), s.dead.end());
     }
-    f->fix_hint =
-        "find what the absent rank is doing instead (py-spy dump it): a rank-dependent branch, "
-        "rank-0-only work (checkpoint, evaluation, logging) or uneven data";
+    bool all_ended = !s.idle.empty();
+    for (Rank r : s.idle) all_ended = all_ended && a.job.Find(r) && EndedByItself(*a.job.Find(r));
+    f->fix_hint = all_ended ? "the absent rank's process ended while the others still wait: find why it left the "
+                              "loop early (uneven data per rank, a rank-dependent break or return, a caught error)"
+                            : "find what the absent rank is doing instead (py-spy dump it): a rank-dependent branch, "
+                              "rank-0-only work (checkpoint, evaluation, logging) or uneven data";
   } else if (s.dead.size() * 2 <= members) {
     f->kind = Kind::kCrashedRank;
     f->culprit_ranks = s.dead;

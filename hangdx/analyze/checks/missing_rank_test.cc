@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "hangdx/analyze/checks/check_testing.h"
+#include "hangdx/analyze/checks/finding_util.h"
 #include "hangdx/model/testing/job_builder.h"
 
 namespace hangdx::analyze {
@@ -162,6 +163,34 @@ TEST(MissingRankCheck, ASilentRankWhoseConnectionTheWaitersLostDied) {
   EXPECT_EQ(fs[0].summary,
             "ranks 1-3 wait in all_reduce (pg 0 (default_pg) seq 7) for rank 0, which stopped logging while they "
             "lost their connection to a peer: it most likely died (crash, OOM kill, exit)");
+}
+
+TEST(MissingRankCheck, AnAbsentRankWhoseProcessEndedIsNotToBePySpied) {
+  // Rank 3 idle after seq 4, and its log's last word is c10d's "process group
+  // has NOT been destroyed" (the destructor at interpreter shutdown): it left
+  // the loop early, there is no process to py-spy.
+  model::Job job = RankThreeAbsent(true);
+  model::LogEvent ended;
+  ended.kind = model::LogEvent::Kind::kExit;
+  ended.message_id = "torch.c10d.pg_not_destroyed";
+  for (auto& d : job.dumps)
+    if (d.rank == 3) d.events.push_back(ended);
+  std::vector<Finding> fs = RunCheck(&MissingRankCheck, job);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kMissingRank);
+  EXPECT_EQ(fs[0].culprit_ranks, Ranks{3});
+  EXPECT_EQ(fs[0].fix_hint.rfind("the absent rank's process ended while the others still wait", 0), 0u);
+  bool said = false;
+  for (const auto& d : fs[0].details)
+    said = said || d.find("its log shows its process ending (torch.c10d.pg_not_destroyed)") != std::string::npos;
+  EXPECT_TRUE(said);
+  // A crash on the same rank is not "ended by itself" (the crash check's case).
+  model::LogEvent crash;
+  crash.kind = model::LogEvent::Kind::kCrash;
+  for (auto& d : job.dumps)
+    if (d.rank == 3) d.events.insert(d.events.begin(), crash);
+  for (const auto& d : job.dumps)
+    if (d.rank == 3) EXPECT_EQ(EndedByItself(d), nullptr);
 }
 
 TEST(MissingRankCheck, ACrashedOrUnreadableRankIsAnotherChecksCase) {

@@ -4,6 +4,7 @@
 #include <set>
 #include <string_view>
 
+#include "hangdx/analyze/checks/finding_util.h"
 #include "hangdx/base/rank_set.h"
 
 namespace hangdx::analyze {
@@ -29,9 +30,12 @@ std::string DeviceOnlyVerdict(const model::Job& job) {
 // log, a launcher's console with no rank prefix). One stall warning per row
 // and file, and nothing else that claims anything, shows no hang: a lone
 // warning is no hang (checks/named_culprit.h says so of a rank's). Messages
-// that claim nothing (a version line) say nothing either way, and a timeout,
-// crash, mismatch or repeated stall that names no rank cannot be placed: no
-// usable input, naming the message.
+// that claim nothing (a version line, NCCL's set-up, a launcher's config) are
+// no hang either: the files were read, and a healthy job prints just that
+// (NCCL logs nothing while collectives run), so the verdict says what to
+// collect instead of calling the input unusable. A timeout, crash, mismatch
+// or repeated stall that names no rank cannot be placed: no usable input,
+// naming the message.
 std::string RanklessVerdict(const model::Job& job) {
   // The first message of each kind, with its file.
   std::pair<const model::RecognisedMessage*, const std::string*> first{}, stall{}, claim{};
@@ -50,7 +54,10 @@ std::string RanklessVerdict(const model::Job& job) {
   if (stall.first)
     return "No hang found: " + what(stall) + ", a lone stall warning that names no rank; by itself it is not a hang.";
   if (first.first)
-    return "No usable input: " + what(first) + ", but names no rank hangdx can place it on, and claims no hang.";
+    return "No hang found: " + what(first) +
+           ", and nothing read claims a hang or names a rank hangdx can place; a healthy job's log looks the same, so "
+           "if the job is "
+           "stuck, collect its Flight Recorder dumps or stacks.";
   return "No usable input: no dump, log, stack dump or snapshot that names a rank could be read.";
 }
 
@@ -76,12 +83,40 @@ size_t WarningsAboutFilesUsed(const model::Job& job) {
   return n;
 }
 
+bool AnyOp(const model::Job& job) {
+  for (const auto& d : job.dumps)
+    if (!d.ops.empty() || !d.pg_status.empty()) return true;
+  return false;
+}
+
+// Logs of known ranks that record no collective (a warning at exit, a
+// set-up line): "their collectives match" would claim what was not seen.
+// Ranks whose process shut down in order are named: at the end of a
+// program that is the normal case, and the user sees what was read.
+std::string NoOpVerdict(const model::Job& job) {
+  using K = model::LogEvent::Kind;
+  std::vector<model::Rank> ranks, ended;
+  bool claims = false;  // an event that says something went wrong
+  for (const auto& d : job.dumps) {
+    if (ranks.empty() || ranks.back() != d.rank) ranks.push_back(d.rank);
+    if (EndedByItself(d)) ended.push_back(d.rank);
+    for (const auto& e : d.events)
+      claims = claims || (e.kind != K::kExit && e.kind != K::kConfig && e.kind != K::kProgress && e.kind != K::kOther);
+  }
+  std::string v = "No hang found: what was read of " + RankWords(ranks) + " records no collective" +
+                  (claims ? "" : " and claims no hang");
+  if (!ended.empty())
+    v += "; " + RankWords(ended) + " shut down in order (" + EndedByItself(*job.Find(ended.front()))->message_id + ")";
+  return v + ".";
+}
+
 std::string NoFindingVerdict(const RankAnalysis& a) {
   const model::Job& job = a.job;
   if (job.dumps.empty() && !job.device.empty()) return DeviceOnlyVerdict(job);
   if (job.dumps.empty()) return RanklessVerdict(job);
-  std::string v = "No hang found: every process group's recorded collectives match on all " +
-                  std::to_string(job.dumps.size()) + " ranks seen.";
+  std::string v = AnyOp(job) ? "No hang found: every process group's recorded collectives match on all " +
+                                   std::to_string(job.dumps.size()) + " ranks seen."
+                             : NoOpVerdict(job);
   bool gloo = false;
   for (const auto& d : job.dumps)
     for (const auto& pg : a.History(d).pgs())

@@ -57,10 +57,13 @@ TEST(VerdictPass, ALoneRanklessStallWarningIsNoHang) {
   EXPECT_EQ(VerdictOf(Rankless("vllm.shm.no_block_v3", "stall", 1), {}),
             "No hang found: job.log holds vllm.shm.no_block_v3 (stall), a lone stall warning that names no rank; by "
             "itself it is not a hang.");
-  // A version line says nothing either way.
+  // A version line claims no hang: the file was read (detectron2#4730: NCCL's
+  // set-up lines of a job that ran, only slowly), so no hang, with what to
+  // collect, not "no usable input" (exit 2).
   EXPECT_EQ(VerdictOf(Rankless("nccl.version", "info", 3), {}),
-            "No usable input: job.log holds nccl.version (info), but names no rank hangdx can place it on, and claims "
-            "no hang.");
+            "No hang found: job.log holds nccl.version (info), and nothing read claims a hang or names a rank hangdx "
+            "can place; a healthy job's log looks the same, so if the job is stuck, collect its Flight Recorder dumps "
+            "or stacks.");
   // The same warning repeated, or a timeout, cannot be placed: no usable input.
   EXPECT_EQ(VerdictOf(Rankless("vllm.shm.no_block_v3", "stall", 4), {}),
             "No usable input: job.log holds vllm.shm.no_block_v3 (stall), but names no rank hangdx can place it on: "
@@ -72,6 +75,31 @@ TEST(VerdictPass, ALoneRanklessStallWarningIsNoHang) {
   model::Job both = Rankless("vllm.shm.no_block_v3", "stall", 1);
   both.file_reads[0].messages.push_back({"hccl.fftsplus_task_timeout", "timeout", "", 1});
   EXPECT_EQ(VerdictOf(both, {}).rfind("No usable input: job.log holds hccl.fftsplus_task_timeout (timeout), ", 0), 0u);
+}
+
+TEST(VerdictPass, LogsThatRecordNoCollectiveDoNotClaimTheyMatch) {
+  // dmlcloud#61: rank 0's one line is c10d's "process group has NOT been
+  // destroyed" at exit; "every pg's recorded collectives match" would claim
+  // collectives that were never seen.
+  model::Job job;
+  model::RankDump d;
+  d.rank = 0;
+  d.file = "rank0.log";
+  model::LogEvent ended;
+  ended.kind = model::LogEvent::Kind::kExit;
+  ended.message_id = "torch.c10d.pg_not_destroyed";
+  d.events.push_back(ended);
+  job.dumps.push_back(d);
+  EXPECT_EQ(VerdictOf(job, {}),
+            "No hang found: what was read of rank 0 records no collective and claims no hang; rank 0 shut down in "
+            "order (torch.c10d.pg_not_destroyed).");
+  // A peer lost is a claim: then only what is known is said.
+  model::LogEvent lost;
+  lost.kind = model::LogEvent::Kind::kPeerLost;
+  job.dumps[0].events.push_back(lost);
+  EXPECT_EQ(VerdictOf(job, {}),
+            "No hang found: what was read of rank 0 records no collective; rank 0 shut down in order "
+            "(torch.c10d.pg_not_destroyed).");
 }
 
 TEST(VerdictPass, NoFindingSaysWhatWasSeen) {
