@@ -3,6 +3,10 @@
 //   BM_FlightRecorderPickle ParseFlightRecorderPickle (pickle machine + FR
 //                           conversion, streamed into a DumpBuilder)
 //   BM_FlightRecorderJson   ParseFlightRecorderJson on the JSON flavour
+//                           (simdjson, ingest/json_tree.h)
+//   BM_FlightRecorderJsonNlohmann  the same dump through the nlohmann reader
+//                           (ParseFlightRecorderJsonWithNlohmann: the fallback,
+//                           and every JSON dump's reader before simdjson)
 // Argument: entries in the dump (2,000 = the default ring size).
 //   BM_TextLog              ReadArtifact on an NCCL_DEBUG=INFO log (every
 //                           text format that recognizes it, as the loader
@@ -49,7 +53,7 @@ void BM_PickleParse(benchmark::State& state) {
 BENCHMARK(BM_PickleParse)->Arg(2000)->Unit(benchmark::kMillisecond);
 
 // Pickle or JSON dump through its Flight Recorder reader into the model.
-template <bool kJson>
+template <bool kJson, bool kNlohmann = false>
 void BM_FlightRecorder(benchmark::State& state) {
   std::string data;
   if (!LoadInput(state, kJson, &data)) return;
@@ -58,7 +62,9 @@ void BM_FlightRecorder(benchmark::State& state) {
     model::DiagnosticSink diags;
     ingest::DumpBuilder out(kJson ? "nccl_trace_rank_0.json" : "nccl_trace_rank_0", &diags);
     ingest::Artifact in{data, out.file(), 0};
-    bool ok = kJson ? ingest::ParseFlightRecorderJson(in, &out) : ingest::ParseFlightRecorderPickle(in, &out);
+    bool ok = kNlohmann ? ingest::ParseFlightRecorderJsonWithNlohmann(in, &out)
+              : kJson   ? ingest::ParseFlightRecorderJson(in, &out)
+                        : ingest::ParseFlightRecorderPickle(in, &out);
     ingest::DumpBuilder::Result got = out.Finish();  // includes the completion pass
     if (!ok || got.dumps.empty()) {
       state.SkipWithError("the Flight Recorder reader failed");
@@ -73,8 +79,10 @@ void BM_FlightRecorder(benchmark::State& state) {
 }
 void BM_FlightRecorderPickle(benchmark::State& state) { BM_FlightRecorder<false>(state); }
 void BM_FlightRecorderJson(benchmark::State& state) { BM_FlightRecorder<true>(state); }
+void BM_FlightRecorderJsonNlohmann(benchmark::State& state) { BM_FlightRecorder<true, true>(state); }
 BENCHMARK(BM_FlightRecorderPickle)->Arg(2000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlightRecorderJson)->Arg(2000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlightRecorderJsonNlohmann)->Arg(2000)->Unit(benchmark::kMillisecond);
 
 // A text log through the loader's path (ReadArtifact) or one text format.
 void TextLog(benchmark::State& state, const ingest::Format* only) {

@@ -11,7 +11,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
   cmake ninja-build g++ clang libclang-rt-14-dev pkg-config libre2-dev \
-  libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev \
+  libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libsimdjson-dev libcli11-dev \
   python3-dev graphviz >/dev/null
 # hangdx watch (docs/live.md): cpp-httplib for its HTTP service, hiredis for
 # --redis, and redis-server, which the tests start on a free loopback port

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "hangdx/ingest/formats/flight_recorder/pickle.h"
+#include "hangdx/ingest/json_tree.h"
 #include "hangdx/ingest/json_util.h"
 
 namespace hangdx::ingest {
@@ -21,10 +22,16 @@ namespace {
 
 using Sev = model::Diagnostic::Severity;
 constexpr int64_t kMaxRank = int64_t{1} << 24;  // more ranks than any job has had
+// A JSON dump above this size gives its JsonTree's memory back once read
+// (a rank's dump is 1 MB at 2,000 entries; the tree keeps its buffers).
+constexpr size_t kKeepTreeBytes = size_t{64} << 20;
 
 // ---- Node adapters: one converter serves both pickle and JSON trees. ----
 
 struct PNode {
+  // The same bytes come back at the same address (CPython memoises keys and
+  // repeated strings), so caches keyed by address hit.
+  static constexpr bool kMemoised = true;
   const PickleValue* v;
   bool null() const { return !v || v->kind() == PickleValue::Kind::kNone; }
   bool is_dict() const { return v && v->is_dict(); }
@@ -110,6 +117,7 @@ struct PNode {
 };
 
 struct JNode {
+  static constexpr bool kMemoised = false;  // every value has its own address
   const nlohmann::json* v;
   bool null() const { return !v || v->is_null(); }
   bool is_dict() const { return v && v->is_object(); }
@@ -175,6 +183,106 @@ struct JNode {
   void items_view(F f) const {
     if (!is_dict()) return;
     for (auto it = v->begin(); it != v->end(); ++it) f(std::string_view(it.key()), JNode{&it.value()});
+  }
+  bool present() const { return v != nullptr; }
+  const void* identity() const { return v; }
+  bool stable() const { return true; }
+};
+
+// A JsonTree value (the fast path of ParseFlightRecorderJson): reads as
+// JNode reads the same value of nlohmann's tree, so that both paths give
+// the same records and warnings. Mind nlohmann's quirks kept here: an
+// unsigned integer counts as an integer (is_number_integer) and is read as
+// int64_t, wrapping above 2^63 - 1; items() go in key order (its objects
+// are std::maps).
+struct TNode {
+  using Kind = JsonTree::Kind;
+  static constexpr bool kMemoised = false;
+  TNode() = default;
+  explicit TNode(std::nullptr_t) {}  // absent, as the other adapters' N{nullptr}
+  TNode(const JsonTree* tree, const JsonTree::Value* value) : t(tree), v(value) {}
+  const JsonTree* t = nullptr;
+  const JsonTree::Value* v = nullptr;
+  bool null() const { return !v || v->kind == Kind::kNull; }
+  bool is_dict() const { return v && v->kind == Kind::kObject; }
+  bool is_seq() const { return v && v->kind == Kind::kArray; }
+  bool str(std::string_view* out) const { return v && v->str(out); }
+  bool integer(int64_t* out) const {
+    if (!v) return false;
+    switch (v->kind) {
+      case Kind::kInt:
+        *out = v->i;
+        return true;
+      case Kind::kUint:  // nlohmann: get<int64_t>() of a number_unsigned
+        *out = static_cast<int64_t>(v->u);
+        return true;
+      case Kind::kBool:
+        *out = v->b;
+        return true;
+      case Kind::kString: {  // pg_status values are strings in JSON dumps
+        std::string_view s(v->s, v->size);
+        auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
+        return r.ec == std::errc() && r.ptr == s.data() + s.size();
+      }
+      default:
+        return false;
+    }
+  }
+  bool number(double* out) const {
+    if (!v) return false;
+    switch (v->kind) {
+      case Kind::kInt:
+        *out = static_cast<double>(v->i);
+        return true;
+      case Kind::kUint:
+        *out = static_cast<double>(v->u);
+        return true;
+      case Kind::kDouble:
+        *out = v->d;
+        return true;
+      default:
+        return false;
+    }
+  }
+  bool boolean(bool* out) const {
+    if (!v) return false;
+    if (v->kind == Kind::kBool) {
+      *out = v->b;
+      return true;
+    }
+    if (v->kind == Kind::kInt || v->kind == Kind::kUint) {
+      *out = v->u != 0;
+      return true;
+    }
+    return false;
+  }
+  TNode get(std::string_view key) const { return TNode{t, v ? t->Find(*v, key) : nullptr}; }
+  size_t size() const { return is_seq() || is_dict() ? v->size : 0; }
+  TNode at(size_t i) const { return TNode{t, &t->Element(*v, i)}; }
+  template <typename F>
+  void items(F f) const {
+    if (!is_dict()) return;
+    std::vector<uint32_t> order(v->size);
+    for (uint32_t i = 0; i < v->size; ++i) order[i] = i;
+    auto key = [&](uint32_t i) {
+      std::string_view k;
+      t->Key(*v, i).str(&k);
+      return k;
+    };
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+    for (uint32_t i : order) {
+      const std::string k(key(i));
+      f(k, TNode{t, &t->Member(*v, i)});
+    }
+  }
+  template <typename F>
+  void items_view(F f) const {  // in the document's order: the keys differ (JsonTree)
+    if (!is_dict()) return;
+    for (size_t i = 0; i < v->size; ++i) {
+      std::string_view k;
+      t->Key(*v, i).str(&k);
+      f(k, TNode{t, &t->Member(*v, i)});
+    }
   }
   bool present() const { return v != nullptr; }
   const void* identity() const { return v; }
@@ -331,29 +439,36 @@ enum Field {
   kFieldCount
 };
 
+// The keys, in the order of Field.
+constexpr std::string_view kFieldNames[kFieldCount] = {"profiling_name",
+                                                       "record_id",
+                                                       "pg_id",
+                                                       "collective_seq_id",
+                                                       "p2p_seq_id",
+                                                       "op_id",
+                                                       "time_created_ns",
+                                                       "time_discovered_started_ns",
+                                                       "time_discovered_completed_ns",
+                                                       "timeout_ms",
+                                                       "process_group",
+                                                       "input_sizes",
+                                                       "output_sizes",
+                                                       "input_dtypes",
+                                                       "output_dtypes",
+                                                       "state",
+                                                       "retired",
+                                                       "is_p2p",
+                                                       "duration_ms",
+                                                       "thread_name",
+                                                       "thread_id",
+                                                       "frames"};
+
 int FieldOf(std::string_view key) {
-  static const std::unordered_map<std::string_view, int> kFields = {{"profiling_name", kProfilingName},
-                                                                    {"record_id", kRecordId},
-                                                                    {"pg_id", kPgId},
-                                                                    {"collective_seq_id", kCollectiveSeq},
-                                                                    {"p2p_seq_id", kP2pSeq},
-                                                                    {"op_id", kOpId},
-                                                                    {"time_created_ns", kTimeCreated},
-                                                                    {"time_discovered_started_ns", kTimeStarted},
-                                                                    {"time_discovered_completed_ns", kTimeCompleted},
-                                                                    {"timeout_ms", kTimeout},
-                                                                    {"process_group", kProcessGroup},
-                                                                    {"input_sizes", kInputSizes},
-                                                                    {"output_sizes", kOutputSizes},
-                                                                    {"input_dtypes", kInputDtypes},
-                                                                    {"output_dtypes", kOutputDtypes},
-                                                                    {"state", kState},
-                                                                    {"retired", kRetired},
-                                                                    {"is_p2p", kIsP2p},
-                                                                    {"duration_ms", kDuration},
-                                                                    {"thread_name", kThreadName},
-                                                                    {"thread_id", kThreadId},
-                                                                    {"frames", kFrames}};
+  static const std::unordered_map<std::string_view, int> kFields = [] {
+    std::unordered_map<std::string_view, int> m;
+    for (int i = 0; i < kFieldCount; ++i) m.emplace(kFieldNames[i], i);
+    return m;
+  }();
   auto it = kFields.find(key);
   return it == kFields.end() ? -1 : it->second;
 }
@@ -451,7 +566,9 @@ class Converter {
  public:
   // Converts a dump of `bytes` bytes (the size sets the WorkBudget).
   Converter(model::Rank rank, RecordSink* out, RankListCache* cache, uint64_t bytes)
-      : rank_(rank), out_(out), pool_(out->Strings(rank)), cache_(cache), bytes_(bytes), budget_(bytes) {}
+      : rank_(rank), out_(out), pool_(out->Strings(rank)), cache_(cache), bytes_(bytes), budget_(bytes) {
+    std::fill(std::begin(field_by_content_), std::end(field_by_content_), -1);
+  }
 
   bool Run(N root) {
     N entries{nullptr};
@@ -640,7 +757,7 @@ class Converter {
       return false;
     }
     model::Interner& pool = pool_;
-    op.profiling_name = pool.StrFromBuffer(s);
+    op.profiling_name = Str(s);
     model::ParseProfilingName(&op);
     auto int_field = [&](Field i, const char* key, int64_t* out) {
       N f = field[i];
@@ -658,8 +775,8 @@ class Converter {
     int_field(kTimeout, "timeout_ms", &op.timeout_ms);
     N pg = field[kProcessGroup];
     if (pg.is_seq() && pg.size() >= 1) {
-      if (pg.at(0).str(&s)) op.pg_name = pool.StrFromBuffer(s);
-      if (pg.size() >= 2 && pg.at(1).str(&s)) op.pg_desc = pool.StrFromBuffer(s);
+      if (pg.at(0).str(&s)) op.pg_name = Str(s);
+      if (pg.size() >= 2 && pg.at(1).str(&s)) op.pg_desc = Str(s);
     } else if (pg.present()) {
       Warn("field 'process_group' is not a (name, desc) pair");
     }
@@ -667,15 +784,22 @@ class Converter {
     // the value up before copying it, so a repeated shape costs no allocation.
     // A field the budget cut short is not "malformed": the entry is dropped
     // and Run says why.
+    // The last value of each field is kept: a dump's entries repeat a few
+    // shapes, mostly one after the other, and equal vectors compare faster
+    // than the interner's ordered set finds one.
     auto shapes = [&](Field f, const char* key, model::Ref<model::Shapes>* to) {
       if (!ReadShapes(field[f], &budget_, &shapes_) && !budget_.exhausted())
         Warn(std::string("field '") + key + "' is malformed");
-      *to = pool.InternCopy(shapes_);
+      Last<model::Shapes>& last = last_shapes_[f == kOutputSizes];
+      if (!last.set || !(*last.ref == shapes_)) last = {true, pool.InternCopy(shapes_)};
+      *to = last.ref;
     };
     auto strings = [&](Field f, const char* key, model::Ref<model::Dtypes>* to) {
       if (!ReadStrings(field[f], &budget_, &dtypes_) && !budget_.exhausted())
         Warn(std::string("field '") + key + "' is malformed");
-      *to = pool.InternCopy(dtypes_);
+      Last<model::Dtypes>& last = last_dtypes_[f == kOutputDtypes];
+      if (!last.set || !(*last.ref == dtypes_)) last = {true, pool.InternCopy(dtypes_)};
+      *to = last.ref;
     };
     shapes(kInputSizes, "input_sizes", &op.input_sizes);
     shapes(kOutputSizes, "output_sizes", &op.output_sizes);
@@ -691,8 +815,8 @@ class Converter {
     if (op.op == "send" || op.op == "recv") op.is_p2p = true;
     double ms;
     if (field[kDuration].number(&ms) && std::isfinite(ms)) op.duration_ms = ms;
-    if (field[kThreadName].str(&s)) op.thread_name = pool.StrFromBuffer(s);
-    if (field[kThreadId].str(&s)) op.thread_id = pool.StrFromBuffer(s);
+    if (field[kThreadName].str(&s)) op.thread_name = Str(s);
+    if (field[kThreadId].str(&s)) op.thread_id = Str(s);
     N frames = field[kFrames];
     if (frames.is_seq()) {
       if (!budget_.Spend(frames.size())) return false;
@@ -747,11 +871,47 @@ class Converter {
   };
   KeySlot key_cache_[64];
   int FieldCached(std::string_view key) {
+    if constexpr (!N::kMemoised) return FieldByContent(key);
     KeySlot& slot = key_cache_[(reinterpret_cast<uintptr_t>(key.data()) >> 3) & 63];
     if (slot.data == key.data() && slot.size == key.size() && key.data()) return slot.field;
-    slot = {key.data(), key.size(), FieldOf(key)};
+    slot = {key.data(), key.size(), FieldByContent(key)};
     return slot.field;
   }
+  // JSON keys are at a new address each time: a cache by length and end
+  // bytes, checked against the field's name, skips the hash of FieldOf.
+  int field_by_content_[64];
+  // No two of kFieldNames share a slot.
+  static size_t ContentSlot(std::string_view s) {
+    if (s.empty()) return 0;
+    return (s.size() + static_cast<unsigned char>(s[0]) + static_cast<unsigned char>(s[s.size() / 2]) * 8 +
+            static_cast<unsigned char>(s.back()) * 7) &
+           63;
+  }
+  int FieldByContent(std::string_view key) {
+    int& slot = field_by_content_[ContentSlot(key)];
+    if (slot >= 0 && kFieldNames[slot] == key) return slot;
+    int field = FieldOf(key);
+    if (field >= 0) slot = field;
+    return field;
+  }
+  // Interns string `s` of an entry. Pickle strings: by address
+  // (Interner::StrFromBuffer); JSON strings, new addresses each time, by a
+  // cache of the last interned string of the same length and bytes.
+  std::string_view str_by_content_[64];
+  std::string_view Str(std::string_view s) {
+    if constexpr (N::kMemoised) return pool_.StrFromBuffer(s);
+    std::string_view& slot = str_by_content_[ContentSlot(s)];
+    if (slot.size() == s.size() && slot.data() && slot == s) return slot;
+    slot = pool_.Str(s);
+    return slot;
+  }
+  template <class T>
+  struct Last {
+    bool set = false;
+    model::Ref<T> ref;  // interned
+  };
+  Last<model::Shapes> last_shapes_[2];  // input, output
+  Last<model::Dtypes> last_dtypes_[2];
 };
 
 }  // namespace
@@ -925,6 +1085,25 @@ bool ParseDumpJson(std::string_view data, RankListCache* cache, nlohmann::json* 
 }  // namespace
 
 bool ParseFlightRecorderJson(const Artifact& in, RecordSink* out) {
+  const model::Rank rank = in.rank_hint;
+  // simdjson first: 5 times the speed. What it does not read as nlohmann
+  // would (a syntax error, a repeated key: JsonTree) goes to the reader
+  // below, which says what is wrong as it always did.
+  thread_local JsonTree tree;
+  if (tree.Parse(in.data)) {
+    out->SetFromFlightRecorder(rank);
+    out->StreamFlightRecorderOps(rank);
+    Converter<TNode> conv(rank, out, in.rank_lists, in.data.size());
+    bool ok = conv.Run(TNode{&tree, &tree.root()});
+    out->Strings(rank).ForgetAddresses();
+    if (in.data.size() > kKeepTreeBytes) tree.Release();
+    if (!ok) out->MarkUnreadable(rank);
+    return ok;
+  }
+  return ParseFlightRecorderJsonWithNlohmann(in, out);
+}
+
+bool ParseFlightRecorderJsonWithNlohmann(const Artifact& in, RecordSink* out) {
   const model::Rank rank = in.rank_hint;
   nlohmann::json j;
   std::string error;

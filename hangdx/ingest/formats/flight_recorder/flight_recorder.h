@@ -43,6 +43,15 @@ int SniffFlightRecorderJson(std::string_view data);
 bool ParseFlightRecorderPickle(const Artifact& in, RecordSink* out);
 
 // The same for a JSON dump. Byte offsets of JSON syntax errors are reported.
+// Parsed by simdjson (ingest/json_tree.h); a text that simdjson refuses or
+// that has a key twice in one object is read by
+// ParseFlightRecorderJsonWithNlohmann, which says what is wrong, so both
+// give the same records and diagnostics for any text.
 bool ParseFlightRecorderJson(const Artifact& in, RecordSink* out);
+
+// The same, parsed by nlohmann::json (ingest/json_util.h's ParseJson) into a
+// DOM: a fifth of the speed. Errors give the byte offset and nlohmann's
+// reason; a repeated key is warned of and its later value used.
+bool ParseFlightRecorderJsonWithNlohmann(const Artifact& in, RecordSink* out);
 
 }  // namespace hangdx::ingest

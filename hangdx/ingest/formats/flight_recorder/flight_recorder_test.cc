@@ -2,7 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <random>
+#include <sstream>
+
 #include "hangdx/base/file.h"
+#include "hangdx/ingest/json_tree.h"
 #include "hangdx/ingest/parse_for_test.h"
 
 namespace hangdx::ingest {
@@ -240,10 +245,12 @@ struct Parsed {
   std::vector<model::Diagnostic> diags;
 };
 
+// The pg_config cache is the nlohmann reader's (simdjson reads a
+// 10,000-rank pg_config at memory speed).
 Parsed ParseWith(const std::string& data, RankListCache* cache) {
   model::DiagnosticSink sink;
   DumpBuilder out("f", &sink);
-  EXPECT_TRUE(ParseFlightRecorderJson(Artifact{data, "f", 3, cache}, &out));
+  EXPECT_TRUE(ParseFlightRecorderJsonWithNlohmann(Artifact{data, "f", 3, cache}, &out));
   Parsed p{out.Finish(), sink.Take()};
   return p;
 }
@@ -287,6 +294,179 @@ TEST(FlightRecorder, OneJobsPgConfigIsLexedOnceAndReadTheSame) {
   Parsed two = ParseWith(DumpWith(config, 1, R"(, "pg_config": {})"), &cache);
   EXPECT_TRUE(two.result.dumps[0].pg_config.empty());
   EXPECT_EQ(two.diags.size(), 1u);
+}
+
+// Everything a parse gave, in text: dumps, the unreadable rank, diagnostics.
+std::string Describe(const DumpBuilder::Result& r, const std::vector<model::Diagnostic>& diags, bool ok) {
+  std::ostringstream o;
+  auto list = [&](const auto& v) {
+    o << "[";
+    for (const auto& x : v) o << x << ",";
+    o << "]";
+  };
+  o << "ok=" << ok << " unreadable=" << r.unreadable_rank << "\n";
+  for (const model::RankDump& d : r.dumps) {
+    o << "rank " << d.rank << " v=" << d.version << " lib=" << d.comm_lib_version << " fr=" << d.from_flight_recorder
+      << "\n";
+    for (const model::OpRecord& op : d.ops) {
+      o << op.record_id << " " << op.pg_id << " " << op.pg_name << "/" << op.pg_desc << " " << op.collective_seq << " "
+        << op.p2p_seq << " " << op.op_id << " " << op.profiling_name << " " << op.backend << " " << op.op << " "
+        << op.p2p_self_local << " " << op.p2p_peer_local << " " << static_cast<int>(op.state) << op.is_p2p << op.retired
+        << op.completed << " " << op.source << " " << op.time_created_ns << " " << op.time_started_ns << " "
+        << op.time_completed_ns << " " << op.duration_ms << " " << op.timeout_ms << " " << op.thread_name << " "
+        << op.thread_id << " ";
+      for (const auto* shapes : {&*op.input_sizes, &*op.output_sizes})
+        for (const auto& shape : *shapes) list(shape);
+      list(*op.input_dtypes);
+      list(*op.output_dtypes);
+      list(*op.frames);
+      o << "\n";
+    }
+    for (const model::Frame& f : d.frames) o << "frame " << f.name << " " << f.filename << " " << f.line << "\n";
+    for (const auto& [key, c] : d.pg_config) {
+      o << "pg " << key << " " << c.name << " " << c.desc << " " << c.ranks_known << " " << c.size << " ";
+      list(c.ranks.get());
+      o << "\n";
+    }
+    for (const auto& [id, st] : d.pg_status)
+      o << "status " << id << " " << st.last_enqueued << " " << st.last_started << " " << st.last_completed << "\n";
+    if (d.history)
+      o << "history " << d.history->entries() << " " << d.history->collectives() << " " << d.history->pgs().size()
+        << "\n";
+    list(d.op_pos);
+  }
+  for (const model::Diagnostic& g : diags)
+    o << "diag " << static_cast<int>(g.severity) << " " << g.rank << " " << g.offset << " " << g.message << "\n";
+  return o.str();
+}
+
+std::string ParseAndDescribe(bool (*parse)(const Artifact&, RecordSink*), const std::string& data) {
+  std::vector<model::Diagnostic> diags;
+  bool ok = false;
+  DumpBuilder::Result r = ParseForTest(parse, data, 2, &diags, "f.json", &ok);
+  return Describe(r, diags, ok);
+}
+
+// One random edit of a dump's text: a value replaced by another (the text
+// mostly stays JSON, and the simdjson path reads it), or a byte changed,
+// a span dropped or repeated, the text cut (mostly not JSON: the fallback).
+std::string Mutate(const std::string& text, std::mt19937* rng) {
+  static const char* kValues[] = {"0",
+                                  "-0",
+                                  "-1",
+                                  "7",
+                                  "1.5",
+                                  "-2.5e3",
+                                  "1e300",
+                                  "1e-400",
+                                  "0.1",
+                                  "9223372036854775807",
+                                  "9223372036854775808",
+                                  "18446744073709551615",
+                                  "-9223372036854775808",
+                                  "true",
+                                  "false",
+                                  "null",
+                                  "\"\"",
+                                  "\"12\"",
+                                  "\" 12\"",
+                                  "\"-3\"",
+                                  "\"completed\"",
+                                  "\"started\"",
+                                  "\"weird\"",
+                                  "\"nccl:send 0->1\"",
+                                  "\"nccl:recv 1<-0\"",
+                                  "\"gloo:broadcast\"",
+                                  "\"[0, 1, 2]\"",
+                                  "\"[3,1,1]\"",
+                                  "\"\\u00e9\\n\\\"\"",
+                                  "[]",
+                                  "{}",
+                                  "[[1, 2], [3]]",
+                                  "[[1, \"x\"]]",
+                                  "[\"Float\", \"BFloat16\"]",
+                                  "[\"0\", \"default_pg\"]",
+                                  "[\"0\"]",
+                                  "[1, 2]",
+                                  "{\"a\": 1}",
+                                  "{\"name\": \"f\", \"filename\": \"g.py\", \"line\": 3}",
+                                  "\"2.10\"",
+                                  "\"3.1\"",
+                                  "[true]",
+                                  "1E400",
+                                  "NaN",
+                                  "Infinity",
+                                  "18446744073709551616",
+                                  "\"\\ud800\"",
+                                  "[[[[[[1]]]]]]"};
+  static const char* kBytes = "\"\\{}[],:09-.entfu a\x01\xff";
+  std::string t = text;
+  std::uniform_int_distribution<size_t> pos(0, t.size() - 1);
+  switch ((*rng)() % 6) {
+    case 0:
+    case 1:
+    case 2: {  // a value (after a ':' or '[' or ',') replaced
+      for (int tries = 0; tries < 50; ++tries) {
+        size_t at = pos(*rng);
+        if (t[at] != ':' && t[at] != '[' && t[at] != ',') continue;
+        size_t start = at + 1;
+        while (start < t.size() && t[start] == ' ') ++start;
+        if (start >= t.size() || t[start] == '{' || t[start] == '[' || t[start] == ']' || t[start] == '}') continue;
+        size_t end = start;
+        if (t[end] == '"') {
+          for (++end; end < t.size() && t[end] != '"'; ++end)
+            if (t[end] == '\\') ++end;
+          ++end;
+        } else {
+          while (end < t.size() && t[end] != ',' && t[end] != '}' && t[end] != ']') ++end;
+        }
+        if (end > t.size()) continue;
+        if (t[start] == '"' && end < t.size() && t[end] == ':') {  // a key: repeat its member
+          size_t stop = end;
+          while (stop < t.size() && t[stop] != ',' && t[stop] != '}') ++stop;
+          return t.substr(0, start) + t.substr(start, stop - start) + ", " + t.substr(start);
+        }
+        return t.substr(0, start) + kValues[(*rng)() % std::size(kValues)] + t.substr(end);
+      }
+      return t;
+    }
+    case 3:
+      t[pos(*rng)] = kBytes[(*rng)() % std::strlen(kBytes)];
+      return t;
+    case 4: {
+      size_t at = pos(*rng), n = 1 + (*rng)() % 8;
+      return (*rng)() % 2 ? t.erase(at, n) : t.insert(at, t.substr(at, n));
+    }
+    default:
+      return t.substr(0, pos(*rng));
+  }
+}
+
+// The simdjson path and the nlohmann reader give the same records and
+// diagnostics, whatever the text: real dumps edited at random.
+TEST(FlightRecorder, SimdjsonAndNlohmannReadersAgreeOnAnyText) {
+  std::vector<std::string> seeds = {TestFile("gloo_rank0.json"), TestFile("gloo_rank1.json")};
+  for (const char* name : {"a/json/fr_trace_rank_0.json", "k/json/fr_trace_rank_1.json"}) {
+    auto data = ReadFile(std::string(HANGDX_SOURCE_DIR) + "/testdata/torch/" + name);
+    ASSERT_TRUE(data.ok()) << name;
+    seeds.push_back(*data);
+  }
+  std::mt19937 rng(13);
+  size_t fast = 0, total = 0;
+  JsonTree tree;
+  for (const std::string& seed : seeds) {
+    ASSERT_TRUE(tree.Parse(seed));
+    for (int i = 0; i < 1500; ++i) {
+      std::string text = Mutate(seed, &rng);
+      if (i % 3 == 2) text = Mutate(text, &rng);
+      ++total;
+      fast += tree.Parse(text);
+      ASSERT_EQ(ParseAndDescribe(ParseFlightRecorderJson, text),
+                ParseAndDescribe(ParseFlightRecorderJsonWithNlohmann, text))
+          << text;
+    }
+  }
+  EXPECT_GT(fast, total / 3);  // the simdjson path was taken often enough to count
 }
 
 }  // namespace
