@@ -63,6 +63,14 @@ World ResolveWorld(const model::Job& job, model::DiagnosticSink* diags) {
     if (w >= 0) world.inferred = false;
   }
   int64_t seen = HighestRankSeen(job);
+  // A given or recorded size that the ranks seen exceed is wrong (a typo,
+  // the size of another job's run, a pg's size taken for the world's): the
+  // ranks are believed, and the user is told, not overruled in silence.
+  if (seen > w && w >= 0)
+    diags->Add(model::Diagnostic::Severity::kWarning, "",
+               std::string("the world size ") + std::to_string(w) + " (from " + source + ") is less than the ranks " +
+                   "seen (rank " + std::to_string(seen - 1) + "): the world is taken as " + std::to_string(seen) +
+                   " ranks");
   if (seen > w) source = "the rank numbers";
   w = std::max(w, seen);
   // Rank numbers far above the number of ranks with data (a typo, a

@@ -22,6 +22,18 @@ TEST(ResolveWorld, GivenSizeNamesTheRanksWithoutADump) {
   EXPECT_TRUE(diags.empty());
 }
 
+TEST(ResolveWorld, AGivenSizeTheRanksExceedIsOverruledAloud) {
+  // --world-size 2 and dumps of ranks 0-2 (the tester's contradiction): the
+  // ranks win, and a warning says so (before: world 3 in silence).
+  model::Job job = JobBuilder().Steps(0, "0", 1, 1).Steps(1, "0", 1, 1).Steps(2, "0", 1, 1).World(2).Build();
+  model::DiagnosticSink diags;
+  World w = ResolveWorld(job, &diags);
+  EXPECT_EQ(w.size, 3);
+  ASSERT_EQ(diags.size(), 1u);
+  EXPECT_EQ(diags.Take()[0].message,
+            "the world size 2 (from --world-size) is less than the ranks seen (rank 2): the world is taken as 3 ranks");
+}
+
 TEST(ResolveWorld, RanksOfADeviceScheduleAreNotWithoutData) {
   // A schedule of ranks 0 and 1 plus a dump of rank 3 (tester's `misnamed`):
   // world 4 inferred, only rank 2 left nothing (before: "without: 0-2").

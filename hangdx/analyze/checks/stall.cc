@@ -14,11 +14,18 @@ using model::Rank;
 namespace {
 
 // One line: why the members may all be in it and it still does not finish.
-std::string Why(const Group& g, bool gloo, const std::map<int, std::vector<Rank>>& by_state) {
+// `world_inferred`: the world size was neither given nor recorded, so the
+// members of an inferred pg are only the ranks seen.
+std::string Why(const Group& g, bool gloo, bool world_inferred, const std::map<int, std::vector<Rank>>& by_state) {
   if (gloo && g.inferred) return "gloo records no pg members: a member that never recorded this pg may be missing";
   if (by_state.size() > 1)
     return RankWords(by_state.begin()->second) + " " + Verb(by_state.begin()->second, "has", "have") +
            " not started it while others have";
+  if (g.inferred && world_inferred)
+    return "no record names the members of " + g.Label() + " or the world size: if the job has more ranks than " +
+           RankWords(g.members) +
+           ", one that never arrived would hang it (pass --world-size); if not, look at the "
+           "transport (NCCL_DEBUG=INFO logs, network, a stuck device)";
   return "no rank is missing or disagrees: look at the transport (NCCL_DEBUG=INFO logs, network, a stuck device)";
 }
 
@@ -82,7 +89,11 @@ bool StallFinding(const RankAnalysis& a, const Instance& in, Finding* out) {
   } else {
     f.summary = "all " + std::to_string(in.arrived.size()) + " recorded members of " + g.Label() + " are in " + f.op +
                 " seq " + std::to_string(in.seq) + " and agree on it, but it has not finished";
-    f.details.push_back(Why(g, a.LeadOp(in).backend == "gloo", by_state));
+    f.details.push_back(Why(g, a.LeadOp(in).backend == "gloo", a.world.inferred, by_state));
+    if (g.inferred && a.world.inferred && by_state.size() <= 1)
+      f.would_decide =
+          "the world size (--world-size) or the other ranks' logs: a rank not in this collective is the "
+          "culprit";
   }
   if (!timed_out) f.details.push_back("no evidence that the wait timed out: it may still be running");
   f.fix_hint = unrecorded > 0 || lone

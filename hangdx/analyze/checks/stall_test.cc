@@ -37,6 +37,27 @@ TEST(StallCheck, EveryMemberInItAndTimedOutIsAnUndecidedError) {
   EXPECT_EQ(f.evidence.size(), 4u);
 }
 
+TEST(StallCheck, MembersInferredFromTheRanksSeenMayNotBeAll) {
+  // The tester's three timeout lines of all_reduce seq 7, no member list and
+  // no world size: "no rank is missing" was not known; a fourth rank that
+  // never arrived would look the same.
+  JobBuilder b("nccl");
+  for (int r = 0; r < 3; ++r) b.Steps(r, "0", 1, 6).Coll(r, "0", 7, "all_reduce", false, {4, 4}, "Float", true);
+  std::vector<Finding> fs = RunCheck(&StallCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kUndecided);
+  ASSERT_EQ(fs[0].details.size(), 1u);
+  EXPECT_EQ(fs[0].details[0],
+            "no record names the members of pg 0 (default_pg) or the world size: if the job has more ranks than ranks "
+            "0-2, one that never arrived would hang it (pass --world-size); if not, look at the transport "
+            "(NCCL_DEBUG=INFO logs, network, a stuck device)");
+  EXPECT_FALSE(fs[0].would_decide.empty());
+  // Given the world size, the members are known and the transport is left.
+  std::vector<Finding> given = RunCheck(&StallCheck, b.World(3).Build());
+  ASSERT_EQ(given.size(), 1u);
+  EXPECT_EQ(given[0].details[0].rfind("no rank is missing or disagrees", 0), 0u) << given[0].details[0];
+}
+
 TEST(StallCheck, MembersThatLeftNoRecordAreCountedWhenOnlyTheSizeIsKnown) {
   // Tester F11: one rank's NCCL log, [nranks=4] and no Init line: the pg's
   // size is known, its members are not. Before: "all 1 recorded members ...
