@@ -133,6 +133,26 @@ std::string NoFindingVerdict(const RankAnalysis& a) {
   return v;
 }
 
+// A file that holds a crash no rank could be given (a worker's traceback
+// saved under a name with no number), beside a finding: the crash may be a
+// culprit's and change the answer (a missing rank that crashed), so the
+// verdict says so, not only the notes at the end. "" when there is none.
+std::string UnplacedCrash(const model::Job& job) {
+  std::set<std::string_view> used;
+  for (const auto& d : job.dumps) {
+    used.insert(d.file);
+    used.insert(d.extra_files.begin(), d.extra_files.end());
+  }
+  for (const auto& read : job.file_reads) {
+    if (read.rank >= 0 || used.count(read.file)) continue;
+    for (const auto& m : read.messages)
+      if (m.event == "crash")
+        return " (" + read.file + " holds a crash (" + m.message_id +
+               ") that names no rank: if it is a culprit's, that rank crashed; pass --rank " + read.file + "=RANK.)";
+  }
+  return "";
+}
+
 }  // namespace
 
 void VerdictPass(const RankAnalysis& a, FindingSink*, Diagnosis* out) {
@@ -151,6 +171,7 @@ void VerdictPass(const RankAnalysis& a, FindingSink*, Diagnosis* out) {
   if (!f.culprit_ranks.empty())
     out->verdict += " Look first at " + RankWords(f.culprit_ranks) +
                     (f.ranks_are_pg_local ? " of pg " + f.pg_name : std::string()) + ".";
+  if (f.severity == Severity::kError) out->verdict += UnplacedCrash(a.job);
   if (!a.job.unreadable.empty()) {
     std::vector<model::Rank> bad;
     for (const auto& [r, file] : a.job.unreadable) bad.push_back(r);

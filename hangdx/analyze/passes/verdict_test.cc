@@ -42,6 +42,24 @@ TEST(VerdictPass, TheFirstFindingSaysWhatAndWhomToLookAt) {
             "HANG: waits. Look first at rank 5 of pg g. (The dumps of rank 1 could not be read.)");
 }
 
+TEST(VerdictPass, ACrashNoRankCouldBeGivenIsNamedBesideTheFinding) {
+  // The tester's folder: rank logs of ranks 0-2 and worker.log, a traceback
+  // ending in "RuntimeError: CUDA error: ..." under a name with no number.
+  model::Job job = JobBuilder().Steps(0, "0", 1, 1).Build();
+  model::FileRead read;
+  read.file = "worker.log";
+  read.messages.push_back({"torch.cuda.error", "crash", "", 1});
+  job.file_reads.push_back(read);
+  Finding f = MakeFinding(Kind::kMissingRank, {3});
+  f.summary = "ranks 0-2 wait for rank 3";
+  EXPECT_EQ(VerdictOf(job, {f}),
+            "HANG: ranks 0-2 wait for rank 3. Look first at rank 3. (worker.log holds a crash (torch.cuda.error) that "
+            "names no rank: if it is a culprit's, that rank crashed; pass --rank worker.log=RANK.)");
+  // Placed (its rank known, or a rank's dump came from it): nothing to add.
+  job.file_reads[0].rank = 3;
+  EXPECT_EQ(VerdictOf(job, {f}), "HANG: ranks 0-2 wait for rank 3. Look first at rank 3.");
+}
+
 // A file read with messages hangdx knows but no rank to place them on.
 model::Job Rankless(const std::string& id, const std::string& event, int64_t count) {
   model::Job job;
