@@ -29,8 +29,10 @@ constexpr size_t kKeepTreeBytes = size_t{64} << 20;
 // ---- Node adapters: one converter serves both pickle and JSON trees. ----
 
 struct PNode {
-  // The same bytes come back at the same address (CPython memoises keys and
-  // repeated strings), so caches keyed by address hit.
+  // Values are memoised: the same bytes come back at the same address
+  // (CPython memoises keys and repeated strings), so caches keyed by address
+  // hit, and one value may appear more than once (FindShared). In a JSON
+  // tree (JNode, TNode) every value has its own address and appears once.
   static constexpr bool kMemoised = true;
   const PickleValue* v;
   bool null() const { return !v || v->kind() == PickleValue::Kind::kNone; }
@@ -117,7 +119,7 @@ struct PNode {
 };
 
 struct JNode {
-  static constexpr bool kMemoised = false;  // every value has its own address
+  static constexpr bool kMemoised = false;  // see PNode
   const nlohmann::json* v;
   bool null() const { return !v || v->is_null(); }
   bool is_dict() const { return v && v->is_object(); }
@@ -601,7 +603,7 @@ class Converter {
     // entry takes 100 bytes or more of the file, so a pickle of empty
     // lists or memo references cannot make it reserve more than it holds.
     out_->ReserveOps(rank_, std::min<uint64_t>(listed, bytes_ / 100));
-    FindShared(entries, listed);
+    if constexpr (N::kMemoised) FindShared(entries, listed);  // a JSON value appears once
     for (size_t i = 0; i < listed && !budget_.exhausted(); ++i) ReadEntryOnce(entries.at(i));
     seqs_.Report(n, [this](std::string msg) { Warn(std::move(msg)); });
     if (budget_.exhausted())
