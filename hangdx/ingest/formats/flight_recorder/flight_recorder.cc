@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -440,6 +441,27 @@ enum Field {
   kFrames,
   kFieldCount
 };
+
+// a == b for short strings (keys), compared inline 8 bytes at a time (the
+// last 8 overlapping): a call to memcmp per key of every entry was 4 % of a
+// JSON dump's reading. Reads only within both strings.
+inline bool SameShortBytes(std::string_view a, std::string_view b) {
+  const size_t n = a.size();
+  if (n != b.size()) return false;
+  if (n < 8) {
+    for (size_t i = 0; i < n; ++i)
+      if (a[i] != b[i]) return false;
+    return true;
+  }
+  auto word = [](const char* p) {
+    uint64_t w;
+    std::memcpy(&w, p, sizeof w);
+    return w;
+  };
+  for (size_t i = 0; i + 8 < n; i += 8)
+    if (word(a.data() + i) != word(b.data() + i)) return false;
+  return word(a.data() + n - 8) == word(b.data() + n - 8);
+}
 
 // The keys, in the order of Field.
 constexpr std::string_view kFieldNames[kFieldCount] = {"profiling_name",
@@ -891,7 +913,7 @@ class Converter {
   }
   int FieldByContent(std::string_view key) {
     int& slot = field_by_content_[ContentSlot(key)];
-    if (slot >= 0 && kFieldNames[slot] == key) return slot;
+    if (slot >= 0 && SameShortBytes(kFieldNames[slot], key)) return slot;
     int field = FieldOf(key);
     if (field >= 0) slot = field;
     return field;
