@@ -149,6 +149,7 @@ size_t ParenPrefix(std::string_view s, LinePrefix* p) {
     int64_t v = 0;
     if (tok.substr(0, 4) == "pid=" && ParseDec(tok.substr(4), &v)) {
       pid = true;
+      got.pid = v;
     } else if (tok.substr(0, 3) == "ip=") {
       // an address, no rank
     } else if (tok.substr(0, 5) == "rank=" && ParseDec(tok.substr(5), &v)) {
@@ -178,6 +179,7 @@ size_t ParenPrefix(std::string_view s, LinePrefix* p) {
   if (got.tp >= 0) p->tp = got.tp;
   if (got.dp >= 0) p->dp = got.dp;
   if (got.pp >= 0) p->pp = got.pp;
+  if (got.pid >= 0) p->pid = got.pid;
   return std::min(close + 2, s.size());
 }
 
@@ -604,6 +606,7 @@ bool LineReader::Next(Line* line) {
   line->rank = p.rank;
   line->local_rank = p.local_rank;
   line->tp = p.tp, line->dp = p.dp, line->pp = p.pp;
+  line->pid = p.pid;
   line->repeated = p.repeated;
   line->before_tag = p.before_tag;
   return true;

@@ -82,6 +82,11 @@ struct Line {
   // (vLLM `(Worker_PP1_TP0 pid=..)`, `(EngineCore_DP0 pid=..)`, SGLang
   // `[ts DP0 TP3]`): ranks inside those groups, not global ranks; -1 none.
   int32_t tp = -1, dp = -1, pp = -1;
+  // The pid of a Ray / vLLM process tag `(Worker_TP0 pid=23802)` (of the
+  // innermost when tags nest: the process that printed), else -1. vLLM
+  // renames a worker's tag once its groups exist ("(Worker pid=9)" then
+  // "(Worker_TP0 pid=9)"): the pid is what stays.
+  int64_t pid = -1;
   // Ray's log deduplication: ` [repeated 12x across cluster]` (stripped) says
   // this line stands for 12 more such lines of other processes; 0 none.
   int64_t repeated = 0;
@@ -100,6 +105,7 @@ struct Line {
 struct LinePrefix {
   int64_t rank = -1, local_rank = -1;
   int32_t tp = -1, dp = -1, pp = -1;
+  int64_t pid = -1;  // a Ray / vLLM process tag's pid= (the innermost tag's), else -1
   int64_t repeated = 0;
   std::string_view before_tag;
 };

@@ -1,5 +1,7 @@
 #include "hangdx/ingest/formats/messages/attribution.h"
 
+#include <re2/re2.h>
+
 #include <algorithm>
 #include <charconv>
 
@@ -85,15 +87,37 @@ void FileFacts::Observe(const logs::Line& l) {
   logs::LinePrefix own;
   own.rank = l.rank, own.local_rank = l.local_rank;
   own.tp = l.tp, own.dp = l.dp, own.pp = l.pp;
+  own.pid = l.pid;
   own.repeated = l.repeated;
   bool indented = !l.text.empty() && (l.text[0] == ' ' || l.text[0] == '\t');
   if (HasRankTag(own) || own.local_rank >= 0 || !indented) tags_ = own;  // else: keeps the line it continues
   if (l.text.empty()) return;
+  NoteAssignment(l);
   if (l.rank >= 0 && prefix_ranks_.size() < kMaxPrefixRanks) prefix_ranks_.insert(l.rank);
   seen_tp_ = seen_tp_ || l.tp >= 0;
   seen_dp_ = seen_dp_ || l.dp > 0;  // DP 0 alone: see Finish
   seen_pp_ = seen_pp_ || l.pp >= 0;
   if (!HasRankTag(tags_)) ++untagged_lines_;
+}
+
+// vLLM's worker says which global rank it is once its groups exist, under
+// the process tag its later lines carry (the tag's name may change, its pid
+// does not): "(Worker pid=23802) INFO .. [parallel_state.py:1923] rank 0 in
+// world size 2 is assigned as DP rank 0, PP rank 0, PCP rank 0, TP rank 0,
+// ..." (the row vllm.parallel_state.rank_assignment recognizes the line;
+// this keeps the pid's rank for the others).
+void FileFacts::NoteAssignment(const logs::Line& l) {
+  if (l.pid < 0 || assigned_.size() >= kMaxPrefixRanks) return;
+  if (l.text.find(" is assigned as DP rank ") == std::string_view::npos) return;
+  static const RE2 kAssigned(R"re(\brank (\d+) in world size (\d+) is assigned as DP rank \d+)re");
+  int64_t rank = -1, world = -1;
+  if (!RE2::PartialMatch(l.text, kAssigned, &rank, &world) || rank < 0 || rank >= world) return;
+  assigned_.emplace(l.pid, rank);
+}
+
+int64_t FileFacts::AssignedRank(int64_t pid) const {
+  auto it = pid < 0 ? assigned_.end() : assigned_.find(pid);
+  return it == assigned_.end() ? -1 : it->second;
 }
 
 void FileFacts::Finish(int64_t rank_hint) {
@@ -139,10 +163,16 @@ Attribution Attribute(const MessageMatch& m, const FileFacts& facts) {
   }
   set(t.rank, "launcher prefix");
   if (m.c10d_prefix.found && a.pg_default) set(m.c10d_prefix.pg_rank, "c10d default-pg prefix");
+  set(facts.AssignedRank(t.pid), "vLLM's rank assignment line of its process");
   if (row.rank_scope == RankScope::kGlobal) set(f.reporter, "the reporting rank the message names");
   if (a.pg_default) set(f.pg_rank, "the rank in the default pg the message names");
   if (facts.tp_only()) set(t.tp, "TP index of a TP-only file");
-  if (facts.implicit_rank0() && !HasRankTag(t)) set(0, "unprefixed line of a log whose other lines are ranks 1..K");
+  // The torchelastic agent writes its own lines unprefixed into the same
+  // console ("Sending process 5521 closing signal SIGTERM"): they are the
+  // agent's, not rank 0's, whose lines they would otherwise invent.
+  bool agent = row.id.rfind("torch.elastic.", 0) == 0;
+  if (facts.implicit_rank0() && !HasRankTag(t) && !agent)
+    set(0, "unprefixed line of a log whose other lines are ranks 1..K");
   set(row.printer, "the only rank that prints it");
   set(facts.rank_hint(), "file name");
   // A subject captured in another scope is not the printer: a row about

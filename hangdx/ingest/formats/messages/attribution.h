@@ -24,6 +24,9 @@
 //   3. c10d's pg prefix when its pg is the default pg (`[PG ID 0 PG GUID
 //      0(default_pg) Rank 3]`, a bare `[Rank 3]`): another pg's Rank is the
 //      rank inside that pg (Attribution::pg_rank), never a global rank;
+//   3b. the global rank vLLM's "rank R in world size W is assigned as DP
+//      rank .." line gave the process of the line's tag pid (any line of
+//      that process, whatever its DP / PP / TP tags);
 //   4. the `reporter` capture, or the `pg_rank` capture in the default pg;
 //   5. a TP index of a serving framework's prefix (`(VllmWorker TP1 ..)`,
 //      `[ts TP1]`) when the file shows TP indices only (no DP, no PP):
@@ -68,15 +71,22 @@ class FileFacts {
   bool implicit_rank0() const { return implicit_rank0_; }  // prefixed ranks are exactly 1..K
   int64_t rank_hint() const { return rank_hint_; }         // -1 when none or a combined log
   const std::set<int64_t>& prefix_ranks() const { return prefix_ranks_; }
+  // The global rank vLLM's "rank R in world size W is assigned as DP rank
+  // .." line (vllm/distributed/parallel_state.py, initialize_model_parallel)
+  // gave the process of tag pid `pid`, -1 when none did.
+  int64_t AssignedRank(int64_t pid) const;
 
  private:
+  void NoteAssignment(const logs::Line& l);
+
   logs::LinePrefix tags_;
   std::set<int64_t> prefix_ranks_;                            // global ranks that prefixes name (capped)
   bool seen_tp_ = false, seen_dp_ = false, seen_pp_ = false;  // seen_dp_: a DP index above 0
   int64_t untagged_lines_ = 0;                                // non-empty lines with no rank-naming prefix
   bool tp_only_ = false, implicit_rank0_ = false;
   int64_t rank_hint_ = -1;
-  std::set<int64_t> nccl_pids_;  // pids of NCCL "host:pid:tid [dev]" prefixes (at most 8)
+  std::set<int64_t> nccl_pids_;          // pids of NCCL "host:pid:tid [dev]" prefixes (at most 8)
+  std::map<int64_t, int64_t> assigned_;  // process tag pid -> vLLM's assigned global rank (capped)
 };
 
 // Who a message belongs to and what the ranks it names are.

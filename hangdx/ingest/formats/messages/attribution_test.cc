@@ -92,6 +92,44 @@ TEST(Attribution, ServingGroupIndicesAreGlobalOnlyInATpOnlyFile) {
   EXPECT_EQ(r[1].who.rank, 2);
 }
 
+TEST(Attribution, VllmsRankAssignmentLinePlacesItsProcessesOtherLines) {
+  // The tester's finding 3: a DP engine's worker (DP1 TP1) is not placeable
+  // by its indices (DP > 0: the TP index is not the global rank), but its
+  // process said which rank it is, under the same pid, before its tag was
+  // renamed (vllm/distributed/parallel_state.py).
+  std::string shm = "No available shared memory broadcast block found in 60 second.";
+  std::string text =
+      "(Worker pid=9100) INFO 07-08 01:30:22 [parallel_state.py:1923] rank 3 in world size 4 is assigned as DP rank "
+      "1, PP rank 0, PCP rank 0, TP rank 1, EP rank 3, EPLB rank N/A\n"
+      "(Worker_DP1_TP1 pid=9100) WARNING 07-08 01:31:22 [shm_broadcast.py:466] " +
+      shm +
+      "\n"
+      "(Worker_DP1_TP0 pid=9101) WARNING 07-08 01:31:22 [shm_broadcast.py:466] " +
+      shm + "\n";
+  auto r = Scan(text);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].who.rank, 3);  // the assignment line itself: its `rank` capture
+  EXPECT_EQ(r[1].who.rank, 3);
+  EXPECT_STREQ(r[1].who.how, "vLLM's rank assignment line of its process");
+  EXPECT_EQ(r[2].who.rank, -1);  // pid 9101 said nothing: DP1 TP0 is not a global rank
+}
+
+TEST(Attribution, TheTorchrunAgentsLinesAreNotRankZeros) {
+  // The tester's finding 1: ranks 0 and 2 were SIGTERMed before they wrote
+  // anything, rank 1's lines are prefixed; the agent's unprefixed lines made
+  // rank 0 look present and never arrived.
+  std::string shm = "No available shared memory broadcast block found in 60 second.";
+  std::string text = "[rank1]:" + shm + "\n[rank2]:" + shm +
+                     "\nW1128 21:12:50.210000 3139541 site-packages/torch/distributed/elastic/multiprocessing/"
+                     "api.py:900] Sending process 3139620 closing signal SIGTERM\n" +
+                     shm + "\n";
+  auto r = Scan(text);
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_EQ(r[2].match.row->id, "torch.elastic.closing_signal");
+  EXPECT_NE(r[2].who.rank, 0);
+  EXPECT_EQ(r[3].who.rank, 0);  // a rank's own unprefixed line still is rank 0's
+}
+
 TEST(Attribution, CombinedLogs) {
   std::string shm = "No available shared memory broadcast block found in 60 second.";
   // Ranks 1..2 prefixed, the launcher's rank 0 unprefixed.
