@@ -40,31 +40,12 @@ PickleValue PickleValue::Container(Kind kind, PickleContainer* c) {
   return v;
 }
 
-std::string_view PickleValue::s() const {
-  Kind k = kind();
-  if (k != Kind::kStr && k != Kind::kBytes && k != Kind::kBigInt) return {};
-  return {u_.p, static_cast<size_t>(size_)};
-}
-
 const PickleValue* PickleValue::Get(std::string_view key) const {
   if (kind() != Kind::kDict) return nullptr;
   const auto& it = u_.c->items;
   for (size_t i = 0; i + 1 < it.size(); i += 2)
     if (it[i].kind() == Kind::kStr && it[i].s() == key) return &it[i + 1];
   return nullptr;
-}
-
-size_t PickleValue::size() const {
-  switch (kind()) {
-    case Kind::kDict:
-      return u_.c->items.size() / 2;
-    case Kind::kList:
-    case Kind::kTuple:
-    case Kind::kSet:
-      return u_.c->items.size();
-    default:
-      return 0;
-  }
 }
 
 bool LooksLikePickle(std::string_view data) {
@@ -305,11 +286,12 @@ class Machine {
     err_->message = std::move(msg);
     return false;
   }
-  bool Need(size_t n, const char* what) {
-    if (d_.size() - pos_ < n)
-      return Fail(std::string("truncated: ") + what + " needs " + std::to_string(n) + " bytes, " +
-                  std::to_string(d_.size() - pos_) + " left");
-    return true;
+  // Whether `n` more bytes are there (an operand of `what`); the failure is
+  // out of line, so that the check inlines into every opcode's operand read.
+  bool Need(size_t n, const char* what) { return d_.size() - pos_ >= n || Truncated(n, what); }
+  [[gnu::noinline]] bool Truncated(size_t n, const char* what) {
+    return Fail(std::string("truncated: ") + what + " needs " + std::to_string(n) + " bytes, " +
+                std::to_string(d_.size() - pos_) + " left");
   }
   uint64_t ReadLE(size_t n) {
     uint64_t v = 0;
