@@ -93,6 +93,7 @@ void FileFacts::Observe(const logs::Line& l) {
   if (HasRankTag(own) || own.local_rank >= 0 || !indented) tags_ = own;  // else: keeps the line it continues
   if (l.text.empty()) return;
   NoteAssignment(l);
+  NoteLocalRank(l);
   if (l.rank >= 0 && prefix_ranks_.size() < kMaxPrefixRanks) prefix_ranks_.insert(l.rank);
   seen_tp_ = seen_tp_ || l.tp >= 0;
   seen_dp_ = seen_dp_ || l.dp > 0;  // DP 0 alone: see Finish
@@ -113,6 +114,27 @@ void FileFacts::NoteAssignment(const logs::Line& l) {
   int64_t rank = -1, world = -1;
   if (!RE2::PartialMatch(l.text, kAssigned, &rank, &world) || rank < 0 || rank >= world) return;
   assigned_.emplace(l.pid, rank);
+}
+
+// torchrun's failure summary (torch/distributed/elastic/multiprocessing/
+// errors/error_handler.py and __init__.py, ChildFailedError.format_msg) lists
+// each failed worker as "  rank      : 2 (local_rank: 2)" (1.9: "rank: 2
+// (local_rank: 2)"): its agent's local rank L is global rank R, which places
+// the `[defaultL]:` lines of `torchrun --tee` (one agent per console). A
+// local rank given two global ranks (two nodes' consoles in one file) maps
+// to none.
+void FileFacts::NoteLocalRank(const logs::Line& l) {
+  if (l.text.find("(local_rank: ") == std::string_view::npos || local_to_global_.size() >= kMaxPrefixRanks) return;
+  static const RE2 kFailure(R"re(^\s*rank\s*: (\d+) \(local_rank: (\d+)\))re");
+  int64_t rank = -1, local = -1;
+  if (!RE2::PartialMatch(l.text, kFailure, &rank, &local)) return;
+  auto [it, fresh] = local_to_global_.emplace(local, rank);
+  if (!fresh && it->second != rank) it->second = -1;
+}
+
+int64_t FileFacts::GlobalOfLocal(int64_t local_rank) const {
+  auto it = local_rank < 0 ? local_to_global_.end() : local_to_global_.find(local_rank);
+  return it == local_to_global_.end() ? -1 : it->second;
 }
 
 int64_t FileFacts::AssignedRank(int64_t pid) const {
@@ -162,6 +184,7 @@ Attribution Attribute(const MessageMatch& m, const FileFacts& facts) {
       a.ranks.push_back(f.rank);  // about another rank of the pg: named, not the printer
   }
   set(t.rank, "launcher prefix");
+  set(facts.GlobalOfLocal(t.local_rank), "torchrun's failure summary of its local rank");
   if (m.c10d_prefix.found && a.pg_default) set(m.c10d_prefix.pg_rank, "c10d default-pg prefix");
   set(facts.AssignedRank(t.pid), "vLLM's rank assignment line of its process");
   if (row.rank_scope == RankScope::kGlobal) set(f.reporter, "the reporting rank the message names");

@@ -21,6 +21,9 @@
 //   2. a launcher prefix naming a global rank (`[rank3]:`, Open MPI
 //      `[1,3]<stderr>:`, slurm `3: `, vLLM `rank=3`, MPICH `[3] ` in a file
 //      whose layout says so, `[RANK 3]`, `[rank:3]:`);
+//   2b. torchrun's `[default2]:` (a local rank) when the file's failure
+//      summary maps that local rank to a global one ("rank : 6 (local_rank:
+//      2)");
 //   3. c10d's pg prefix when its pg is the default pg (`[PG ID 0 PG GUID
 //      0(default_pg) Rank 3]`, a bare `[Rank 3]`): another pg's Rank is the
 //      rank inside that pg (Attribution::pg_rank), never a global rank;
@@ -75,9 +78,14 @@ class FileFacts {
   // .." line (vllm/distributed/parallel_state.py, initialize_model_parallel)
   // gave the process of tag pid `pid`, -1 when none did.
   int64_t AssignedRank(int64_t pid) const;
+  // The global rank torchrun's failure summary gives local rank
+  // `local_rank` of this file's agent ("rank : 2 (local_rank: 2)"), -1 none
+  // or when two summaries disagree.
+  int64_t GlobalOfLocal(int64_t local_rank) const;
 
  private:
   void NoteAssignment(const logs::Line& l);
+  void NoteLocalRank(const logs::Line& l);
 
   logs::LinePrefix tags_;
   std::set<int64_t> prefix_ranks_;                            // global ranks that prefixes name (capped)
@@ -85,8 +93,9 @@ class FileFacts {
   int64_t untagged_lines_ = 0;                                // non-empty lines with no rank-naming prefix
   bool tp_only_ = false, implicit_rank0_ = false;
   int64_t rank_hint_ = -1;
-  std::set<int64_t> nccl_pids_;          // pids of NCCL "host:pid:tid [dev]" prefixes (at most 8)
-  std::map<int64_t, int64_t> assigned_;  // process tag pid -> vLLM's assigned global rank (capped)
+  std::set<int64_t> nccl_pids_;                 // pids of NCCL "host:pid:tid [dev]" prefixes (at most 8)
+  std::map<int64_t, int64_t> local_to_global_;  // torchrun summary: local rank -> global rank, -1 conflicting
+  std::map<int64_t, int64_t> assigned_;         // process tag pid -> vLLM's assigned global rank (capped)
 };
 
 // Who a message belongs to and what the ranks it names are.

@@ -130,6 +130,26 @@ TEST(Attribution, TheTorchrunAgentsLinesAreNotRankZeros) {
   EXPECT_EQ(r[3].who.rank, 0);  // a rank's own unprefixed line still is rank 0's
 }
 
+TEST(Attribution, TorchrunsFailureSummaryMapsItsLocalRanks) {
+  // The tester's finding 2: `torchrun --tee 3` prefixes each worker's lines
+  // with `[default<local rank>]:`; the failure summary at the end says which
+  // global rank each failed local rank is (here one node: the same numbers;
+  // on the second node of a job local 2 would be, say, 6).
+  std::string shm = "No available shared memory broadcast block found in 60 second.";
+  std::string summary =
+      "Failures:\n[1]:\n  time      : 2026-12-02_03:45:33\n  host      : node1\n  rank      : 6 (local_rank: 2)\n"
+      "  exitcode  : -6 (pid: 4343)\n";
+  auto r = Scan("[default2]:" + shm + "\n[default1]:" + shm + "\n" + summary);
+  ASSERT_GE(r.size(), 2u);
+  EXPECT_EQ(r[0].who.rank, 6);
+  EXPECT_STREQ(r[0].who.how, "torchrun's failure summary of its local rank");
+  EXPECT_EQ(r[1].who.rank, -1);  // local rank 1 is in no summary: not guessed
+  // Two consoles in one file that give local rank 2 two global ranks: none.
+  std::string other = "[2]:\n  rank      : 2 (local_rank: 2)\n";
+  r = Scan("[default2]:" + shm + "\n" + summary + other);
+  EXPECT_EQ(r[0].who.rank, -1);
+}
+
 TEST(Attribution, CombinedLogs) {
   std::string shm = "No available shared memory broadcast block found in 60 second.";
   // Ranks 1..2 prefixed, the launcher's rank 0 unprefixed.
