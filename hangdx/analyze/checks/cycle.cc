@@ -103,6 +103,23 @@ std::vector<Rank> MinoritySide(const RankAnalysis& a, const std::vector<int>& co
     by_group[n.group].insert(by_group[n.group].end(), w.begin(), w.end());
   }
   if (by_group.size() < 2) return {};
+  // Only a rank in every one of those pgs issued them in some order: the
+  // other waiters (ranks 0-1 of a world of 4 in the default pg, beside the
+  // sub-pg of ranks 2-3) agree with nobody, and counting them made the rank
+  // that kept the program's order (rank 2, in its sub-pg's seq 2 while rank
+  // 3 skipped it) the minority.
+  std::set<Rank> shared;
+  bool first = true;
+  for (const auto& [g, w] : by_group) {
+    const std::vector<Rank>& m = a.groups[g].members;
+    std::set<Rank> in(m.begin(), m.end());
+    if (first) shared = in;
+    for (auto it = shared.begin(); it != shared.end();) it = in.count(*it) ? std::next(it) : shared.erase(it);
+    first = false;
+  }
+  if (!shared.empty())
+    for (auto& [g, w] : by_group)
+      w.erase(std::remove_if(w.begin(), w.end(), [&](Rank r) { return !shared.count(r); }), w.end());
   size_t most = 0, ties = 0;
   for (const auto& [g, w] : by_group) {
     if (w.size() > most) most = w.size(), ties = 0;

@@ -97,6 +97,25 @@ TEST(CycleCheck, AcrossPgsATieKeepsBothSides) {
   EXPECT_EQ(fs[0].culprit_ranks.size(), 2u);  // the witness cycle's ranks, one per side
 }
 
+TEST(CycleCheck, OnlyRanksInBothPgsCountForTheMinority) {
+  // The tester's finding 0: tp pgs 1 = {0,1} and 2 = {2,3} under the default
+  // pg 0. Rank 3 skipped pg 2's seq 2 and waits in pg 0 seq 3 with ranks
+  // 0-1; rank 2 waits in pg 2 seq 2 for rank 3. Ranks 0-1 are in no pg 2:
+  // counted, they made rank 2 (which kept the program's order) "the
+  // minority". Between the two ranks of both pgs it is 1 against 1.
+  JobBuilder b("nccl");
+  for (int r = 0; r < 4; ++r) b.Steps(r, "0", 1, 2);
+  for (int r = 0; r < 2; ++r) b.Steps(r, "1", 1, 2).Coll(r, "0", 3, "all_reduce", false);
+  b.Steps(2, "2", 1, 1).Coll(2, "2", 2, "all_reduce", false);
+  b.Steps(3, "2", 1, 1).Coll(3, "0", 3, "all_reduce", false);
+  model::Job job = b.Members("0", {0, 1, 2, 3}).Members("1", {0, 1}).Members("2", {2, 3}).Build();
+  std::vector<Finding> fs = RunCheck(&CycleCheck, job);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kOrderInversion);
+  EXPECT_TRUE(fs[0].roles.empty() || fs[0].roles[0].role != "issued the pgs in the minority order");
+  EXPECT_EQ(fs[0].culprit_ranks, (Ranks{2, 3}));
+}
+
 TEST(CycleCheck, NoCycleNoFinding) {
   JobBuilder b;
   b.Wait(0, "all_reduce", {1}).Wait(1, "checkpoint", {});
