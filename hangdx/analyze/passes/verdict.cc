@@ -97,14 +97,25 @@ std::string NoOpVerdict(const model::Job& job) {
   using K = model::LogEvent::Kind;
   std::vector<model::Rank> ranks, ended;
   bool claims = false;  // an event that says something went wrong
+  // The first exit with a failing code (torchrun's root cause "exitcode : 3"
+  // of an os._exit(3)): the job failed, though not in a collective.
+  const model::LogEvent* failed = nullptr;
+  model::Rank failed_rank = -1;
   for (const auto& d : job.dumps) {
     if (ranks.empty() || ranks.back() != d.rank) ranks.push_back(d.rank);
     if (EndedByItself(d)) ended.push_back(d.rank);
-    for (const auto& e : d.events)
+    for (const auto& e : d.events) {
       claims = claims || (e.kind != K::kExit && e.kind != K::kConfig && e.kind != K::kProgress && e.kind != K::kOther);
+      if (e.kind == K::kExit && e.exit_code > 0 && !failed) failed = &e, failed_rank = d.rank;
+    }
   }
+  claims = claims || failed;
   std::string v = "No hang found: what was read of " + RankWords(ranks) + " records no collective" +
                   (claims ? "" : " and claims no hang");
+  if (failed)
+    v += "; rank " + std::to_string(failed_rank) + " exited with code " + std::to_string(failed->exit_code) + " (" +
+         (failed->message_id.empty() ? std::string("its log") : failed->message_id) +
+         "): the job failed there, not in a collective";
   if (!ended.empty())
     v += "; " + RankWords(ended) + " shut down in order (" + EndedByItself(*job.Find(ended.front()))->message_id + ")";
   return v + ".";

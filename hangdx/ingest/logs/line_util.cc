@@ -413,11 +413,20 @@ std::vector<std::string_view> HeadLines(std::string_view data) {
 
 bool InBand(size_t len, size_t width) { return len >= width && len <= width + 2; }
 
+// A separator drawn with one character ("=====", "-----", torchrun's
+// failure summary, PyTorch's "*****" banner): a whole line by design, of
+// one fixed width, never a terminal's cut of a longer one.
+bool IsRule(std::string_view l) {
+  if (l.size() < 8 || (l[0] != '=' && l[0] != '-' && l[0] != '*' && l[0] != '_' && l[0] != '#' && l[0] != '~'))
+    return false;
+  return l.find_first_not_of(l[0]) == std::string_view::npos;
+}
+
 // The wrap width of `lines` and the shapes lines start with, or 0.
 size_t DetectWrap(const std::vector<std::string_view>& lines, std::vector<std::string>* starts_out) {
   std::map<size_t, size_t> count;
   for (auto l : lines)
-    if (l.size() >= kMinWrapWidth) ++count[l.size()];
+    if (l.size() >= kMinWrapWidth && !IsRule(l)) ++count[l.size()];
   size_t best = 0, best_evidence = 0;
   std::vector<std::string> best_starts;
   for (const auto& [width, n] : count) {
@@ -429,7 +438,7 @@ size_t DetectWrap(const std::vector<std::string_view>& lines, std::vector<std::s
       if ((i == 0 || lines[i - 1].size() < width) && !Trim(lines[i]).empty()) starts.insert(StartShape(lines[i]));
     size_t band = 0, evidence = 0;
     for (size_t i = 0; i + 1 < lines.size(); ++i) {
-      if (!InBand(lines[i].size(), width)) continue;
+      if (!InBand(lines[i].size(), width) || IsRule(lines[i])) continue;
       ++band;
       // A next line that starts like this one is a line of its own: lines
       // of one message repeated by several processes have one width
@@ -557,7 +566,7 @@ bool LineReader::Continues(std::string_view prev, std::string_view next) const {
   if (layout_.relay_tagged && prev.size() >= kMinWrapWidth && StreamTagPrefix(next) == 0 && ComposePrefix(next) == 0)
     return true;
   size_t width = layout_.wrap_width;
-  if (width == 0 || prev.size() < width) return false;
+  if (width == 0 || prev.size() < width || IsRule(prev)) return false;
   std::string shape = StartShape(next);
   for (const auto& s : layout_.start_shapes)
     if (s == shape) return false;

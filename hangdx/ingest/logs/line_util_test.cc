@@ -233,6 +233,20 @@ TEST(LineUtil, OneMessageOfSeveralProcessesIsNotAWrap) {
   EXPECT_EQ(AllLines(data).size(), 10u);
 }
 
+// torchrun's failure summary draws its sections with rules of 60 '=' and
+// '-': seven lines of one width, each followed by a line unlike any start.
+// A rule is a whole line, not a cut (the tester's os._exit(3) run: the rule
+// was joined to "Root Cause (first observed failure):", which then matched
+// no row and the failing rank was lost).
+TEST(LineUtil, RulesAreNotAWrap) {
+  std::string data = ReadTestFile("testdata/torch/torchrun_os_exit/combined.log");
+  ASSERT_FALSE(data.empty());
+  EXPECT_EQ(DetectLayout(data).wrap_width, 0u);
+  size_t root = 0;
+  for (const std::string& l : AllLines(data)) root += l == "Root Cause (first observed failure):";
+  EXPECT_EQ(root, 1u);
+}
+
 TEST(LineUtil, CleansAnsiAndCarriageReturns) {
   std::string buf;
   EXPECT_EQ(CleanLine("10%\r50%\r\x1b[1;32mThread 1 (active)\x1b[0m  \r", &buf), "Thread 1 (active)");

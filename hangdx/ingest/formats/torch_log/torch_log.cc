@@ -394,8 +394,10 @@ class TorchLogReader {
       Event(rank, Kind::kExit, t, l.number, pg.Name());
     } else if (RE2::PartialMatch(sp, kElastic, &code, &local)) {
       // torchelastic prints the local rank; the global one is unknown here.
+      // The exit code is kept (negative: the signal, as torchelastic prints it).
       Event(l.rank >= 0 ? l.rank : local, Kind::kExit,
-            std::string(t) + (l.rank >= 0 ? "" : " [rank is torchelastic's local_rank]"), l.number);
+            std::string(t) + (l.rank >= 0 ? "" : " [rank is torchelastic's local_rank]"), l.number, {}, -1, {}, -1,
+            code);
     } else if (Contains(t, "Heartbeat monitor timed out") || Contains(t, "watchdog got stuck")) {
       Event(rank, Kind::kOther, t, l.number, pg.Name());
     } else if (RE2::PartialMatch(sp, kDumpFrom, &first)) {
@@ -409,7 +411,7 @@ class TorchLogReader {
   // A LogEvent of `rank` (none for rank -1; at most 500 a rank; the same
   // text repeated, as an exception and its what(), counts once).
   void Event(int64_t rank, Kind kind, std::string_view msg, int64_t line, std::string pg = {}, int64_t seq = -1,
-             std::string op = {}, int64_t peer = -1) {
+             std::string op = {}, int64_t peer = -1, int64_t exit_code = 0) {
     if (rank < 0) return;
     out_->NoteRank(rank);
     if (events_of_[rank] >= 500) return;
@@ -425,6 +427,7 @@ class TorchLogReader {
     e.seq = seq;
     e.op = std::move(op);
     e.peer = peer;
+    e.exit_code = exit_code;
     out_->AddEvent(rank, std::move(e));
   }
 
