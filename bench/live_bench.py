@@ -197,6 +197,9 @@ def investigation_times(err):
     if m:
         res["details_ranks"] = int(m.group(1))
         res["details_s"], res["bundle_s"], res["analysis_s"] = (float(m.group(i)) for i in (2, 3, 4))
+    m = re.search(r"analysis in \S+ s \((\S+) s of this thread's CPU\)", err)
+    if m:  # the rest of the analysis' wall time waited for the shared cores
+        res["analysis_cpu_s"] = float(m.group(1))
     m = re.search(r"every rank's records: details of (\d+) (?:more )?ranks(?: \(with [^)]*\))? in (\S+) s, "
                   r"bundle in (\S+) s, analysis in (\S+) s: (.*)", err)
     if m:

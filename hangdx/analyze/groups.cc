@@ -124,9 +124,12 @@ const model::SharedRanks& GroupTable::WorldRanks(int64_t size) {
 
 int GroupTable::Intern(const std::string& name, const std::string& desc, const model::SharedRanks& members,
                        bool inferred) {
+  auto key = std::make_pair(name, &members.get());
+  if (auto known = interned_.find(key); known != interned_.end()) return known->second;
+  interned_lists_.push_back(members);
   auto& candidates = by_name_[name];
   for (int gi : candidates)
-    if (groups_[gi].member_list == members) return gi;
+    if (groups_[gi].member_list == members) return interned_[key] = gi;
   Group g;
   g.name = name;
   g.desc = desc;
@@ -136,7 +139,7 @@ int GroupTable::Intern(const std::string& name, const std::string& desc, const m
   g.size = static_cast<int64_t>(g.members.size());
   groups_.push_back(std::move(g));
   candidates.push_back(static_cast<int>(groups_.size()) - 1);
-  return candidates.back();
+  return interned_[key] = candidates.back();
 }
 
 }  // namespace hangdx::analyze

@@ -34,14 +34,14 @@ namespace hangdx::analyze {
 // A process group as resolved across ranks.
 struct Group {
   std::string name, desc;
-  std::vector<model::Rank> members;          // global ranks, ascending
-  model::SharedRanks member_list;            // the same list, shared (identity speeds up group lookup)
-  bool inferred = false;                     // members not recorded: inferred (gloo)
+  std::vector<model::Rank> members;  // global ranks, ascending
+  model::SharedRanks member_list;    // the same list, shared (identity speeds up group lookup)
+  bool inferred = false;             // members not recorded: inferred (gloo)
   // How many members it has: members.size(), or more when `inferred` and a
   // dump says more (model::PgConfig::size, the largest): the others left no
   // record, and which ranks they are is unknown.
   int64_t size = 0;
-  std::vector<const model::RankDump*> dump;  // per member; nullptr = no dump
+  std::vector<const model::RankDump*> dump;                     // per member; nullptr = no dump
   std::vector<std::vector<std::pair<int64_t, uint32_t>>> coll;  // per member: (seq, op index) by seq
   std::vector<std::vector<uint32_t>> p2p;                       // per member: P2P op indices
 
@@ -88,7 +88,11 @@ class GroupTable {
 
  private:
   // One group per (name, member list); member lists shared between dumps
-  // compare by address, others by value.
+  // compare by address, others by value, once per list: a list is then
+  // known by its address (`interned_`). A first look of `hangdx watch` at
+  // 10,000 ranks has two lists of the same 10,000 ranks (the Flight
+  // Recorder dumps' pg_config and the wait states' world), and comparing
+  // them by value for each of 10,000 dumps was 15% of its analysis.
   int Intern(const std::string& name, const std::string& desc, const model::SharedRanks& members, bool inferred);
   const model::SharedRanks& WorldRanks(int64_t size);
   void IndexOps(const model::Job& job, model::DiagnosticSink* diags);
@@ -96,6 +100,10 @@ class GroupTable {
   const model::RankDump* dumps_ = nullptr;  // job.dumps.data()
   std::vector<Group> groups_;
   std::map<std::string, std::vector<int>> by_name_;
+  // (name, the address of a member list interned) -> its group; the lists
+  // are kept, so that no other list takes one of these addresses.
+  std::map<std::pair<std::string, const std::vector<model::Rank>*>, int> interned_;
+  std::vector<model::SharedRanks> interned_lists_;
   std::vector<model::NameIndex> per_dump_;                          // per dump: pg name -> group
   std::vector<std::shared_ptr<const model::OpHistory>> histories_;  // per dump
   model::SharedRanks world_ranks_;

@@ -1,5 +1,6 @@
 #include "hangdx/live/watcher.h"
 
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,6 +28,22 @@ using json = nlohmann::ordered_json;
 using std::chrono::milliseconds;
 
 double Secs(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// The CPU seconds the calling thread has used: against the wall time of
+// an analysis, it says how much of it was waiting for the shared cores.
+double ThreadCpuSecs() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// " (0.31 s of this thread's CPU)", the CPU an analysis used since `cpu0`
+// (ThreadCpuSecs), for the log line that gives its wall time.
+std::string CpuWords(double cpu0) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, " (%.2f s of this thread's CPU)", ThreadCpuSecs() - cpu0);
+  return buf;
+}
 
 // "2025-12-01T08:32:53Z" (RFC 3339, UTC), or the compact "20251201T083253Z".
 std::string UtcStamp(bool compact) {
@@ -851,6 +868,7 @@ void Watcher::Investigate(const Stall& stall) {
     return;
   }
   auto t_analysis = Clock::now();
+  double cpu0 = ThreadCpuSecs();
   std::string replay;
   auto diagnosis = Analyse(*bundle, "report", &replay);
   auto t_done = Clock::now();
@@ -862,7 +880,8 @@ void Watcher::Investigate(const Stall& stall) {
                            {"ranks", stall.ranks.size()}};
   }
   log() << "hangdx watch: details of " << stall.ranks.size() << " ranks in " << Secs(t_bundle - t_fetch)
-        << " s, bundle in " << Secs(t_analysis - t_bundle) << " s, analysis in " << Secs(t_done - t_analysis) << " s\n";
+        << " s, bundle in " << Secs(t_analysis - t_bundle) << " s, analysis in " << Secs(t_done - t_analysis) << " s"
+        << CpuWords(cpu0) << "\n";
   if (diagnosis.ok()) Report(stall, *diagnosis, *bundle, replay);
 }
 
@@ -910,6 +929,7 @@ void Watcher::InvestigateInTwoSteps(const Stall& stall, const std::vector<Rank>&
     return;
   }
   auto t_analysis = Clock::now();
+  double cpu0 = ThreadCpuSecs();
   std::string replay;
   auto quick = Analyse(*bundle, second.empty() ? "report" : "first_report", &replay);
   auto t_done = Clock::now();
@@ -918,7 +938,8 @@ void Watcher::InvestigateInTwoSteps(const Stall& stall, const std::vector<Rank>&
         << (second.size() > rest.size()
                 ? ", the stacks of " + std::to_string(second.size() - rest.size()) + " pushing ranks after"
                 : "")
-        << "), bundle in " << Secs(t_analysis - t_bundle) << " s, analysis in " << Secs(t_done - t_analysis) << " s\n";
+        << "), bundle in " << Secs(t_analysis - t_bundle) << " s, analysis in " << Secs(t_done - t_analysis) << " s"
+        << CpuWords(cpu0) << "\n";
   if (quick.ok()) Report(stall, *quick, *bundle, replay);
   {
     std::lock_guard<std::mutex> lock(mu_);
