@@ -127,13 +127,17 @@ bool KilledBySigkill(const model::LogEvent& e) {
           e.message.find("Signals.SIGKILL") != std::string::npos);
 }
 
+bool DiedUnexpectedly(const model::LogEvent& e) {
+  return KilledBySigkill(e) || (e.kind == model::LogEvent::Kind::kExit && e.error == "SYSTEM_ERROR");
+}
+
 bool Crashed(const model::Job& job, model::Rank r) {
   const model::RankDump* d = job.Find(r);
   if (!d) return false;
   bool killed = false, timed_out = false;
   for (const auto& e : d->events) {
     if (e.kind == model::LogEvent::Kind::kCrash) return true;
-    killed = killed || KilledBySigkill(e);
+    killed = killed || DiedUnexpectedly(e);
     timed_out = timed_out || e.kind == model::LogEvent::Kind::kTimeout || e.kind == model::LogEvent::Kind::kAbort;
   }
   // A kill the rank's own timeout did not bring on: it died by itself.

@@ -48,4 +48,11 @@ bool Crashed(const model::Job& job, model::Rank r);
 // catalogue's exit_code -9 or signal 9, "Signals.SIGKILL".
 bool KilledBySigkill(const model::LogEvent& e);
 
+// True when exit event `e` says the process died without being asked to:
+// KilledBySigkill, or Ray's worker exit type SYSTEM_ERROR (ray.core.actor_died:
+// "Worker exit type: SYSTEM_ERROR", from GenWorkerDiedCause in Ray's GCS actor
+// manager, 2.x: a crash, an OOM kill or a lost connection to the worker),
+// not INTENDED_USER_EXIT or another exit the process chose.
+bool DiedUnexpectedly(const model::LogEvent& e);
+
 }  // namespace hangdx::analyze

@@ -164,5 +164,23 @@ TEST(Crashed, AKillBySigkillIsADeathUnlessTheRanksOwnTimeoutBroughtItOn) {
   EXPECT_TRUE(Crashed(job, 4));
 }
 
+TEST(Crashed, ARayWorkerThatExitedBySystemErrorIsDead) {
+  // verl#4921: Ray's ActorDiedError for WorkerDict_0:3 says "Worker exit type: SYSTEM_ERROR"
+  // (the process vanished); an INTENDED_USER_EXIT is the worker's own choice.
+  model::testing::JobBuilder b;
+  model::LogEvent died;
+  died.kind = model::LogEvent::Kind::kExit;
+  died.error = "SYSTEM_ERROR";
+  b.Event(3, died).FromLog(3);
+  model::LogEvent asked = died;
+  asked.error = "INTENDED_USER_EXIT";
+  b.Event(1, asked).FromLog(1);
+  model::Job job = b.Build();
+  EXPECT_TRUE(Crashed(job, 3));
+  EXPECT_FALSE(Crashed(job, 1));
+  EXPECT_TRUE(DiedUnexpectedly(died));
+  EXPECT_FALSE(DiedUnexpectedly(asked));
+}
+
 }  // namespace
 }  // namespace hangdx::analyze

@@ -16,7 +16,7 @@ Finding CrashedRankFinding(const RankAnalysis& a, const std::vector<model::Rank>
   std::string what;
   for (model::Rank r : crashed) {
     for (const auto& e : a.job.Find(r)->events) {
-      if (e.kind != model::LogEvent::Kind::kCrash && !KilledBySigkill(e)) continue;
+      if (e.kind != model::LogEvent::Kind::kCrash && !DiedUnexpectedly(e)) continue;
       if (what.empty()) what = e.message;
       f.evidence.push_back({e.file, r, -1, "line " + std::to_string(e.line) + ": " + e.message});
       if (!e.pg.empty() && f.pg_name.empty()) f.pg_name = e.pg;
