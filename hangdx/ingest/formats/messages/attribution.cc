@@ -77,6 +77,16 @@ int64_t NcclPrefixPid(std::string_view t) {
   return ToInt(std::string(t.substr(start, i - start)));
 }
 
+// A crash or exit of another process (the row's subject) that names no rank
+// of it: Ray's ActorDiedError, raised in the caller (the driver, ray.core.actor_died
+// of python/ray/exceptions.py) for an actor its name does not place, the raylet's
+// "A worker died" line, vLLM's "Engine core proc ... died". Whoever printed it is
+// not the process that died, so neither its prefix nor the file's name is the rank.
+bool AboutAnUnnamedProcess(const messages::Row& row, const messages::MessageFields& f) {
+  bool death = row.event == messages::EventKind::kCrash || row.event == messages::EventKind::kExit;
+  return death && row.subject_captured && f.rank < 0 && f.ranks.empty() && f.reporter < 0;
+}
+
 }  // namespace
 
 void FileFacts::Observe(const logs::Line& l) {
@@ -201,6 +211,7 @@ Attribution Attribute(const MessageMatch& m, const FileFacts& facts) {
   // A subject captured in another scope is not the printer: a row about
   // another process whose rank is not global cannot be placed.
   if (row.subject_captured && f.rank >= 0 && !global && !a.ranks_pg_local) a.rank = -1, a.how = "";
+  if (AboutAnUnnamedProcess(row, f)) a.rank = -1, a.how = "";
   return a;
 }
 

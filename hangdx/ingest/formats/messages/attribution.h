@@ -42,7 +42,9 @@
 //   8. the file's rank hint (its name, or --rank), unless the file's
 //      prefixes name two or more ranks (a combined log: the name's number
 //      is not one rank's);
-//   else -1. A line with no prefix that is indented (the second line of a
+//   else -1. A crash or exit the row says is another process's (`subject
+//   captured`) and that names no rank of it is -1 whatever the printer's
+//   prefix or the file name say (a driver's Ray ActorDiedError). A line with no prefix that is indented (the second line of a
 //   multi-line message: c10d's desync report) carries the prefixes of the
 //   line it continues (FileFacts::Observe does that).
 #pragma once

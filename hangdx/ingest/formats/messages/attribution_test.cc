@@ -177,6 +177,26 @@ TEST(Attribution, AFileNamedByThePidOfItsNcclLinesGivesNoRank) {
   EXPECT_STREQ(r[0].who.how, "file name");
 }
 
+// Ray raises ActorDiedError in the caller: in a file named as rank 0's, the
+// death of an actor the message does not place is not rank 0's; a verl
+// worker's name (..._0:3) places it.
+TEST(Attribution, ADeathOfAnotherProcessIsNotThePrintersUnlessItNamesARank) {
+  const std::string head =
+      "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n"
+      "\tclass_name: RayTrainWorker\n"
+      "\tpid: 4242\n";
+  const std::string tail =
+      "The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker exit detail: "
+      "Worker unexpectedly exits with a connection error code 2. End of file.\n";
+  auto r = Scan(head + tail, 0);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].who.rank, -1);
+  r = Scan(head + "\tname: 07GxnAWorkerDict_0:3\n" + tail, 0);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].who.rank, 3);
+  EXPECT_STREQ(r[0].who.how, "the rank the message names");
+}
+
 TEST(Attribution, IndentedLinesCarryThePrefixOfTheLineTheyContinue) {
   // c10d's desync report (testdata/public/pytorch152623): only its first line is prefixed.
   std::string report =
