@@ -44,9 +44,10 @@
 //      is not one rank's);
 //   else -1. A crash or exit the row says is another process's (`subject
 //   captured`) and that names no rank of it is -1 whatever the printer's
-//   prefix or the file name say (a driver's Ray ActorDiedError). A line with no prefix that is indented (the second line of a
-//   multi-line message: c10d's desync report) carries the prefixes of the
-//   line it continues (FileFacts::Observe does that).
+//   prefix or the file name say (a driver's Ray ActorDiedError). A line
+//   with no prefix that is indented (the second line of a multi-line
+//   message: c10d's desync report) carries the prefixes of the line it
+//   continues (FileFacts::Observe does that).
 #pragma once
 
 #include <cstdint>
