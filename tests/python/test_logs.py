@@ -72,3 +72,19 @@ def test_hccl_waits_mapped_both_ways_form_a_cycle(tmp_path):
     assert f0["kind"] == "wait_cycle", f0["summary"]
     assert f0["culprit_ranks"] == [7, 101]
     assert not f0.get("culprit_ranks_are_pg_local")
+
+
+def console(name):
+    return os.path.join(REPO, "testdata", "torch", name, "combined.log")
+
+
+def test_gloo_init_store_wait_names_the_rank_that_never_came():
+    # rank 2 slept past init_process_group's 5 s timeout; torchrun calls rank
+    # 0 (the first waiter to give up) the root cause.
+    f0 = analyze(console("store_wait_init"))["findings"][0]
+    assert (f0["kind"], f0["culprit_ranks"], f0["pg"]["name"]) == ("missing_rank", [2], "0"), f0
+
+
+def test_gloo_new_group_store_wait_names_the_pg_rank():
+    f0 = analyze(console("store_wait_new_group"))["findings"][0]
+    assert (f0["kind"], f0["culprit_ranks"], f0.get("culprit_ranks_are_pg_local")) == ("missing_rank", [1], True), f0

@@ -17,6 +17,7 @@
 #include "hangdx/analyze/checks/snapshot_root.h"
 #include "hangdx/analyze/checks/stack_sites.h"
 #include "hangdx/analyze/checks/stall.h"
+#include "hangdx/analyze/checks/store_wait.h"
 #include "hangdx/analyze/checks/unreadable.h"
 
 namespace hangdx::analyze {
@@ -36,6 +37,8 @@ const Check kChecks[] = {
     {"crashed_rank", "ranks that others wait for whose logs report a crash", Scope::kWaitState, &CrashedRankCheck},
     {"lost_peer", "from logs alone: the peer whose connection the failing ranks lost, or the rank that stopped logging",
      Scope::kWaitState, &LostPeerCheck},
+    {"store_wait", "from logs: ranks that timed out creating a gloo pg, waiting for the address of a rank that never came",
+     Scope::kWaitState, &StoreWaitCheck},
     {"named_culprit", "the ranks a producer's own report blames (desync report, stall inspector, fr_trace)",
      Scope::kWaitState, &NamedCulpritCheck},
     {"unreadable", "ranks that others wait for whose dumps could not be read", Scope::kWaitState, &UnreadableCheck},

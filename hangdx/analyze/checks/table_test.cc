@@ -18,7 +18,7 @@ TEST(CheckTable, IdsAreUniqueAndInRunOrder) {
     EXPECT_NE(std::string(c.what), "") << c.id;
   }
   EXPECT_EQ(ids, (std::vector<std::string>{"cycle", "collective_mismatch", "reported_mismatch", "missing_rank",
-                                           "crashed_rank", "lost_peer", "named_culprit", "unreadable",
+                                           "crashed_rank", "lost_peer", "store_wait", "named_culprit", "unreadable",
                                            "pg_creation_order", "stall", "stack_sites", "pg_local_wait",
                                            "snapshot_root", "known_bug", "latent_order", "device_level"}));
   EXPECT_EQ(std::set<std::string>(ids.begin(), ids.end()).size(), ids.size());

@@ -1,0 +1,85 @@
+// The store-wait check: a gloo pg's creation that timed out waiting for a
+// peer's address names that peer, not the ranks that waited.
+#include "hangdx/analyze/checks/store_wait.h"
+
+#include <gtest/gtest.h>
+
+#include "hangdx/analyze/checks/check_testing.h"
+#include "hangdx/model/testing/job_builder.h"
+
+namespace hangdx::analyze {
+namespace {
+
+using model::LogEvent;
+using model::testing::JobBuilder;
+using testing::RunCheck;
+using Ranks = std::vector<model::Rank>;
+
+// What the catalogue row torch.gloo.connect_wait_timeout gives for
+// "wait timeout after 5000ms, keys: /default_pg/0//cpu//0/<peer>".
+LogEvent ConnectWait(const std::string& pg, model::Rank peer, bool pg_local = false) {
+  LogEvent e;
+  e.kind = LogEvent::Kind::kTimeout;
+  e.message_id = "torch.gloo.connect_wait_timeout";
+  e.message = "torch.distributed.DistStoreError: wait timeout after 5000ms, keys: /default_pg/0//cpu//0/" +
+              std::to_string(peer);
+  e.pg = pg;
+  e.peer = peer;
+  e.ranks_pg_local = pg_local;
+  e.timeout_ms = 5000;
+  return e;
+}
+
+TEST(StoreWaitCheck, TheRankWhoseKeyWasNeverSetIsTheCulprit) {
+  // testdata/torch/store_wait_init: 3 ranks, rank 2 sleeps before
+  // init_process_group; ranks 0 and 1 time out waiting for key .../2.
+  JobBuilder b;
+  b.Event(0, ConnectWait("0", 2)).FromLog(0).Event(1, ConnectWait("0", 2)).FromLog(1);
+  std::vector<Finding> fs = RunCheck(&StoreWaitCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  const Finding& f = fs[0];
+  EXPECT_EQ(f.kind, Kind::kMissingRank);
+  EXPECT_TRUE(f.hang);
+  EXPECT_EQ(f.culprit_ranks, Ranks{2});
+  EXPECT_FALSE(f.ranks_are_pg_local);
+  EXPECT_EQ(f.pg_name, "0");
+  EXPECT_EQ(f.op, "init_process_group");
+  EXPECT_EQ(f.summary,
+            "ranks 0-1 timed out creating the default pg (init_process_group): they waited in the store for the "
+            "gloo address of rank 2, which was never set: it never reached init_process_group (started late, hung "
+            "or died before it)");
+  ASSERT_EQ(f.roles.size(), 2u);
+  EXPECT_EQ(f.roles[0].ranks, (Ranks{0, 1}));
+  EXPECT_EQ(f.roles[1].ranks, Ranks{2});
+  ASSERT_EQ(f.evidence.size(), 2u);
+  EXPECT_EQ(f.evidence[1].rank, 1);
+}
+
+TEST(StoreWaitCheck, ANewGroupsPeerCountsInsideThePg) {
+  // vllm-ascend#2248: "keys: /default_pg/0//54//cpu//0/2": pg rank 2 of pg
+  // 54, whose global rank no file gives.
+  JobBuilder b;
+  b.Event(0, ConnectWait("54", 2, /*pg_local=*/true)).FromLog(0);
+  std::vector<Finding> fs = RunCheck(&StoreWaitCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].culprit_ranks, Ranks{2});
+  EXPECT_TRUE(fs[0].ranks_are_pg_local);
+  EXPECT_EQ(fs[0].op, "new_group");
+  EXPECT_NE(fs[0].summary.find("rank 2 of pg 54 (ranks inside the pg; which global rank it is no file says)"),
+            std::string::npos)
+      << fs[0].summary;
+}
+
+TEST(StoreWaitCheck, AWaiterIsNotACulpritAndOtherTimeoutsAreNotRead) {
+  // Ranks 0 and 1 each waited for the other's key (both slow, both there):
+  // nobody missing. A plain store wait timeout (no key this row reads)
+  // names nobody either.
+  JobBuilder b;
+  LogEvent plain = ConnectWait("0", 3);
+  plain.message_id = "torch.store.wait_timeout";
+  b.Event(0, ConnectWait("0", 1)).FromLog(0).Event(1, ConnectWait("0", 0)).FromLog(1).Event(1, plain);
+  EXPECT_TRUE(RunCheck(&StoreWaitCheck, b.Build()).empty());
+}
+
+}  // namespace
+}  // namespace hangdx::analyze
