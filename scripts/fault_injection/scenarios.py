@@ -190,6 +190,22 @@ def sc_h(ctx):
     sleep_forever(ctx, "after both all_reduces")
 
 
+# h3. as h on 3 ranks: ranks 0,1 issue pg_a then pg_b, rank 2 pg_b then pg_a.
+# The odd order is rank 2's: ranks 0,1 wait in pg_a for rank 2, which waits in
+# pg_b for them.
+def sc_h3(ctx):
+    ga = dist.new_group([0, 1, 2], group_desc="pg_a")
+    gb = dist.new_group([0, 1, 2], group_desc="pg_b")
+    tr = Trainer(ctx)
+    tr.step(0, group=ga)
+    dist.all_reduce(torch.ones(8), group=gb)  # the same order once: fine
+    order = [("pg_a", ga), ("pg_b", gb)] if ctx.rank != 2 else [("pg_b", gb), ("pg_a", ga)]
+    for desc, g in order:
+        ctx.log("all_reduce on %s" % desc)
+        dist.all_reduce(torch.ones(8), group=g)
+    sleep_forever(ctx, "after both all_reduces")
+
+
 # i. new_group called in different orders: rank 2 creates "dp" before "tp".
 def sc_i(ctx):
     if ctx.rank == 2:
@@ -259,6 +275,8 @@ SCENARIOS = {s.name: s for s in [
     Scenario("f2", 4, sc_f2, deadline=7.0, doc="rank 1 SIGKILLs itself before step 2"),
     Scenario("g", 2, sc_g, deadline=7.0, doc="both ranks send 16 MiB first, then recv"),
     Scenario("h", 2, sc_h, deadline=7.0, doc="pg_a/pg_b all_reduce in opposite orders on ranks 0 and 1"),
+    Scenario("h3", 3, sc_h3, deadline=7.0,
+             doc="pg_a/pg_b all_reduce: ranks 0,1 in one order, rank 2 in the other"),
     Scenario("i", 3, sc_i, deadline=7.0, doc="rank 2 creates new_group dp before tp, ranks 0,1 tp before dp"),
     Scenario("j1", 3, sc_j1, deadline=3.0, doc="healthy: 3 steps + barrier"),
     Scenario("k", 4, sc_k, deadline=5.0,
