@@ -48,6 +48,47 @@ void DescribeUnnamedPeer(const std::vector<Rank>& losers, const std::vector<Rank
       "at that address is the rank whose process ended";
 }
 
+// True when some rank's log reports a timed-out wait (a watchdog timeout,
+// gloo's "Timed out waiting 4000ms for send operation").
+bool AnyTimeout(const model::Job& job) {
+  for (const auto& d : job.dumps)
+    for (const auto& e : d.events)
+      if (e.kind == LogEvent::Kind::kTimeout ||
+          (e.kind == LogEvent::Kind::kExit && e.message.find("imed out") != std::string::npos))
+        return true;
+  return false;
+}
+
+bool AnyRecords(const model::Job& job) {
+  for (const auto& d : job.dumps)
+    if (!d.ops.empty()) return true;
+  return false;
+}
+
+// Neither a peer named nor a rank the files show without an error: the
+// rank that went away is one whose file was not given (or the world is
+// larger than the files show).
+Finding DescribeUnseenPeer(const RankAnalysis& a, const std::vector<Rank>& losers, const std::string& addr,
+                           std::vector<Evidence> lines) {
+  Finding f;
+  f.kind = Kind::kUndecided;
+  f.severity = Severity::kError;
+  f.hang = true;
+  f.roles.push_back({"lost the connection", losers});
+  f.evidence = std::move(lines);
+  f.summary = RankWords(losers) + " lost " + Verb(losers, "its", "their") + " connection to a peer" +
+              (addr.empty() ? "" : " (" + addr + ")") + ", and no file given says which rank it was" +
+              (a.world.inferred ? " (world size unknown: pass --world-size)" : "");
+  f.details.push_back(
+      "a connection closed or reset by the peer means the peer's process ended; the ranks that report it are its "
+      "victims");
+  f.would_decide = "the logs (or Flight Recorder dumps) of the other ranks, or the launcher's exit codes: the peer at "
+                   "that address is the rank whose process ended";
+  f.fix_hint = "collect every rank's log; the one that ends without this error, or the launcher's exit record, "
+               "names the rank that went away";
+  return f;
+}
+
 }  // namespace
 
 void LostPeerCheck(const RankAnalysis& a, FindingSink* sink) {
@@ -69,13 +110,25 @@ void LostPeerCheck(const RankAnalysis& a, FindingSink* sink) {
     if (lost && d.rank >= 0) losers.push_back(d.rank);
   }
   if (losers.empty() || AnInstanceExplainsIt(a)) return;
+  bool any_named = !peers.empty();  // before the losers are taken out: then they named each other
   for (Rank r : losers) peers.erase(r);
   std::vector<Rank> culprits(peers.begin(), peers.end());
   bool named = !culprits.empty();
   std::vector<Rank> quiet;  // without records, but their file was read
   if (!named)
     for (Rank r : a.world.without_dump) (a.job.LeftAFile(r) ? quiet : culprits).push_back(r);
-  if (culprits.empty() && quiet.empty()) return;
+  if (culprits.empty() && quiet.empty()) {
+    // Every rank seen lost a peer no message names, and none is silent: the
+    // peer is a rank whose file was not given. A failed collective is no
+    // healthy job. (Ranks that name each other are both alive: nothing to say.)
+    // Only when the world is unknown (a known world whose every rank is seen
+    // holds the peer among them) and no rank seen timed out (then the peer
+    // closed its end after its own timeout: unexplained_timeout's case).
+    // From logs alone: records have their own checks, which say more.
+    if (!any_named && a.world.inferred && !AnyTimeout(a.job) && !AnyRecords(a.job))
+      sink->Add(DescribeUnseenPeer(a, losers, addr, std::move(lines)));
+    return;
+  }
   // One rank whose log stops without an error while the others lose a peer:
   // it is the only one that can have gone away.
   bool stopped = culprits.empty() && quiet.size() == 1;

@@ -10,7 +10,11 @@
 // no record (model::Job::LeftAFile: it logged, only nothing hangdx reads) did
 // not leave "no log": when every candidate is such a rank, the one of them
 // is the culprit (it stopped logging without an error), and two or more make
-// the finding undecided between them, naming no culprit. Says nothing when a (pg, seq) the
+// the finding undecided between them, naming no culprit. With no candidate
+// at all (the world unknown, every rank seen lost the peer, none names it),
+// from logs without records and without a timeout, the finding is undecided
+// and names no rank: the peer is a rank whose file was not given, and a
+// failed collective is no healthy job. Says nothing when a (pg, seq) the
 // records show explains it (checks/missing_rank.h reports that instance,
 // as crashed_rank when its waiters lost their peer), when a log reports the
 // crash itself (checks/crashed_rank.h, passes/unnamed_crash.h), or when

@@ -123,6 +123,31 @@ TEST(LostPeerCheck, TheOneRankWhoseLogStopsWithoutAnErrorIsTheCulprit) {
             "likely died (crash, kill, exit)");
 }
 
+TEST(LostPeerCheck, APeerNoFileShowsIsUndecidedNotAHealthyJob) {
+  // testdata/torch/h3/stderr: ranks 0 and 1 lose a peer at an address, the
+  // third rank's log holds nothing hangdx reads and the world is unknown.
+  JobBuilder b;
+  LogEvent lost = Lost(-1);
+  lost.peer_addr = "[127.0.0.1]:214";
+  b.Event(0, lost).FromLog(0).Event(1, lost).FromLog(1);
+  std::vector<Finding> fs = RunCheck(&LostPeerCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kUndecided);
+  EXPECT_TRUE(fs[0].hang);
+  EXPECT_TRUE(fs[0].culprit_ranks.empty());
+  EXPECT_EQ(fs[0].summary,
+            "ranks 0-1 lost their connection to a peer ([127.0.0.1]:214), and no file given says which rank it was "
+            "(world size unknown: pass --world-size)");
+  EXPECT_EQ(fs[0].evidence.size(), 2u);
+  // A known world of two, both seen: the peer is one of them (nothing new
+  // to say); a rank that timed out: the peer closed after its own timeout.
+  EXPECT_TRUE(RunCheck(&LostPeerCheck, b.World(2).Build()).empty());
+  JobBuilder t;
+  t.Event(0, LogEvent::Kind::kTimeout, "Timed out waiting 4000ms for send operation to complete").FromLog(0);
+  t.Event(1, lost).FromLog(1);
+  EXPECT_TRUE(RunCheck(&LostPeerCheck, t.Build()).empty());
+}
+
 TEST(LostPeerCheck, ALoggedCrashIsTheCrashedRankChecksCase) {
   JobBuilder b;
   for (int r = 0; r < 3; ++r) b.Event(r, Lost(-1)).FromLog(r);
