@@ -88,3 +88,10 @@ def test_gloo_init_store_wait_names_the_rank_that_never_came():
 def test_gloo_new_group_store_wait_names_the_pg_rank():
     f0 = analyze(console("store_wait_new_group"))["findings"][0]
     assert (f0["kind"], f0["culprit_ranks"], f0.get("culprit_ranks_are_pg_local")) == ("missing_rank", [1], True), f0
+
+
+def test_detail_length_decoded_fingerprint_is_not_read_as_the_peers_op():
+    # ranks 0-1 all_reduce [8], rank 2 [8, 2]: each line's other fingerprint
+    # is a length decoded as one (SCATTER / GATHER); only the own ones count.
+    f0 = analyze(console("detail_shape_rank"))["findings"][0]
+    assert (f0["kind"], f0["culprit_ranks"], f0["seq"]) == ("size_mismatch", [2], 3), f0

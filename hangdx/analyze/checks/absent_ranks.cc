@@ -1,16 +1,46 @@
 #include "hangdx/analyze/checks/absent_ranks.h"
 
 #include <algorithm>
+#include <set>
 
 namespace hangdx::analyze {
 
+namespace {
+
+// The ranks a TORCH_DISTRIBUTED_DEBUG=DETAIL mismatch line proves were at
+// this (pg, seq): ProcessGroupWrapper's check is itself a collective, and it
+// compares the ranks in rank order up to the first that differs
+// (verify_tensors), so "Rank a ..., but Rank b ..." puts ranks 0..max(a, b)
+// in the check, b in another collective, not absent from it.
+std::set<model::Rank> InADetailCheck(const RankAnalysis& a, const Instance& in) {
+  std::set<model::Rank> out;
+  const std::string& pg = a.groups[in.group].name;
+  for (const auto& d : a.job.dumps)
+    for (const auto& e : d.events) {
+      if (e.kind != model::LogEvent::Kind::kMismatch || e.peer < 0 || e.seq != in.seq || e.pg != pg ||
+          e.message.find("CollectiveFingerPrint(") == std::string::npos)
+        continue;
+      model::Rank top = std::min<model::Rank>(std::max<model::Rank>(d.rank, e.peer), 1 << 16);
+      for (model::Rank x = 0; x <= top; ++x) out.insert(x);
+    }
+  return out;
+}
+
+}  // namespace
+
 AbsentRanks ClassifyAbsent(const RankAnalysis& a, const Instance& in) {
   AbsentRanks r;
+  std::set<model::Rank> checked = InADetailCheck(a, in);
   for (model::Rank x : in.not_reached) {
+    if (checked.count(x)) {
+      r.cascade.push_back(x);  // in another collective a log's mismatch report names
+      continue;
+    }
     RankNodeType t = a.BlockingType(x);
     (t == RankNodeType::kIdle ? r.idle : t == RankNodeType::kNoDump ? r.dead : r.cascade).push_back(x);
   }
-  r.dead.insert(r.dead.end(), in.no_dump.begin(), in.no_dump.end());
+  for (model::Rank x : in.no_dump)
+    if (!checked.count(x)) r.dead.push_back(x);
   std::sort(r.dead.begin(), r.dead.end());
   for (model::Rank x : r.dead) {
     if (a.job.unreadable.count(x)) r.unreadable.push_back(x);

@@ -25,6 +25,10 @@ struct AbsentRanks {
   enum class Cause { kNone, kUnreadable, kCrashed, kAbsent } cause = Cause::kNone;
 };
 
+// Ranks that a TORCH_DISTRIBUTED_DEBUG=DETAIL mismatch line of this (pg,
+// seq) compared ("Rank a ..., but Rank b ...": ranks 0 to max(a, b)) are in
+// another collective, not absent: they count as `cascade`, and
+// checks/reported_mismatch.h reports the line.
 AbsentRanks ClassifyAbsent(const RankAnalysis& a, const Instance& in);
 
 // Calls `fn` for each root instance without a mismatch whose absent ranks

@@ -106,6 +106,32 @@ TEST(MissingRankCheck, AFewMembersWithoutADumpMostLikelyDied) {
             "died (crash, OOM kill, exit)");
 }
 
+TEST(MissingRankCheck, RanksADetailMismatchLineComparedAreNotMissing) {
+  // SimpleTuner#2712's shape: world 8, only rank 1's DETAIL fingerprint (an
+  // all_gather at seq 102) and rank 7's traceback. Rank 1's line "..., but
+  // Rank 7 is running collective: ..." puts ranks 0-7 in the check: nobody
+  // is missing (reported_mismatch reports it). Without the line, rank 7 is.
+  auto job = [](bool with_line) {
+    JobBuilder b;
+    b.Coll(1, "0", 102, "all_gather", /*done=*/false).FromLog(1);
+    b.Stack(7, {"train", "<module>"});
+    if (with_line) {
+      model::LogEvent e;
+      e.kind = model::LogEvent::Kind::kMismatch;
+      e.message = "Detected mismatch between collectives on ranks. Rank 1 is running collective: "
+                  "CollectiveFingerPrint(SequenceNumber=101, OpType=ALLGATHER, ...), but Rank 7 is running "
+                  "collective: CollectiveFingerPrint(SequenceNumber=0OpType=REDUCE).";
+      e.pg = "0";
+      e.seq = 102;
+      e.peer = 7;
+      b.Event(1, e);
+    }
+    return b.World(8).Build();
+  };
+  EXPECT_TRUE(RunCheck(&MissingRankCheck, job(true)).empty());
+  EXPECT_FALSE(RunCheck(&MissingRankCheck, job(false)).empty());
+}
+
 TEST(MissingRankCheck, MostMembersWithoutADumpCannotBeDecided) {
   // World 8, only rank 0 has a dump: 7 of 8 missing.
   JobBuilder b;

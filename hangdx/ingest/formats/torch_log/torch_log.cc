@@ -106,6 +106,22 @@ Fingerprint ParseFingerprint(std::string_view s) {
   return f;
 }
 
+// True when the other rank's fingerprint of a DETAIL mismatch line is not
+// its fingerprint but the length of it, decoded as one: ProcessGroupWrapper
+// all-gathers the length of every rank's serialized fingerprint first, and
+// when a length differs (another number of tensors or of dimensions) it
+// prints that one-element tensor through deserialize_fingerprint: sequence
+// number 0, OpType the enum value equal to the length (7: GATHER, 8:
+// SCATTER), no tensors ("CollectiveFingerPrint(SequenceNumber=0OpType=SCATTER)",
+// torch 2.13, testdata/torch/detail_shape_rank). Only the reporter's own
+// fingerprint is then true; the other rank differs in what it runs, and
+// what that is the line does not say. A real fingerprint of seq 0 next to
+// one of a later seq cannot occur: the check is itself a collective, run in
+// step on every rank.
+bool IsLengthDecode(const Fingerprint& own, const Fingerprint& other) {
+  return own.ok && own.seq > 0 && other.ok && other.seq == 0 && !other.has_shape && other.dtype.empty();
+}
+
 // A traceback frame line, `  File "x.py", line 3, in f` (CPython
 // Python/traceback.c): indent, file, line, function.
 const RE2& FileLine() {
@@ -358,14 +374,17 @@ class TorchLogReader {
     // The reporting rank (a) compared its fingerprint with every rank's in
     // rank order and stopped at the first that differs (b): the ranks below
     // b agree with a (ProcessGroupWrapper.cpp verify()).
+    // In a length decode (IsLengthDecode) the ranks below b passed only the
+    // check of the lengths: they are not known to run what a runs.
+    bool length = IsLengthDecode(pa, pb);
     Claim(a, pa, kOwn);
-    Claim(b, pb, kNamed);
+    if (!length) Claim(b, pb, kNamed);
     // Once per (reporter, first differing rank, seq): a log repeating the
     // line (or a hostile one) must not redo 65,536 claims a line.
     // A rank out of range (a garbled number) is dropped, and so is what it
     // would imply: 65,536 inferred claims from one line of a few hundred
     // bytes (found by the fuzz campaign: 878 bytes, 1.9 s, 195 MB).
-    if (pa.ok && b < model::kMaxRank && inferred_from_.emplace(a, b, pa.seq).second &&
+    if (pa.ok && !length && b < model::kMaxRank && inferred_from_.emplace(a, b, pa.seq).second &&
         fingerprints_.size() < (1u << 20))
       for (int64_t r = 0; r < b && r < (1 << 16); ++r)
         if (r != a) Claim(r, pa, kInferred);

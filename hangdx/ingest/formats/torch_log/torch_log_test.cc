@@ -140,6 +140,36 @@ TEST(TorchLog, DetailMismatchNamesTheRanksBelowTheFirstDifferentOne) {
   EXPECT_TRUE(d[2].events.empty());
 }
 
+// Rank 1's real line of testdata/torch/detail_shape_rank (torch 2.13, gloo,
+// DETAIL): rank 2 all_reduces an [8, 2] tensor, ranks 0-1 an [8] one. The
+// serialized fingerprints differ in length, so the wrapper printed rank 2's
+// length (8) decoded as a fingerprint: "SequenceNumber=0OpType=SCATTER".
+constexpr const char* kDetailLengthRank1 =
+    "[default1]:[rank1]: RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running "
+    "collective: CollectiveFingerPrint(SequenceNumber=2, OpType=ALLREDUCE, TensorShape=[8], TensorDtypes="
+    "Float, TensorDeviceTypes=TensorOptions(dtype=float (default), device=cpu, layout=Strided (default), "
+    "requires_grad=false (default), pinned_memory=false (default), memory_format=(nullopt))), but Rank 2 "
+    "is running collective: CollectiveFingerPrint(SequenceNumber=0OpType=SCATTER).Collectives differ in t"
+    "he following aspects: \t Sequence number: 2vs 0  Op type: ALLREDUCEvs SCATTER  Tensor Tensor shapes: "
+    "8vs   Tensor Tensor dtypes: Floatvs   Tensor Tensor devices: TensorOptions(dtype=float (default), de"
+    "vice=cpu, layout=Strided (default), requires_grad=false (default), pinned_memory=false (default), me"
+    "mory_format=(nullopt))vs " "\n";
+
+TEST(TorchLog, ALengthDecodedFingerprintIsNotTheOtherRanksOp) {
+  auto d = Parse(kDetailLengthRank1, 1);
+  // Rank 1's own fingerprint only: rank 2's op is not known from this line
+  // (no scatter is invented for it), and rank 0, below rank 2, passed only
+  // the check of the lengths (its op is not claimed either).
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].rank, 1);
+  ASSERT_EQ(d[0].ops.size(), 1u);
+  EXPECT_EQ(d[0].ops[0].op, "all_reduce");
+  EXPECT_EQ(d[0].ops[0].collective_seq, 3);
+  EXPECT_EQ(*d[0].ops[0].input_sizes, (model::Shapes{{8}}));
+  ASSERT_EQ(d[0].events.size(), 1u);
+  EXPECT_EQ(d[0].events[0].peer, 2);  // the rank it differs from is still named
+}
+
 TEST(TorchLog, AGarbledFirstDifferentRankImpliesNoOtherRanks) {
   // Fuzz campaign (torch-log, 878 bytes): "but Rank 000...0714331860": the
   // rank is out of range and dropped, and ranks 0-65,535 were still claimed
