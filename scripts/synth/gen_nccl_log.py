@@ -43,7 +43,9 @@ def main():
         for r in range(a.ranks):
             path = os.path.join(a.out, "nccl_rank_%d.log" % r)
             # Every rank writes the same number of op lines: the size of rank 0's.
-            limit = write_rank(path, r, a.ranks, int(a.mb * 1e6), limit, 5 if r == a.stop_rank else 0)
+            n = write_rank(path, r, a.ranks, int(a.mb * 1e6), limit, 5 if r == a.stop_rank else 0)
+            if limit is None:  # not the short rank's count: the ranks after it would stop short too
+                limit = n
         return
     if not a.output:
         ap.error("-o or --ranks is needed")

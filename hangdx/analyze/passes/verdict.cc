@@ -1,5 +1,7 @@
 #include "hangdx/analyze/passes/verdict.h"
 
+#include <cctype>
+
 #include <algorithm>
 #include <set>
 #include <string_view>
@@ -121,6 +123,32 @@ std::string NoOpVerdict(const model::Job& job) {
   return v + ".";
 }
 
+// The ranks of a pg that issued fewest of its collectives when the others
+// issued at least two more: with NCCL INFO enqueue lines (async, no
+// completion) nothing proves a hang, but if the job is stuck the rank that
+// stopped issuing is the one to look at. "" when no pg lags so.
+std::string LaggardNote(const RankAnalysis& a) {
+  for (int gi = 0; gi < a.groups.size(); ++gi) {
+    const Group& g = a.groups[gi];
+    int64_t lo = INT64_MAX, hi = -1;
+    std::vector<model::Rank> low;
+    for (size_t i = 0; i < g.members.size() && i < g.coll.size(); ++i) {
+      if (!g.dump[i] || g.coll[i].empty()) continue;
+      int64_t last = g.coll[i].back().first;
+      hi = std::max(hi, last);
+      if (last < lo) lo = last, low.clear();
+      if (last == lo) low.push_back(g.members[i]);
+    }
+    if (hi < 0 || hi - lo < 2) continue;
+    std::string who = RankWords(low);
+    who[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(who[0])));
+    return " " + who + " issued fewer collectives of " + g.Label() + " than the others (last seq " +
+           std::to_string(lo) + ", others up to " + std::to_string(hi) + "): if the job is stuck, look at " +
+           Verb(low, "it", "them") + " first.";
+  }
+  return "";
+}
+
 std::string NoFindingVerdict(const RankAnalysis& a) {
   const model::Job& job = a.job;
   if (job.dumps.empty() && !job.device.empty()) return DeviceOnlyVerdict(job);
@@ -136,7 +164,7 @@ std::string NoFindingVerdict(const RankAnalysis& a) {
     v += " (gloo records no P2P op in the Flight Recorder: a send/recv deadlock does not show here; read the ranks' "
          "stderr.)";
   // Every kept instance is a problem or still pending.
-  if (!a.instances.list.empty()) v += " Some are still in progress.";
+  if (!a.instances.list.empty()) v += " Some are still in progress." + LaggardNote(a);
   if (!a.world.without_dump.empty()) v += " No dump from " + RankWords(a.world.without_dump) + ".";
   if (size_t n = WarningsAboutFilesUsed(job))
     v += " " + std::to_string(n) + (n == 1 ? " warning is" : " warnings are") +

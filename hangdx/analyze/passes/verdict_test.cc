@@ -120,6 +120,24 @@ TEST(VerdictPass, LogsThatRecordNoCollectiveDoNotClaimTheyMatch) {
             "(torch.c10d.pg_not_destroyed).");
 }
 
+TEST(VerdictPass, NoFindingNamesTheRankThatIssuedFewerCollectives) {
+  // NCCL INFO enqueue lines of 3 ranks (scheduled ops, no completion): ranks
+  // 0-1 issued seqs 1-7, rank 2 stopped after 5. No hang is proven; the note
+  // names rank 2. A lag of one (a rank a step ahead) says nothing.
+  auto job = [](int64_t last2) {
+    JobBuilder b("nccl");
+    for (int r = 0; r < 3; ++r)
+      for (int64_t s = 1; s <= (r == 2 ? last2 : 7); ++s) b.Coll(r, "0", s, "all_reduce", /*done=*/false);
+    return b.Build();
+  };
+  std::string v = VerdictOf(job(5), {});
+  EXPECT_NE(v.find(" Some are still in progress. Rank 2 issued fewer collectives of pg 0 (default_pg) than the "
+                   "others (last seq 5, others up to 7): if the job is stuck, look at it first."),
+            std::string::npos)
+      << v;
+  EXPECT_EQ(VerdictOf(job(6), {}).find("issued fewer"), std::string::npos);
+}
+
 TEST(VerdictPass, NoFindingSaysWhatWasSeen) {
   EXPECT_EQ(VerdictOf(model::Job(), {}),
             "No usable input: no dump, log, stack dump or snapshot that names a rank could be read.");
