@@ -89,9 +89,49 @@ std::vector<int64_t> DigitRuns(const std::string& path) {
   return runs;
 }
 
+namespace {
+
+// torchrun --log-dir D (torch/distributed/elastic/multiprocessing/api.py,
+// DefaultLogsSpecs.reify, torch 2.2-2.13): D/<run_id>_<random>/attempt_<N>/
+// <local_rank>/{stdout,stderr}.log and error.json. The local rank, and the
+// run folder (what is above attempt_<N>), of such a path; -1 otherwise.
+int64_t TorchrunLocalRank(const fs::path& p, std::string* run) {
+  fs::path dir = p.parent_path(), attempt = dir.parent_path();
+  std::string local = dir.filename().string(), a = attempt.filename().string();
+  if (local.empty() || local.size() > 6 || a.rfind("attempt_", 0) != 0 || a.size() == 8) return -1;
+  for (char c : local)
+    if (c < '0' || c > '9') return -1;
+  for (char c : a.substr(8))
+    if (c < '0' || c > '9') return -1;
+  *run = attempt.parent_path().string();
+  return std::stoll(local);
+}
+
+// Files of a torchrun --log-dir layout whose names give no rank get their
+// local rank as the rank when every such file is under one run folder (one
+// agent, so local rank = global rank: torchrun's ranks are node-major); with
+// several agents the local ranks repeat and say nothing of the global ones.
+void TorchrunLogDirRanks(const std::vector<std::string>& files, std::vector<int64_t>* ranks) {
+  std::set<std::string> runs;
+  std::vector<std::pair<size_t, int64_t>> local;
+  for (size_t i = 0; i < files.size(); ++i) {
+    if ((*ranks)[i] >= 0) continue;
+    std::string run;
+    int64_t l = TorchrunLocalRank(fs::path(files[i]), &run);
+    if (l < 0) continue;
+    runs.insert(run);
+    local.emplace_back(i, l);
+  }
+  if (runs.size() != 1) return;
+  for (auto [i, l] : local) (*ranks)[i] = l;
+}
+
+}  // namespace
+
 std::vector<int64_t> InferRanks(const std::vector<std::string>& files) {
   std::vector<int64_t> ranks(files.size());
   for (size_t i = 0; i < files.size(); ++i) ranks[i] = RankFromFileName(files[i]);
+  TorchrunLogDirRanks(files, &ranks);
   // Per folder: if the files' last numbers collide ("rank_0_attempt_1",
   // "rank_1_attempt_1") but another position tells them apart, that
   // position is the rank.

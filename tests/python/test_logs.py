@@ -95,3 +95,10 @@ def test_detail_length_decoded_fingerprint_is_not_read_as_the_peers_op():
     # is a length decoded as one (SCATTER / GATHER); only the own ones count.
     f0 = analyze(console("detail_shape_rank"))["findings"][0]
     assert (f0["kind"], f0["culprit_ranks"], f0["seq"]) == ("size_mismatch", [2], 3), f0
+
+
+def test_torchrun_log_dir_layout_gives_the_local_ranks():
+    # logs/<run>/attempt_0/<local_rank>/stderr.log: rank 1's log holds no
+    # error and no rank prefix; its folder says it is rank 1.
+    f0 = analyze(os.path.join(REPO, "testdata", "torch", "torchrun_log_dir", "logs"))["findings"][0]
+    assert (f0["kind"], f0["culprit_ranks"]) == ("crashed_rank", [1]), f0

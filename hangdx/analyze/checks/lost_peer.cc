@@ -125,7 +125,8 @@ void LostPeerCheck(const RankAnalysis& a, FindingSink* sink) {
     // holds the peer among them) and no rank seen timed out (then the peer
     // closed its end after its own timeout: unexplained_timeout's case).
     // From logs alone: records have their own checks, which say more.
-    if (!any_named && a.world.inferred && !AnyTimeout(a.job) && !AnyRecords(a.job))
+    if (!any_named && a.world.inferred && !AnyTimeout(a.job) && !AnyRecords(a.job) &&
+        a.job.dumps.size() == losers.size())  // every rank seen lost the peer
       sink->Add(DescribeUnseenPeer(a, losers, addr, std::move(lines)));
     return;
   }
