@@ -109,8 +109,11 @@ int64_t TorchrunLocalRank(const fs::path& p, std::string* run) {
 
 // Files of a torchrun --log-dir layout whose names give no rank get their
 // local rank as the rank when every such file is under one run folder (one
-// agent, so local rank = global rank: torchrun's ranks are node-major); with
-// several agents the local ranks repeat and say nothing of the global ones.
+// agent); with several agents the local ranks repeat and say nothing of the
+// global ones. The local rank is the global one on the first node only
+// (torchrun numbers ranks node-major): one node's folder of a multi-node
+// job is misread. It is a hint: the [rankN]: prefixes and torchrun's own
+// summary, where a file has them, name the rank first.
 void TorchrunLogDirRanks(const std::vector<std::string>& files, std::vector<int64_t>* ranks) {
   std::set<std::string> runs;
   std::vector<std::pair<size_t, int64_t>> local;
