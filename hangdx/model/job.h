@@ -303,6 +303,15 @@ struct LogEvent {
   int64_t timeout_ms = -1;        // the timeout in force, -1 unknown
   int64_t exit_code = 0;          // kExit: the exit code (negative: killed by signal -exit_code)
   int64_t signal = -1;            // kExit / kCrash: the signal, -1 none
+  // kExit: what the launcher that reports the exit says of it.
+  enum class ExitRole : uint8_t {
+    kNone,          // nothing beyond the exit itself
+    kFirstFailure,  // the job's first observed failure (torchrun's "Root Cause (first observed failure)")
+    kStopped,       // the launcher stopped it because another process failed (torchrun's "Sending process P
+                    // closing signal SIGTERM"): a victim
+    kEndedInOrder,  // it exited 0 (torchrun's failure summary lists every worker that did not, and not it)
+  };
+  ExitRole exit_role = ExitRole::kNone;
   std::string setting, value;     // kConfig: NCCL_LAUNCH_MODE = GROUP
   // Wall-clock time the line carries (its timestamp), ns since the epoch;
   // 0 when it has none. Orders events of different files (a stall warning

@@ -107,6 +107,9 @@ Status RowReader::Add(std::string_view key, std::string_view value, int64_t line
   } else if (key == "subject") {
     if (v != "self" && v != "captured") return Error(line, "subject must be self or captured");
     row_.subject_captured = v == "captured";
+  } else if (key == "exit_role") {
+    if (v != "first_failure" && v != "stopped") return Error(line, "exit_role must be first_failure or stopped");
+    row_.exit_role = v == "stopped" ? Row::ExitRole::kStopped : Row::ExitRole::kFirstFailure;
   } else if (key == "rank_scope") {
     if (!ParseRankScope(v, &row_.rank_scope)) return Error(line, "rank_scope must be global, pg, group or node");
   } else if (key == "pg_from") {
@@ -185,6 +188,8 @@ StatusOr<Row> RowReader::Finish() {
   for (const char* key : {"producer", "versions", "source", "format", "layout", "anchor", "pattern", "event", "proves"})
     if (!seen_.count(key)) return Error(row_.line, "row " + row_.id + " has no '" + key + "'");
   if (row_.tests.empty()) return Error(row_.line, "row " + row_.id + " has no example");
+  if (row_.exit_role != Row::ExitRole::kNone && row_.event != EventKind::kExit)
+    return Error(row_.line, "row " + row_.id + ": exit_role is for event exit");
   if (captures_ranks_ && row_.rank_scope == RankScope::kNone)
     return Error(row_.line,
                  "row " + row_.id + " captures ranks: say what they count in (rank_scope global|pg|group|node)");

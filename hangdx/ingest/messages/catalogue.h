@@ -105,6 +105,9 @@ struct Row {
   std::string end;  // block: pattern of the closing line ("" none)
   EventKind event = EventKind::kInfo;
   bool subject_captured = false;  // the `rank` capture is not the printing rank
+  // `exit_role first_failure|stopped`: what the launcher printing this exit
+  // says of it (model::LogEvent::ExitRole); none without the key.
+  enum class ExitRole { kNone, kFirstFailure, kStopped } exit_role = ExitRole::kNone;
   int seq_base = 1;               // 0: the producer counts seq from 0 (PyTorch DETAIL)
   RankScope rank_scope = RankScope::kNone;
   // `pg_from timeout`: the message names no pg because it follows a timeout

@@ -43,7 +43,11 @@ void RowSection(const Row& row, std::string* out) {
   o += "- event: `" + std::string(EventKindName(row.event)) + "`" +
        (row.rank_scope != RankScope::kNone ? std::string(", ranks: `") + RankScopeName(row.rank_scope) + "`" : "") +
        (row.subject_captured ? " (the captured rank is the message's subject, not its printer)" : "") +
-       (row.printer >= 0 ? "; printed on rank " + std::to_string(row.printer) + " only" : "") + "\n";
+       (row.printer >= 0 ? "; printed on rank " + std::to_string(row.printer) + " only" : "") +
+       (row.exit_role == Row::ExitRole::kFirstFailure ? "; the launcher's first observed failure"
+        : row.exit_role == Row::ExitRole::kStopped    ? "; the launcher stopped the process (a victim)"
+                                                      : "") +
+       "\n";
   o += "- read by: `" + ReaderOf(row) + "`" + (row.reader.empty() ? "" : " when it reads the file, else `messages`") +
        "\n";
   o += "- proves: " + row.proves + "\n";

@@ -105,6 +105,7 @@ void FileFacts::Observe(const logs::Line& l) {
   NoteAssignment(l);
   NoteLocalRank(l);
   if (l.rank >= 0 && prefix_ranks_.size() < kMaxPrefixRanks) prefix_ranks_.insert(l.rank);
+  if (l.local_rank >= 0 && prefix_local_ranks_.size() < kMaxPrefixRanks) prefix_local_ranks_.insert(l.local_rank);
   seen_tp_ = seen_tp_ || l.tp >= 0;
   seen_dp_ = seen_dp_ || l.dp > 0;  // DP 0 alone: see Finish
   seen_pp_ = seen_pp_ || l.pp >= 0;
@@ -133,13 +134,33 @@ void FileFacts::NoteAssignment(const logs::Line& l) {
 // the `[defaultL]:` lines of `torchrun --tee` (one agent per console). A
 // local rank given two global ranks (two nodes' consoles in one file) maps
 // to none.
+// The entry's next line, "  exitcode  : -15 (pid: 5792)  (SIGTERM)" (1.9:
+// "exitcode: -15 (pid: 5792)"), gives the worker's pid the same rank, which
+// places the agent's unprefixed lines about that pid.
 void FileFacts::NoteLocalRank(const logs::Line& l) {
+  int64_t entry_rank = summary_rank_;
+  summary_rank_ = -1;  // only the line right after the rank line is its exitcode line
+  if (entry_rank >= 0 && l.text.find("(pid: ") != std::string_view::npos && pid_to_global_.size() < kMaxPrefixRanks) {
+    static const RE2 kExitcode(R"re(^\s*exitcode\s*: -?\d+ \(pid: (\d+)\))re");
+    int64_t pid = -1;
+    if (RE2::PartialMatch(l.text, kExitcode, &pid)) {
+      auto [it, fresh] = pid_to_global_.emplace(pid, entry_rank);
+      if (!fresh && it->second != entry_rank) it->second = -1;
+    }
+    return;
+  }
   if (l.text.find("(local_rank: ") == std::string_view::npos || local_to_global_.size() >= kMaxPrefixRanks) return;
   static const RE2 kFailure(R"re(^\s*rank\s*: (\d+) \(local_rank: (\d+)\))re");
   int64_t rank = -1, local = -1;
   if (!RE2::PartialMatch(l.text, kFailure, &rank, &local)) return;
+  summary_rank_ = rank;
   auto [it, fresh] = local_to_global_.emplace(local, rank);
   if (!fresh && it->second != rank) it->second = -1;
+}
+
+int64_t FileFacts::GlobalOfPid(int64_t pid) const {
+  auto it = pid < 0 ? pid_to_global_.end() : pid_to_global_.find(pid);
+  return it == pid_to_global_.end() ? -1 : it->second;
 }
 
 int64_t FileFacts::GlobalOfLocal(int64_t local_rank) const {
@@ -211,7 +232,12 @@ Attribution Attribute(const MessageMatch& m, const FileFacts& facts) {
   // A subject captured in another scope is not the printer: a row about
   // another process whose rank is not global cannot be placed.
   if (row.subject_captured && f.rank >= 0 && !global && !a.ranks_pg_local) a.rank = -1, a.how = "";
-  if (AboutAnUnnamedProcess(row, f)) a.rank = -1, a.how = "";
+  int64_t by_pid = facts.GlobalOfPid(f.pid);
+  if (AboutAnUnnamedProcess(row, f) && by_pid < 0) a.rank = -1, a.how = "";
+  // A process named by its pid is the message's subject: the summary's rank
+  // of that pid beats a printer's prefix or the file's name.
+  if (row.subject_captured && by_pid >= 0 && f.rank < 0) a.rank = by_pid, a.how = "torchrun's failure summary of its pid";
+  set(by_pid, "torchrun's failure summary of its pid");
   return a;
 }
 

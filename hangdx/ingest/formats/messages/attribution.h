@@ -42,6 +42,10 @@
 //   8. the file's rank hint (its name, or --rank), unless the file's
 //      prefixes name two or more ranks (a combined log: the name's number
 //      is not one rank's);
+//   9. the global rank torchrun's failure summary gives the process the
+//      message names by `pid` ("exitcode  : -15 (pid: 5792)" under "rank
+//      : 0 (local_rank: 0)"): the agent's "Sending process 5792 closing
+//      signal SIGTERM" is about that worker, whoever printed it;
 //   else -1. A crash or exit the row says is another process's (`subject
 //   captured`) and that names no rank of it is -1 whatever the printer's
 //   prefix or the file name say (a driver's Ray ActorDiedError). A line
@@ -85,6 +89,12 @@ class FileFacts {
   // `local_rank` of this file's agent ("rank : 2 (local_rank: 2)"), -1 none
   // or when two summaries disagree.
   int64_t GlobalOfLocal(int64_t local_rank) const;
+  // The global rank torchrun's failure summary gives worker process `pid`
+  // (its "exitcode : C (pid: P)" line under the entry's "rank : R
+  // (local_rank: L)"), -1 none or when two summaries disagree.
+  int64_t GlobalOfPid(int64_t pid) const;
+  // The local ranks of torchrun's `[defaultL]:` prefixes in the file (capped).
+  const std::set<int64_t>& prefix_local_ranks() const { return prefix_local_ranks_; }
 
  private:
   void NoteAssignment(const logs::Line& l);
@@ -98,6 +108,9 @@ class FileFacts {
   int64_t rank_hint_ = -1;
   std::set<int64_t> nccl_pids_;                 // pids of NCCL "host:pid:tid [dev]" prefixes (at most 8)
   std::map<int64_t, int64_t> local_to_global_;  // torchrun summary: local rank -> global rank, -1 conflicting
+  std::map<int64_t, int64_t> pid_to_global_;    // torchrun summary: worker pid -> global rank, -1 conflicting
+  int64_t summary_rank_ = -1;                   // the global rank of the summary entry being read, -1 none
+  std::set<int64_t> prefix_local_ranks_;        // local ranks of `[defaultL]:` prefixes (capped)
   std::map<int64_t, int64_t> assigned_;         // process tag pid -> vLLM's assigned global rank (capped)
 };
 

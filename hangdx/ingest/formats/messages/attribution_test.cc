@@ -150,6 +150,30 @@ TEST(Attribution, TorchrunsFailureSummaryMapsItsLocalRanks) {
   EXPECT_EQ(r[0].who.rank, -1);
 }
 
+TEST(Attribution, TheAgentsClosingSignalIsAboutTheWorkerOfThatPid) {
+  // testdata/torch/torchrun_sigkill/combined.log, shortened: the agent
+  // SIGTERMs pid 5676 before the summary says pid 5676 is rank 1 (its
+  // "exitcode" line follows its "rank" line). A pid the summary does not
+  // list stays unplaced, whatever the file's name says.
+  std::string text =
+      "W1202 13:21:17.505000 5673 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 5676 "
+      "closing signal SIGTERM\n"
+      "W1202 13:21:17.505000 5673 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 9999 "
+      "closing signal SIGTERM\n"
+      "Failures:\n[1]:\n  time      : 2026-12-02_13:21:17\n  host      : localhost\n"
+      "  rank      : 1 (local_rank: 1)\n  exitcode  : -15 (pid: 5676)  (SIGTERM)\n  error_file: <N/A>\n"
+      "  traceback : Signal 15 (SIGTERM) received by PID 5676\n";
+  auto r = Scan(text, 0);
+  ASSERT_GE(r.size(), 3u);
+  EXPECT_EQ(r[0].match.row->id, "torch.elastic.closing_signal");
+  EXPECT_EQ(r[0].who.rank, 1);
+  EXPECT_STREQ(r[0].who.how, "torchrun's failure summary of its pid");
+  EXPECT_EQ(r[1].who.rank, -1);  // pid 9999: no entry, and not the file's rank 0
+  EXPECT_EQ(r[2].match.row->id, "torch.elastic.child_failed_failure");
+  EXPECT_EQ(r[2].who.rank, 1);
+  EXPECT_STREQ(r[2].who.how, "the rank the message names");
+}
+
 TEST(Attribution, CombinedLogs) {
   std::string shm = "No available shared memory broadcast block found in 60 second.";
   // Ranks 1..2 prefixed, the launcher's rank 0 unprefixed.

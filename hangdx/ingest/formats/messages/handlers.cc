@@ -137,6 +137,11 @@ model::LogEvent MakeEvent(const Message& m, Kind kind, const std::string& file) 
   e.timeout_ms = f.timeout_ms;
   if (f.exit_code) e.exit_code = *f.exit_code;
   e.signal = f.signal;
+  using Role = messages::Row::ExitRole;
+  using ModelRole = model::LogEvent::ExitRole;
+  e.exit_role = x.row->exit_role == Role::kFirstFailure ? ModelRole::kFirstFailure
+                : x.row->exit_role == Role::kStopped    ? ModelRole::kStopped
+                                                        : ModelRole::kNone;
   e.setting = f.setting;
   e.value = f.value;
   return e;
@@ -203,7 +208,48 @@ const model::SharedRanks& Handlers::WorldRanks(int64_t n) {
   return world_ranks_.emplace(n, model::SharedRanks(std::move(all))).first->second;
 }
 
-void Handlers::OnEvent(const Message& m) { Emit(m, MakeEvent(m, EventKindOf(m.match->row->event), out_->file())); }
+void Handlers::OnEvent(const Message& m) {
+  const messages::MessageMatch& x = *m.match;
+  const messages::MessageFields& f = x.fields;
+  // torchrun's failure summary: an entry names rank, local rank and pid.
+  if (x.row->event == messages::EventKind::kExit && f.rank >= 0 && f.local_rank >= 0 && f.pid >= 0 && f.exit_code &&
+      summary_.size() < (1u << 16)) {
+    summary_.push_back({f.rank, f.local_rank, *f.exit_code, f.pid});
+    if (!summary_row_) summary_row_ = x.row;
+  }
+  if (x.row->exit_role == messages::Row::ExitRole::kStopped && f.pid >= 0 && stopped_pids_.size() < (1u << 16))
+    stopped_pids_.insert(f.pid);
+  Emit(m, MakeEvent(m, EventKindOf(x.row->event), out_->file()));
+}
+
+void Handlers::AddOrderlyEnds(const FileFacts& facts) {
+  // Only a summary that lists a worker its agent stopped (-15, or -9 after
+  // the shutdown timeout) lists every worker that did not exit 0 (2.9+).
+  bool lists_stopped = false;
+  std::map<int64_t, int64_t> global_of_local;
+  std::set<int64_t> bases;  // global rank - local rank of each entry: one agent has one
+  for (const SummaryEntry& s : summary_) {
+    lists_stopped = lists_stopped || ((s.exit_code == -15 || s.exit_code == -9) && stopped_pids_.count(s.pid));
+    global_of_local.emplace(s.local_rank, s.rank);
+    bases.insert(s.rank - s.local_rank);
+  }
+  if (!lists_stopped || bases.size() != 1 || *bases.begin() < 0) return;
+  for (int64_t local : facts.prefix_local_ranks()) {
+    if (global_of_local.count(local)) continue;
+    model::LogEvent e;
+    e.kind = Kind::kExit;
+    e.exit_role = model::LogEvent::ExitRole::kEndedInOrder;
+    e.message = "torchrun's failure summary lists every worker of its agent that did not exit 0, the ones it stopped "
+                "too, and not local rank " +
+                std::to_string(local) + ": it exited 0";
+    e.message_id = summary_row_->id;
+    e.file = out_->file();
+    int64_t rank = *bases.begin() + local;
+    if (rank >= model::kMaxRank) continue;
+    out_->NoteRank(rank);
+    out_->AddEvent(rank, std::move(e));
+  }
+}
 
 void Handlers::OnStall(const Message& m) {
   if (Emit(m, MakeEvent(m, Kind::kStall, out_->file()))) RecordRendezvous(m, false);

@@ -18,6 +18,14 @@
 //   init      -> PgConfig: the default pg's members from `world_size`,
 //                self_local from `pg_rank` of a pg with `nranks`;
 //   info      -> nothing (recognized only: model::FileRead).
+// An exit row's exit_role becomes LogEvent::exit_role. torchrun's failure
+// summary lists (2.9+, pytorch#160908) every worker of its agent that did
+// not exit 0, the ones the agent stopped too: when it lists a worker the
+// agent stopped (its pid in a "Sending process P closing signal" line of the
+// file), each local rank of the file's `[defaultL]:` prefixes it omits exited
+// 0, and becomes a kExit event of role kEndedInOrder (AddOrderlyEnds), at the
+// global rank base + L the summary's entries give (torchrun numbers an
+// agent's workers base_global_rank + local_rank).
 // Every event carries its row (LogEvent::message_id). A message of no known
 // rank is kept (at rank -1, which the loader reports as a file of no known
 // rank) only when it names global ranks; otherwise it is counted
@@ -59,6 +67,9 @@ class Handlers {
   // Ends the file: what needed later lines (a timeout's pg from the status
   // line after it) is joined and recorded.
   void Finish();
+  // Before Finish: the exits torchrun's failure summary implies by leaving a
+  // worker out (see the file comment); `facts` are the file's.
+  void AddOrderlyEnds(const FileFacts& facts);
   // How many messages of `row` named no rank and were not kept.
   int64_t Unranked(const messages::Row* row) const;
 
@@ -102,6 +113,14 @@ class Handlers {
   std::map<int64_t, model::SharedRanks> world_ranks_;     // WorldRanks' lists, by n
   bool warned_rank_range_ = false;                        // a message named a rank past model::kMaxRank
   std::map<const messages::Row*, int64_t> unranked_;
+  // torchrun's failure summary: its entries (global rank, local rank, exit
+  // code, pid) and the pids its agent sent a closing signal.
+  struct SummaryEntry {
+    int64_t rank, local_rank, exit_code, pid;
+  };
+  std::vector<SummaryEntry> summary_;
+  std::set<int64_t> stopped_pids_;
+  const messages::Row* summary_row_ = nullptr;  // the row of the first entry (the synthesized events' message_id)
 };
 
 // The LogEvent a message is, of `kind`: its text, file and line, time, row,

@@ -174,6 +174,95 @@ TEST(Handlers, ExitsPeersAndSettings) {
   EXPECT_EQ(e->value, "Group/CGMD");
 }
 
+// testdata/torch/torchrun_exit0/combined.log, the lines the messages
+// format reads (torch 2.13, 4 local workers): rank 3 printed only its start
+// line and is not in the summary, which lists the stopped ranks 0 and 1.
+std::string Exit0Console() {
+  std::string entry = "  error_file: <N/A>\n  traceback : Signal 15 (SIGTERM) received by PID ";
+  return "[default3]:rank 3/4 pid 6723 started\n"
+         "W1202 13:24:27.333000 6718 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 6720 "
+         "closing signal SIGTERM\n"
+         "W1202 13:24:27.334000 6718 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 6721 "
+         "closing signal SIGTERM\n"
+         "============================================================\ntrain.py FAILED\n"
+         "------------------------------------------------------------\nFailures:\n"
+         "[1]:\n  time      : 2026-12-02_13:24:27\n  host      : localhost\n  rank      : 0 (local_rank: 0)\n"
+         "  exitcode  : -15 (pid: 6720)  (SIGTERM)\n" +
+         entry + "6720\n" +
+         "[2]:\n  time      : 2026-12-02_13:24:27\n  host      : localhost\n  rank      : 1 (local_rank: 1)\n"
+         "  exitcode  : -15 (pid: 6721)  (SIGTERM)\n" +
+         entry + "6721\n" +
+         "------------------------------------------------------------\nRoot Cause (first observed failure):\n"
+         "[0]:\n  time      : 2026-12-02_13:24:27\n  host      : localhost\n  rank      : 2 (local_rank: 2)\n"
+         "  exitcode  : 1 (pid: 6722) \n  error_file: <N/A>\n"
+         "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html\n"
+         "============================================================\n";
+}
+
+TEST(Handlers, TorchrunsFailureSummaryGivesEveryEntryItsExit) {
+  DumpBuilder::Result r = Read(Exit0Console());
+  using Role = model::LogEvent::ExitRole;
+  // The root cause: rank 2, exit code 1, the first observed failure.
+  const model::LogEvent* root = EventOf(r, 2, "torch.elastic.child_failed_root_cause");
+  ASSERT_NE(root, nullptr);
+  EXPECT_EQ(root->kind, Kind::kExit);
+  EXPECT_EQ(root->exit_code, 1);
+  EXPECT_EQ(root->exit_role, Role::kFirstFailure);
+  // Every other entry: ranks 0 and 1, -15, SIGTERM (15), no role of their own.
+  for (int64_t rank : {0, 1}) {
+    const model::LogEvent* e = EventOf(r, rank, "torch.elastic.child_failed_failure");
+    ASSERT_NE(e, nullptr) << rank;
+    EXPECT_EQ(e->exit_code, -15);
+    EXPECT_EQ(e->signal, 15);
+    EXPECT_EQ(e->exit_role, Role::kNone);
+    // The agent's closing signal to its pid (6720 + rank) is that rank's.
+    const model::LogEvent* stop = EventOf(r, rank, "torch.elastic.closing_signal");
+    ASSERT_NE(stop, nullptr) << rank;
+    EXPECT_EQ(stop->exit_role, Role::kStopped);
+  }
+  // Local rank 3 (its [default3]: prefix) is not listed by a summary that
+  // lists stopped workers: it exited 0, and it is global rank 0 + 3.
+  const model::LogEvent* ended = EventOf(r, 3, "torch.elastic.child_failed_failure");
+  ASSERT_NE(ended, nullptr);
+  EXPECT_EQ(ended->exit_role, Role::kEndedInOrder);
+  EXPECT_EQ(ended->exit_code, 0);
+}
+
+TEST(Handlers, AnEntrysErrorFileTracebackStaysInTheEntry) {
+  // A worker decorated with @record: its error file's py_callstack is the
+  // entry's traceback, each line indented by two spaces (_format_failure);
+  // the entry after it is read on its own.
+  std::string text =
+      "Failures:\n[1]:\n  time      : 2026-09-07_13:02:58\n  host      : node02\n  rank      : 5 (local_rank: 1)\n"
+      "  exitcode  : 1 (pid: 14690) \n  error_file: /tmp/torchelastic_abc/none_x/attempt_0/1/error.json\n"
+      "  traceback : Traceback (most recent call last):\n"
+      "    File \"/home/user/train.py\", line 16, in main\n      dist.barrier()\n"
+      "  RuntimeError: Detected mismatch between collectives on ranks.\n"
+      "[2]:\n  time      : 2026-09-07_13:02:58\n  host      : node02\n  rank      : 6 (local_rank: 2)\n"
+      "  exitcode  : -15 (pid: 14691)  (SIGTERM)\n  error_file: <N/A>\n"
+      "  traceback : Signal 15 (SIGTERM) received by PID 14691\n";
+  DumpBuilder::Result r = Read(text);
+  const model::LogEvent* first = EventOf(r, 5, "torch.elastic.child_failed_failure");
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(first->exit_code, 1);
+  const model::LogEvent* second = EventOf(r, 6, "torch.elastic.child_failed_failure");
+  ASSERT_NE(second, nullptr);
+  EXPECT_EQ(second->exit_code, -15);
+  EXPECT_EQ(second->signal, 15);
+}
+
+TEST(Handlers, ASummaryOfFailedWorkersOnlySaysNothingOfTheOthers) {
+  // Up to 2.8 (and whenever the agent stopped nobody) the summary lists only
+  // workers that failed by themselves: a missing local rank may have been
+  // stopped, not ended in order. Without the closing-signal lines the -15
+  // entries are not known to be stopped ones.
+  std::string text = Exit0Console();
+  for (size_t at; (at = text.find("Sending process")) != std::string::npos;) text.replace(at, 15, "Sending proxess");
+  DumpBuilder::Result r = Read(text);
+  EXPECT_EQ(EventOf(r, 3, "torch.elastic.child_failed_failure"), nullptr);
+  EXPECT_NE(EventOf(r, 2, "torch.elastic.child_failed_root_cause"), nullptr);
+}
+
 TEST(Handlers, InitGivesTheDefaultPgsMembers) {
   DumpBuilder::Result r = Read(
       "(RayTrainWorker pid=615, ip=10.72.7.6) 2024-05-01 10:00:00,000\tINFO config.py:84 -- Setting up process group "

@@ -181,6 +181,7 @@ bool ParseMessages(const Artifact& in, RecordSink* out) {
       out->Diag(Sev::kWarning, "line " + std::to_string(m.line) + ": " + m.row->id + ": " + p, -1, m.offset);
     handlers.Handle({&m, std::move(who), logs::LineTimeNs(RawLine(in.data, m.offset))});
   }
+  handlers.AddOrderlyEnds(facts);
   handlers.Finish();
   if (dropped > 0)
     out->Diag(Sev::kWarning, std::to_string(dropped) + " recognized messages past the first " +
