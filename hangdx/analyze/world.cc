@@ -121,27 +121,61 @@ World ResolveWorld(const model::Job& job, model::DiagnosticSink* diags) {
   return world;
 }
 
-bool KilledBySigkill(const model::LogEvent& e) {
-  return e.kind == model::LogEvent::Kind::kExit &&
-         (e.signal == 9 || e.exit_code == -9 || e.message.find("exitcode: -9)") != std::string::npos ||
-          e.message.find("Signals.SIGKILL") != std::string::npos);
+int64_t FaultSignal(const model::LogEvent& e) {
+  if (e.kind != model::LogEvent::Kind::kExit && e.kind != model::LogEvent::Kind::kCrash) return -1;
+  auto fault = [](int64_t s) { return s == 4 || s == 7 || s == 8 || s == 9 || s == 11; };
+  if (fault(e.signal)) return e.signal;
+  if (e.exit_code < 0 && fault(-e.exit_code)) return -e.exit_code;
+  // Exits read before the exit code was kept: torchelastic's line, Python's
+  // str() of a signal.Signals.
+  if (e.message.find("exitcode: -9)") != std::string::npos || e.message.find("Signals.SIGKILL") != std::string::npos)
+    return 9;
+  return -1;
 }
 
 bool DiedUnexpectedly(const model::LogEvent& e) {
-  return KilledBySigkill(e) || (e.kind == model::LogEvent::Kind::kExit && e.error == "SYSTEM_ERROR");
+  using Role = model::LogEvent::ExitRole;
+  if (e.kind != model::LogEvent::Kind::kExit || e.exit_role == Role::kStopped) return false;
+  return KilledByFaultSignal(e) || e.error == "SYSTEM_ERROR" || (e.exit_role == Role::kFirstFailure && e.exit_code > 0);
 }
 
 bool Crashed(const model::Job& job, model::Rank r) {
   const model::RankDump* d = job.Find(r);
   if (!d) return false;
-  bool killed = false, timed_out = false;
+  using K = model::LogEvent::Kind;
+  bool killed = false, brought_on = false;
   for (const auto& e : d->events) {
-    if (e.kind == model::LogEvent::Kind::kCrash) return true;
+    if (e.kind == K::kCrash) return true;
     killed = killed || DiedUnexpectedly(e);
-    timed_out = timed_out || e.kind == model::LogEvent::Kind::kTimeout || e.kind == model::LogEvent::Kind::kAbort;
+    // Its own timeout, a lost peer, or its launcher's closing signal came
+    // first: the exit is their consequence.
+    brought_on = brought_on || e.kind == K::kTimeout || e.kind == K::kAbort || e.kind == K::kPeerLost ||
+                 (e.kind == K::kExit && e.exit_role == model::LogEvent::ExitRole::kStopped);
   }
-  // A kill the rank's own timeout did not bring on: it died by itself.
-  return killed && !timed_out;
+  return killed && !brought_on;
+}
+
+std::string SignalName(int64_t signal) {
+  switch (signal) {
+    case 2:
+      return "SIGINT";
+    case 4:
+      return "SIGILL";
+    case 6:
+      return "SIGABRT";
+    case 7:
+      return "SIGBUS";
+    case 8:
+      return "SIGFPE";
+    case 9:
+      return "SIGKILL";
+    case 11:
+      return "SIGSEGV";
+    case 15:
+      return "SIGTERM";
+    default:
+      return "signal " + std::to_string(signal);
+  }
 }
 
 }  // namespace hangdx::analyze

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "hangdx/model/diagnostic_sink.h"
@@ -36,23 +37,35 @@ struct World {
 // `diags` when the rank numbers are too high to believe. Never fails.
 World ResolveWorld(const model::Job& job, model::DiagnosticSink* diags);
 
-// True when a log of rank r says it crashed (CUDA error, abort, ...), or
-// that it was killed with SIGKILL (OOM killer, scheduler) without having
-// timed out itself (an exit after its own timeout is the watchdog's
-// teardown, a consequence): the rank is dead whether or not anyone was seen
-// waiting for it.
+// True when a log of rank r says it crashed (CUDA error, abort, ...), that
+// it was killed by a fault signal (KilledByFaultSignal: SIGSEGV, SIGKILL of
+// the OOM killer, ...), or that its exit was the job's first failure by its
+// launcher's account (torchrun's root cause, exit code > 0), unless its own
+// timeout or lost peer brought that on (an exit after it is the teardown, a
+// consequence) or its launcher had stopped it first (a victim): the rank is
+// dead whether or not anyone was seen waiting for it.
 bool Crashed(const model::Job& job, model::Rank r);
 
-// True when exit event `e` says the process was killed with SIGKILL (the
-// OOM killer, the scheduler): torchelastic's "exitcode: -9", the message
-// catalogue's exit_code -9 or signal 9, "Signals.SIGKILL".
-bool KilledBySigkill(const model::LogEvent& e);
+// The fault signal exit event `e` says ended the process, -1 none: SIGILL 4,
+// SIGBUS 7, SIGFPE 8, SIGKILL 9 (the OOM killer, the scheduler), SIGSEGV 11,
+// from its signal, a launcher's negative exit code (torchelastic's
+// "exitcode: -11", Python's returncode) or "Signals.SIGKILL". SIGTERM,
+// SIGINT and SIGABRT are not: they are how launchers and c10d's watchdog
+// end processes on purpose.
+int64_t FaultSignal(const model::LogEvent& e);
+inline bool KilledByFaultSignal(const model::LogEvent& e) { return FaultSignal(e) > 0; }
 
 // True when exit event `e` says the process died without being asked to:
-// KilledBySigkill, or Ray's worker exit type SYSTEM_ERROR (ray.core.actor_died:
+// KilledByFaultSignal, Ray's worker exit type SYSTEM_ERROR (ray.core.actor_died:
 // "Worker exit type: SYSTEM_ERROR", from GenWorkerDiedCause in Ray's GCS actor
-// manager, 2.x: a crash, an OOM kill or a lost connection to the worker),
-// not INTENDED_USER_EXIT or another exit the process chose.
+// manager, 2.x: a crash, an OOM kill or a lost connection to the worker), or
+// the launcher's first observed failure with a failing exit code; never an
+// exit the launcher caused (LogEvent::ExitRole::kStopped) or one the process
+// chose (INTENDED_USER_EXIT, exit code 0).
 bool DiedUnexpectedly(const model::LogEvent& e);
+
+// "SIGSEGV" for 11 (the fault signals and SIGTERM, SIGINT, SIGABRT), else
+// "signal N".
+std::string SignalName(int64_t signal);
 
 }  // namespace hangdx::analyze

@@ -182,5 +182,55 @@ TEST(Crashed, ARayWorkerThatExitedBySystemErrorIsDead) {
   EXPECT_FALSE(DiedUnexpectedly(asked));
 }
 
+// An exit event of `code` (negative: killed by signal -code, as launchers print it).
+model::LogEvent ExitOf(int64_t code, model::LogEvent::ExitRole role = model::LogEvent::ExitRole::kNone) {
+  model::LogEvent e;
+  e.kind = model::LogEvent::Kind::kExit;
+  e.exit_code = code;
+  e.exit_role = role;
+  return e;
+}
+
+TEST(Crashed, FaultSignalsInALaunchersExitRecordAreCrashes) {
+  // torchrun's "exitcode  : -11 (pid: 5851)  (SIGSEGV)": the fault signals
+  // are SIGILL 4, SIGBUS 7, SIGFPE 8, SIGKILL 9, SIGSEGV 11; SIGTERM 15,
+  // SIGINT 2 and SIGABRT 6 are how launchers and c10d's watchdog end
+  // processes on purpose.
+  for (int64_t s : {4, 7, 8, 9, 11}) {
+    EXPECT_EQ(FaultSignal(ExitOf(-s)), s) << s;
+    model::LogEvent by_signal = ExitOf(0);
+    by_signal.signal = s;
+    EXPECT_EQ(FaultSignal(by_signal), s) << s;
+    EXPECT_TRUE(DiedUnexpectedly(ExitOf(-s))) << s;
+  }
+  for (int64_t s : {2, 6, 15}) EXPECT_EQ(FaultSignal(ExitOf(-s)), -1) << s;
+  EXPECT_EQ(FaultSignal(ExitOf(1)), -1);
+  EXPECT_EQ(SignalName(11), "SIGSEGV");
+  EXPECT_EQ(SignalName(7), "SIGBUS");
+  EXPECT_EQ(SignalName(64), "signal 64");
+}
+
+TEST(Crashed, TheLaunchersFirstFailureIsACrashUnlessItWasAConsequence) {
+  using Role = model::LogEvent::ExitRole;
+  model::testing::JobBuilder b;
+  // testdata/torch/torchrun_os_exit: rank 1's os._exit(3) is the root cause.
+  b.Event(1, ExitOf(3, Role::kFirstFailure)).FromLog(1);
+  // torchrun_exit0: the root cause rank 2 (exit 1) lost its peer first.
+  model::LogEvent lost;
+  lost.kind = model::LogEvent::Kind::kPeerLost;
+  b.Event(2, lost).Event(2, ExitOf(1, Role::kFirstFailure)).FromLog(2);
+  // A rank its launcher stopped, then listed with -9 (SIGKILL after the
+  // shutdown timeout): a victim, not a kill of its own.
+  b.Event(0, ExitOf(0, Role::kStopped)).Event(0, ExitOf(-9)).FromLog(0);
+  // A first failure that exited 0 is no failure of its own; -15 neither.
+  b.Event(3, ExitOf(-15, Role::kFirstFailure)).FromLog(3);
+  model::Job job = b.Build();
+  EXPECT_TRUE(Crashed(job, 1));
+  EXPECT_FALSE(Crashed(job, 2));
+  EXPECT_FALSE(Crashed(job, 0));
+  EXPECT_FALSE(Crashed(job, 3));
+  EXPECT_FALSE(DiedUnexpectedly(ExitOf(-9, Role::kStopped)));
+}
+
 }  // namespace
 }  // namespace hangdx::analyze

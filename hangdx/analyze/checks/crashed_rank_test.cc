@@ -58,5 +58,71 @@ TEST(CrashedRankCheck, NoCrashNoFinding) {
   EXPECT_TRUE(RunCheck(&CrashedRankCheck, b.Build()).empty());
 }
 
+// An exit by signal `sig` (a launcher's exit code -sig) of rank r.
+model::LogEvent KilledBy(int64_t sig, bool first = false) {
+  model::LogEvent e;
+  e.kind = model::LogEvent::Kind::kExit;
+  e.exit_code = -sig;
+  e.message = "exitcode  : -" + std::to_string(sig) + " (pid: 100)";
+  if (first) e.exit_role = model::LogEvent::ExitRole::kFirstFailure;
+  return e;
+}
+
+TEST(CrashedRankCheck, EveryRankSeenCrashedNamesTheFirst) {
+  // testdata/torch/torchrun_all_segv: all four ranks exit -11; torchrun's
+  // root cause is rank 0.
+  JobBuilder b;
+  b.Event(0, KilledBy(11, true)).FromLog(0);
+  for (int r = 1; r < 4; ++r) b.Event(r, KilledBy(11)).FromLog(r);
+  model::Job job = b.Build();
+  RankAnalysis a = BuildRankAnalysis(job, {});
+  Finding f = CrashedRankFinding(a, {0, 1, 2, 3}, nullptr);
+  EXPECT_EQ(f.kind, Kind::kCrashedRank);
+  EXPECT_EQ(f.culprit_ranks, Ranks{0});
+  EXPECT_EQ(f.summary,
+            "every rank seen crashed (killed by SIGSEGV): ranks 0-3; rank 0 first (killed by SIGSEGV, torchrun's first "
+            "observed failure)");
+  ASSERT_EQ(f.roles.size(), 2u);
+  EXPECT_EQ(f.roles[0].ranks, (Ranks{0, 1, 2, 3}));
+  EXPECT_EQ(f.roles[1].role, "first to crash");
+  EXPECT_EQ(f.evidence.size(), 4u);
+}
+
+TEST(CrashedRankCheck, EveryRankSeenCrashedWithoutTimesNamesThemAll) {
+  // testdata/torch/all_segv: faulthandler's reports carry no time; the
+  // first by time is known only when every crash line has one.
+  JobBuilder b;
+  for (int r = 0; r < 2; ++r) b.Event(r, KilledBy(7)).FromLog(r);
+  model::Job job = b.Build();
+  Finding f = CrashedRankFinding(BuildRankAnalysis(job, {}), {0, 1}, nullptr);
+  EXPECT_EQ(f.culprit_ranks, (Ranks{0, 1}));
+  EXPECT_EQ(f.summary, "every rank seen crashed (killed by SIGBUS): ranks 0-1; which one first the logs do not say");
+  JobBuilder timed;
+  for (int r = 0; r < 2; ++r) {
+    model::LogEvent e = KilledBy(7);
+    e.time_ns = (r == 1 ? 100 : 200);  // rank 1 first
+    timed.Event(r, e).FromLog(r);
+  }
+  model::Job timed_job = timed.Build();
+  f = CrashedRankFinding(BuildRankAnalysis(timed_job, {}), {0, 1}, nullptr);
+  EXPECT_EQ(f.culprit_ranks, Ranks{1});
+}
+
+TEST(CrashedRankCheck, TheRanksItsLauncherStoppedAreNamedNotWaiting) {
+  // testdata/torch/torchrun_sigkill: rank 2 -9, the agent then SIGTERMs 0, 1, 3.
+  JobBuilder b;
+  b.Event(2, KilledBy(9, true)).FromLog(2);
+  model::LogEvent stop;
+  stop.kind = model::LogEvent::Kind::kExit;
+  stop.exit_role = model::LogEvent::ExitRole::kStopped;
+  for (int r : {0, 1, 3}) b.Event(r, stop).FromLog(r);
+  model::Job job = b.Build();
+  Finding f = CrashedRankFinding(BuildRankAnalysis(job, {}), {2}, nullptr);
+  EXPECT_EQ(f.culprit_ranks, Ranks{2});
+  EXPECT_EQ(f.summary,
+            "rank 2 crashed (killed by SIGKILL, torchrun's first observed failure); its launcher then stopped ranks "
+            "0-1,3");
+}
+
 }  // namespace
 }  // namespace hangdx::analyze

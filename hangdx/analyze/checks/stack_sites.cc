@@ -167,6 +167,11 @@ void StackSitesCheck(const RankAnalysis& a, FindingSink* sink) {
   std::vector<Rank> elsewhere;
   for (const auto& [r, w] : where) (w.op.empty() ? elsewhere : by_site[w.op + " in " + w.site]).push_back(r);
   if (by_site.empty()) {
+    // Stacks of ranks that all crashed (faulthandler's "Fatal Python error:
+    // Segmentation fault" prints the stack the fault hit): they died in that
+    // call, they do not wait in it; the crash is reported as such
+    // (passes/unnamed_crash.h).
+    if (std::all_of(where.begin(), where.end(), [&](const auto& w) { return Crashed(a.job, w.first); })) return;
     Finding f;
     f.severity = Severity::kError;
     f.hang = true;

@@ -86,6 +86,20 @@ TEST(StackSitesCheck, EveryRankInTheSameCallOutsideCollectivesIsAHangInsideIt) {
   EXPECT_TRUE(RunCheck(&StackSitesCheck, idle).empty());
 }
 
+TEST(StackSitesCheck, StacksOfRanksThatAllCrashedAreNoHangInsideTheCall) {
+  // testdata/torch/all_segv: faulthandler prints the stack the SIGSEGV hit
+  // (string_at) on every rank: they died in that call, they do not wait in
+  // it (the crash is passes/unnamed_crash's finding). One rank alive keeps it.
+  JobBuilder b;
+  for (int r = 0; r < 3; ++r)
+    b.Stack(r, {"string_at", "<module>"}).Event(r, model::LogEvent::Kind::kCrash, "Fatal Python error: Segmentation fault");
+  EXPECT_TRUE(RunCheck(&StackSitesCheck, b.Build()).empty());
+  b.Stack(3, {"string_at", "<module>"});
+  std::vector<Finding> fs = RunCheck(&StackSitesCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kResourceDeadlock);
+}
+
 TEST(StackSitesCheck, EqualSidesWithRanksWithoutAStackAreUndecided) {
   JobBuilder b;
   b.Stack(0, {"all_reduce", "step"}).Stack(1, {"broadcast", "load"});

@@ -138,6 +138,28 @@ bool IsCrashText(std::string_view m) {
   return false;
 }
 
+// The signal of CPython's faulthandler report "Fatal Python error:
+// Segmentation fault" (Modules/faulthandler.c, faulthandler_fatal_error:
+// "Fatal Python error: " + the name in faulthandler_handlers[]: SIGSEGV
+// "Segmentation fault", SIGBUS "Bus error", SIGILL "Illegal instruction",
+// SIGFPE "Floating point exception" ("Floating-point exception" in recent
+// releases), SIGABRT "Aborted"), -1 for other lines.
+// The report ends the process by that signal (faulthandler re-raises it).
+int64_t FaulthandlerSignal(std::string_view t) {
+  size_t at = t.find("Fatal Python error: ");
+  if (at == std::string_view::npos) return -1;
+  std::string_view name = Trim(t.substr(at + 20));
+  static constexpr std::pair<std::string_view, int64_t> kNames[] = {{"Segmentation fault", 11},
+                                                                     {"Bus error", 7},
+                                                                     {"Illegal instruction", 4},
+                                                                     {"Floating point exception", 8},
+                                                                     {"Floating-point exception", 8},
+                                                                     {"Aborted", 6}};
+  for (const auto& [n, sig] : kNames)
+    if (name == n) return sig;
+  return -1;
+}
+
 bool IsConsequenceText(std::string_view m) {
   for (std::string_view k :
        {"Watchdog caught", "timed out", "Timed out", "DistBackendError", "communicator was aborted",
@@ -182,7 +204,8 @@ std::string TorchOpName(std::string_view t) {
 int SniffTorchLog(std::string_view data) {
   for (std::string_view k : {"ProcessGroupNCCL.cpp:", "Watchdog caught", "CollectiveFingerPrint(",
                              "Detected mismatch between collectives", "ProcessGroupWrapper", "failed (exitcode:",
-                             "Traceback (most recent call last):", "ProcessGroupGloo.cpp:", "ProcessGroupHCCL.cpp:"})
+                             "Traceback (most recent call last):", "ProcessGroupGloo.cpp:", "ProcessGroupHCCL.cpp:",
+                             "Fatal Python error: "})
     if (Contains(data, k)) return 50;
   return 0;
 }
@@ -423,14 +446,14 @@ class TorchLogReader {
       Event(rank, Kind::kOther, t.substr(0, 512), l.number, pg.Name());
     } else if (IsCrashText(t) && !Contains(t, "CUDA_LAUNCH_BLOCKING") && !Contains(t, "might be asynchronously") &&
                !Contains(t, "TORCH_USE_CUDA_DSA")) {  // CUDA's advice lines repeat the words of the error
-      Event(rank, Kind::kCrash, t, l.number, pg.found ? pg.Name() : "");
+      Event(rank, Kind::kCrash, t, l.number, pg.found ? pg.Name() : "", -1, {}, -1, 0, FaulthandlerSignal(t));
     }
   }
 
   // A LogEvent of `rank` (none for rank -1; at most 500 a rank; the same
   // text repeated, as an exception and its what(), counts once).
   void Event(int64_t rank, Kind kind, std::string_view msg, int64_t line, std::string pg = {}, int64_t seq = -1,
-             std::string op = {}, int64_t peer = -1, int64_t exit_code = 0) {
+             std::string op = {}, int64_t peer = -1, int64_t exit_code = 0, int64_t signal = -1) {
     if (rank < 0) return;
     out_->NoteRank(rank);
     if (events_of_[rank] >= 500) return;
@@ -447,6 +470,7 @@ class TorchLogReader {
     e.op = std::move(op);
     e.peer = peer;
     e.exit_code = exit_code;
+    e.signal = signal;
     out_->AddEvent(rank, std::move(e));
   }
 

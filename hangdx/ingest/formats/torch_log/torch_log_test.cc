@@ -243,5 +243,33 @@ TEST(TorchLog, TracebackBecomesStackInnermostFirst) {
   EXPECT_EQ(d[0].events[0].kind, model::LogEvent::Kind::kCrash);
 }
 
+TEST(TorchLog, FaulthandlersFatalErrorIsACrashBySignal) {
+  // testdata/torch/all_segv/stderr/rank_2.log (CPython 3.11 faulthandler,
+  // Modules/faulthandler.c): the report alone makes the file a torch-log,
+  // and its name gives the signal.
+  std::string text =
+      "rank 2/4 pid 5975 started\n"
+      "Fatal Python error: Segmentation fault\n\n"
+      "Current thread 0x00007fd273a1bb80 (most recent call first):\n"
+      "  File \"/usr/lib/python3.11/ctypes/__init__.py\", line 519 in string_at\n"
+      "  File \"/opt/train/train.py\", line 15 in <module>\n";
+  EXPECT_GT(SniffTorchLog(text), 0);
+  auto d = Parse(text, 2);
+  ASSERT_EQ(d.size(), 1u);
+  ASSERT_EQ(d[0].events.size(), 1u);
+  EXPECT_EQ(d[0].events[0].kind, model::LogEvent::Kind::kCrash);
+  EXPECT_EQ(d[0].events[0].signal, 11);
+  for (auto [name, sig] : {std::pair{"Bus error", 7}, {"Illegal instruction", 4}, {"Floating point exception", 8},
+                           {"Floating-point exception", 8}, {"Aborted", 6}}) {
+    auto e = Parse(std::string("Fatal Python error: ") + name + "\n", 0);
+    ASSERT_EQ(e.size(), 1u) << name;
+    EXPECT_EQ(e[0].events.at(0).signal, sig) << name;
+  }
+  // Another fatal error (not a signal) is a crash without a signal.
+  auto other = Parse("Fatal Python error: PyThreadState_Get: no current thread\n", 0);
+  ASSERT_EQ(other.size(), 1u);
+  EXPECT_EQ(other[0].events.at(0).signal, -1);
+}
+
 }  // namespace
 }  // namespace hangdx::ingest
