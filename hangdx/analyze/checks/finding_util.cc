@@ -45,7 +45,11 @@ const model::LogEvent* EndedByItself(const model::RankDump& d) {
     // rows (a launcher's "failed (exitcode: 1)", an exception's last line)
     // carry no exit code to tell a clean end from a failure.
     static const std::set<std::string_view> kCleanEnd = {"torch.c10d.pg_not_destroyed", "nccl.destroy_complete"};
-    if (e.kind == K::kExit && !ended && kCleanEnd.count(e.message_id)) ended = &e;
+    // A launcher that says the process exited 0 (torchrun's failure summary
+    // leaves it out) says so too.
+    if (e.kind == K::kExit && !ended &&
+        (kCleanEnd.count(e.message_id) || e.exit_role == model::LogEvent::ExitRole::kEndedInOrder))
+      ended = &e;
   }
   return ended;
 }

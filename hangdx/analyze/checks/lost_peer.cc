@@ -30,22 +30,60 @@ bool AnInstanceExplainsIt(const RankAnalysis& a) {
   return false;
 }
 
-// Neither a peer named nor a rank without a log: the ranks that left a log
-// with nothing in it about the failure may have exited, been killed or still
-// run. Which of them the lost peer was the logs cannot tell.
-void DescribeUnnamedPeer(const std::vector<Rank>& losers, const std::vector<Rank>& quiet, const std::string& addr,
+// The ranks that can be the peer the losers lost when no message names it.
+struct PeerCandidates {
+  std::vector<Rank> ended;    // exited 0 while the others still needed them (LogEvent::ExitRole::kEndedInOrder)
+  std::vector<Rank> silent;   // their file was given and is empty: no log at all
+  std::vector<Rank> quiet;    // their file was given and holds nothing about the failure
+  std::vector<Rank> ungiven;  // no file of theirs was given: nothing is known of them
+};
+
+PeerCandidates FindCandidates(const RankAnalysis& a, const std::vector<Rank>& losers) {
+  PeerCandidates c;
+  std::set<Rank> given;
+  for (const auto& read : a.job.file_reads)
+    if (read.rank >= 0) given.insert(read.rank);
+  for (Rank r : a.world.without_dump)
+    (a.job.LeftAFile(r) ? c.quiet : given.count(r) ? c.silent : c.ungiven).push_back(r);
+  for (const auto& d : a.job.dumps) {
+    const LogEvent* e = EndedByItself(d);
+    if (e && e->exit_role == LogEvent::ExitRole::kEndedInOrder &&
+        !std::binary_search(losers.begin(), losers.end(), d.rank))
+      c.ended.push_back(d.rank);
+  }
+  return c;
+}
+
+// Neither a peer named nor one rank that can be it, but two or more: the
+// ranks that left a log with nothing in it about the failure may have
+// exited, been killed or still run, and of the ranks whose files were not
+// given nothing is known. Which of them the lost peer was the logs cannot
+// tell.
+void DescribeUnnamedPeer(const std::vector<Rank>& losers, const PeerCandidates& c, const std::string& addr,
                          Finding* out) {
   Finding& f = *out;
   f.kind = Kind::kUndecided;
-  f.candidates = quiet;
-  f.roles.push_back({"log shows no error", quiet});
+  std::vector<Rank> all = c.quiet;
+  all.insert(all.end(), c.ungiven.begin(), c.ungiven.end());
+  std::sort(all.begin(), all.end());
+  f.candidates = all;
+  std::string who;
+  if (!c.quiet.empty()) {
+    f.roles.push_back({"log shows no error", c.quiet});
+    who = RankWords(c.quiet) + " left a log without an error (" + Verb(c.quiet, "it", "they") +
+          " may have exited, been killed or still run)";
+  }
+  if (!c.ungiven.empty()) {
+    f.roles.push_back({"file not given", c.ungiven});
+    who += (who.empty() ? "" : "; ") + RankWords(c.ungiven) + " gave no file (" +
+           Verb(c.ungiven, "its was", "theirs were") + " not handed to hangdx: not proven dead)";
+  }
   f.summary = RankWords(losers) + " lost " + Verb(losers, "its", "their") + " connection to a peer" +
-              (addr.empty() ? "" : " (" + addr + ")") +
-              ", and the logs do not say which rank it was: " + RankWords(quiet) + " left a log without an error (" +
-              Verb(quiet, "it", "they") + " may have exited, been killed or still run)";
+              (addr.empty() ? "" : " (" + addr + ")") + ", and the evidence cannot decide which rank it was" +
+              ": " + who;
   f.would_decide =
-      "the Flight Recorder dump or stack of every rank (where each one waits), or the launcher's exit codes: the peer "
-      "at that address is the rank whose process ended";
+      "the logs of " + RankWords(all) + ", their Flight Recorder dumps or stacks (where each one waits), or the launcher's exit codes: the peer at "
+      "that address is the rank whose process ended";
 }
 
 // True when some rank's log reports a timed-out wait (a watchdog timeout,
@@ -107,52 +145,64 @@ void LostPeerCheck(const RankAnalysis& a, FindingSink* sink) {
       if (lines.size() < kEvidencePerSide)
         lines.push_back({e.file, d.rank, -1, "line " + std::to_string(e.line) + ": " + e.message.substr(0, 300)});
     }
-    if (lost && d.rank >= 0) losers.push_back(d.rank);
+    if (lost && d.rank >= 0 && (losers.empty() || losers.back() != d.rank)) losers.push_back(d.rank);
   }
   if (losers.empty() || AnInstanceExplainsIt(a)) return;
   bool any_named = !peers.empty();  // before the losers are taken out: then they named each other
   for (Rank r : losers) peers.erase(r);
   std::vector<Rank> culprits(peers.begin(), peers.end());
-  bool named = !culprits.empty();
-  std::vector<Rank> quiet;  // without records, but their file was read
-  if (!named)
-    for (Rank r : a.world.without_dump) (a.job.LeftAFile(r) ? quiet : culprits).push_back(r);
-  if (culprits.empty() && quiet.empty()) {
-    // Every rank seen lost a peer no message names, and none is silent: the
-    // peer is a rank whose file was not given. A failed collective is no
-    // healthy job. (Ranks that name each other are both alive: nothing to say.)
-    // Only when the world is unknown (a known world whose every rank is seen
-    // holds the peer among them) and no rank seen timed out (then the peer
-    // closed its end after its own timeout: unexplained_timeout's case).
-    // From logs alone: records have their own checks, which say more.
-    if (!any_named && a.world.inferred && !AnyTimeout(a.job) && !AnyRecords(a.job) &&
-        a.job.dumps.size() == losers.size())  // every rank seen lost the peer
-      sink->Add(DescribeUnseenPeer(a, losers, addr, std::move(lines)));
-    return;
+  const char* role = "the peer they lost";
+  std::string why = " went away";
+  PeerCandidates c;
+  if (culprits.empty()) {
+    c = FindCandidates(a, losers);
+    // A rank that exited 0 while the others still talked to it left for
+    // sure; a given file that is empty is no log at all; else one rank that
+    // can be the peer is it (the connection closed: its process ended), and
+    // two or more are undecided (a rank whose file was not given is not
+    // proven dead: hangdx was not shown it).
+    if (!c.ended.empty()) {
+      culprits = c.ended, role = "exited 0";
+      why = std::string(" exited 0 (its launcher's failure summary) before ") + Verb(c.ended, "its", "their") + " peers were done";
+    } else if (!c.silent.empty()) {
+      culprits = c.silent, role = "no log";
+      why = " left no log at all";
+    } else if (c.quiet.size() + c.ungiven.size() == 1) {
+      culprits = c.quiet.empty() ? c.ungiven : c.quiet;
+      role = c.quiet.empty() ? "the only other rank" : "stopped logging";
+      why = c.quiet.empty() ? ", whose file was not given, is the only other rank and went away"
+                            : " stopped logging without an error";
+    }
   }
-  // One rank whose log stops without an error while the others lose a peer:
-  // it is the only one that can have gone away.
-  bool stopped = culprits.empty() && quiet.size() == 1;
-  if (stopped) culprits = quiet;
   Finding f;
   f.severity = Severity::kError;
   f.hang = true;
   f.roles.push_back({"lost the connection", losers});
   f.evidence = std::move(lines);
   if (culprits.empty()) {
-    DescribeUnnamedPeer(losers, quiet, addr, &f);
+    if (c.quiet.empty() && c.ungiven.empty()) {
+      // Every rank seen lost a peer no message names, and none is silent: the
+      // peer is a rank whose file was not given. A failed collective is no
+      // healthy job. (Ranks that name each other are both alive: nothing to say.)
+      // Only when the world is unknown (a known world whose every rank is seen
+      // holds the peer among them) and no rank seen timed out (then the peer
+      // closed its end after its own timeout: unexplained_timeout's case).
+      // From logs alone: records have their own checks, which say more.
+      if (!any_named && a.world.inferred && !AnyTimeout(a.job) && !AnyRecords(a.job) &&
+          a.job.dumps.size() == losers.size())  // every rank seen lost the peer
+        sink->Add(DescribeUnseenPeer(a, losers, addr, std::move(f.evidence)));
+      return;
+    }
+    DescribeUnnamedPeer(losers, c, addr, &f);
     sink->Add(std::move(f));
     return;
   }
   f.kind = Kind::kCrashedRank;
   f.culprit_ranks = culprits;
-  f.roles.push_back({named ? "the peer they lost" : stopped ? "stopped logging" : "no log", culprits});
+  f.roles.push_back({role, culprits});
   f.summary = RankWords(losers) + " lost " + Verb(losers, "its", "their") + " connection to a peer while " +
-              RankWords(culprits) +
-              (named     ? " went away"
-               : stopped ? " stopped logging without an error"
-                         : " left no log at all") +
-              ": " + Verb(culprits, "it", "they") + " most likely died (crash, kill, exit)";
+              RankWords(culprits) + why + ": " + Verb(culprits, "it", "they") +
+              (c.ended.empty() ? " most likely died (crash, kill, exit)" : " ended while still needed");
   f.details.push_back(
       "a connection closed or reset by the peer means the peer's process ended; the ranks that "
       "report it are its victims");

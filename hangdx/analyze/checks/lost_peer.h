@@ -4,21 +4,25 @@
 // (model::LogEvent::Kind::kPeerLost: gloo's "Connection closed by peer",
 // NCCL's "Connection closed by remote peer", a RAS peer declared dead) lost
 // it because that peer's process went away: the peer is a crashed_rank.
-// The culprit is the peer the messages name (a global rank), else the ranks
-// of the job that left no log at all: the rank that stopped logging while
-// the others fail is the one that died. A rank whose file was read but gave
-// no record (model::Job::LeftAFile: it logged, only nothing hangdx reads) did
-// not leave "no log": when every candidate is such a rank, the one of them
-// is the culprit (it stopped logging without an error), and two or more make
-// the finding undecided between them, naming no culprit. With no candidate
-// at all (the world unknown, every rank seen lost the peer, none names it),
+// The culprit is the peer the messages name (a global rank); else a rank
+// that exited 0 while they still talked to it (torchrun's failure summary
+// leaves it out: LogEvent::ExitRole::kEndedInOrder); else a rank whose given
+// file is empty (no log at all); else the one rank that can be the peer:
+// the only rank without records, whether its file held nothing hangdx reads
+// (model::Job::LeftAFile: it stopped logging without an error) or no file of
+// it was given (the connection closed, so the peer's process ended, and no
+// other rank can be it). Two or more such ranks make the finding undecided
+// between them, naming no culprit: a rank whose file was not given is a
+// candidate, not proven dead (the fresh-user tester's "2 of 4 ranks' files":
+// hangdx had called the two it was not shown dead). With no candidate at
+// all (the world unknown, every rank seen lost the peer, none names it),
 // from logs without records and without a timeout, the finding is undecided
 // and names no rank: the peer is a rank whose file was not given, and a
-// failed collective is no healthy job. Says nothing when a (pg, seq) the
-// records show explains it (checks/missing_rank.h reports that instance,
-// as crashed_rank when its waiters lost their peer), when a log reports the
-// crash itself (checks/crashed_rank.h, passes/unnamed_crash.h), or when
-// no rank can be named.
+// failed collective is no healthy job. Says nothing otherwise when no rank
+// is left to be the peer, when a (pg, seq) the
+// records show explains it (checks/missing_rank.h reports that instance, as
+// crashed_rank when its waiters lost their peer), or when a log reports the
+// crash itself (checks/crashed_rank.h, passes/unnamed_crash.h).
 #pragma once
 
 #include <vector>

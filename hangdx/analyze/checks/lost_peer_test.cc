@@ -27,8 +27,32 @@ LogEvent Lost(model::Rank peer) {
   return e;
 }
 
-TEST(LostPeerCheck, TheRankWithNoLogIsTheOneThatDied) {
-  // 4 ranks; ranks 0-2 log that they lost a peer, rank 3 left no log.
+// Checks that `fs` is one undecided finding between `candidates`, naming
+// no culprit, with `summary`.
+void ExpectUndecided(const std::vector<Finding>& fs, const Ranks& candidates, const std::string& summary) {
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kUndecided);
+  EXPECT_TRUE(fs[0].culprit_ranks.empty());
+  EXPECT_EQ(fs[0].candidates, candidates);
+  EXPECT_EQ(fs[0].summary, summary);
+  EXPECT_NE(fs[0].would_decide, "");
+}
+
+// Checks that `fs` is one crashed_rank finding naming `culprit` in the
+// role `role`, with `summary`.
+void ExpectCulprit(const std::vector<Finding>& fs, model::Rank culprit, const std::string& role,
+                   const std::string& summary) {
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kCrashedRank);
+  EXPECT_EQ(fs[0].culprit_ranks, Ranks{culprit});
+  ASSERT_EQ(fs[0].roles.size(), 2u);
+  EXPECT_EQ(fs[0].roles[1].role, role);
+  EXPECT_EQ(fs[0].summary, summary);
+}
+
+TEST(LostPeerCheck, TheOnlyOtherRankIsTheOneThatDied) {
+  // 4 ranks; ranks 0-2 log that they lost a peer, no file of rank 3 was
+  // given: the peer is one of the other ranks, and rank 3 is the only one.
   JobBuilder b;
   for (int r = 0; r < 3; ++r) b.Event(r, Lost(-1)).FromLog(r);
   std::vector<Finding> fs = RunCheck(&LostPeerCheck, b.World(4).Build());
@@ -38,11 +62,11 @@ TEST(LostPeerCheck, TheRankWithNoLogIsTheOneThatDied) {
   EXPECT_TRUE(f.hang);
   EXPECT_EQ(f.culprit_ranks, Ranks{3});
   EXPECT_EQ(f.summary,
-            "ranks 0-2 lost their connection to a peer while rank 3 left no log at all: it most likely died (crash, "
-            "kill, exit)");
+            "ranks 0-2 lost their connection to a peer while rank 3, whose file was not given, is the only other rank "
+            "and went away: it most likely died (crash, kill, exit)");
   ASSERT_EQ(f.roles.size(), 2u);
   EXPECT_EQ(f.roles[0].ranks, (Ranks{0, 1, 2}));
-  EXPECT_EQ(f.roles[1].role, "no log");
+  EXPECT_EQ(f.roles[1].role, "the only other rank");
   ASSERT_EQ(f.evidence.size(), 3u);
   EXPECT_EQ(f.evidence[0].rank, 0);
   EXPECT_EQ(f.evidence[0].file, "rank0.log");
@@ -85,14 +109,9 @@ TEST(LostPeerCheck, RanksThatLeftALogWithoutAnErrorAreCandidatesNotCulprits) {
     job.file_reads.push_back(read);
   }
   std::vector<Finding> fs = RunCheck(&LostPeerCheck, job);
-  ASSERT_EQ(fs.size(), 1u);
-  EXPECT_EQ(fs[0].kind, Kind::kUndecided);
-  EXPECT_TRUE(fs[0].culprit_ranks.empty());
-  EXPECT_EQ(fs[0].candidates, (Ranks{0, 1}));
-  EXPECT_EQ(fs[0].summary,
-            "rank 2 lost its connection to a peer ([127.0.0.1]:6062), and the logs do not say which rank it was: "
-            "ranks 0-1 left a log without an error (they may have exited, been killed or still run)");
-  EXPECT_NE(fs[0].would_decide, "");
+  ExpectUndecided(fs, {0, 1},
+                  "rank 2 lost its connection to a peer ([127.0.0.1]:6062), and the evidence cannot decide which rank "
+                  "it was: ranks 0-1 left a log without an error (they may have exited, been killed or still run)");
   // An empty file is no log: rank 1 is then the one that left none.
   job.file_reads[1].bytes = 0;
   fs = RunCheck(&LostPeerCheck, job);
@@ -113,14 +132,9 @@ TEST(LostPeerCheck, TheOneRankWhoseLogStopsWithoutAnErrorIsTheCulprit) {
   read.rank = 1;
   read.bytes = 200;
   job.file_reads.push_back(read);
-  std::vector<Finding> fs = RunCheck(&LostPeerCheck, job);
-  ASSERT_EQ(fs.size(), 1u);
-  EXPECT_EQ(fs[0].kind, Kind::kCrashedRank);
-  EXPECT_EQ(fs[0].culprit_ranks, Ranks{1});
-  EXPECT_EQ(fs[0].roles[1].role, "stopped logging");
-  EXPECT_EQ(fs[0].summary,
-            "ranks 0,2-3 lost their connection to a peer while rank 1 stopped logging without an error: it most "
-            "likely died (crash, kill, exit)");
+  ExpectCulprit(RunCheck(&LostPeerCheck, job), 1, "stopped logging",
+                "ranks 0,2-3 lost their connection to a peer while rank 1 stopped logging without an error: it most "
+                "likely died (crash, kill, exit)");
 }
 
 TEST(LostPeerCheck, APeerNoFileShowsIsUndecidedNotAHealthyJob) {
@@ -155,6 +169,37 @@ TEST(LostPeerCheck, ALoggedCrashIsTheCrashedRankChecksCase) {
   EXPECT_TRUE(RunCheck(&LostPeerCheck, b.World(4).Build()).empty());
   EXPECT_TRUE(ReportsLostPeer(b.Build(), {0}));
   EXPECT_FALSE(ReportsLostPeer(b.Build(), {3}));
+}
+
+TEST(LostPeerCheck, RanksWhoseFilesWereNotGivenAreCandidatesNotDead) {
+  // testdata/torch/lost_peer_partial: 2 of 4 ranks' logs given, both lost a
+  // peer at an address; of ranks 2 and 3 nothing is known (rank 3 died,
+  // rank 2 lived): undecided between them, no culprit.
+  JobBuilder b;
+  LogEvent lost = Lost(-1);
+  lost.peer_addr = "[127.0.0.1]:30401";
+  for (int r = 0; r < 2; ++r) b.Event(r, lost).FromLog(r);
+  std::vector<Finding> fs = RunCheck(&LostPeerCheck, b.World(4).Build());
+  ExpectUndecided(fs, {2, 3},
+                  "ranks 0-1 lost their connection to a peer ([127.0.0.1]:30401), and the evidence cannot decide "
+                  "which rank it was: ranks 2-3 gave no file (theirs were not handed to hangdx: not proven dead)");
+  ASSERT_EQ(fs[0].roles.size(), 2u);
+  EXPECT_EQ(fs[0].roles[1].role, "file not given");
+  EXPECT_EQ(fs[0].roles[1].ranks, (Ranks{2, 3}));
+}
+
+TEST(LostPeerCheck, ARankThatExitedZeroWhileTheOthersNeededItIsTheCulprit) {
+  // testdata/torch/torchrun_exit0: torchrun's summary omits rank 3 (exited
+  // 0); ranks 0-2 lost their peer.
+  JobBuilder b;
+  for (int r = 0; r < 3; ++r) b.Event(r, Lost(-1)).FromLog(r);
+  LogEvent ended;
+  ended.kind = LogEvent::Kind::kExit;
+  ended.exit_role = LogEvent::ExitRole::kEndedInOrder;
+  b.Event(3, ended).FromLog(3);
+  ExpectCulprit(RunCheck(&LostPeerCheck, b.World(4).Build()), 3, "exited 0",
+                "ranks 0-2 lost their connection to a peer while rank 3 exited 0 (its launcher's failure summary) "
+                "before its peers were done: it ended while still needed");
 }
 
 }  // namespace

@@ -35,7 +35,7 @@ const Check kChecks[] = {
     {"missing_rank", "members that never reached a (pg, seq) the others wait in (or a straggler, a dead rank)",
      Scope::kWaitState, &MissingRankCheck},
     {"crashed_rank", "ranks that others wait for whose logs report a crash", Scope::kWaitState, &CrashedRankCheck},
-    {"lost_peer", "from logs alone: the peer whose connection the failing ranks lost, or the rank that stopped logging",
+    {"lost_peer", "from logs alone: the peer whose connection the failing ranks lost, or the one rank that can be it",
      Scope::kWaitState, &LostPeerCheck},
     {"store_wait", "from logs: ranks that timed out creating a gloo pg, waiting for the address of a rank that never came",
      Scope::kWaitState, &StoreWaitCheck},
