@@ -24,8 +24,19 @@ import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TESTDATA = os.path.join(REPO, "testdata", "torch")
-SCENARIOS = sorted(os.path.basename(os.path.dirname(p))
-                   for p in glob.glob(os.path.join(TESTDATA, "*", "expected.json")))
+ALL_EXPECTED = sorted(os.path.basename(os.path.dirname(p))
+                      for p in glob.glob(os.path.join(TESTDATA, "*", "expected.json")))
+
+
+def _has_inputs(name):
+    with open(os.path.join(TESTDATA, name, "expected.json")) as f:
+        return "inputs" in json.load(f)
+
+
+# Flight Recorder scenarios (pickle/ and json/ dumps beside stderr); the
+# consoles and logs of launcher exits name their inputs instead ("inputs").
+SCENARIOS = [n for n in ALL_EXPECTED if not _has_inputs(n)]
+CONSOLE_SCENARIOS = [n for n in ALL_EXPECTED if _has_inputs(n)]
 PICKLES = sorted(glob.glob(os.path.join(TESTDATA, "*", "pickle", "fr_trace_rank_*")))
 
 ALLOWED_OPCODES = {
@@ -167,6 +178,31 @@ def test_verdict_from_pyspy_alone_matches_dumps(name, ext):
 
 def test_some_scenarios_have_pyspy():
     assert {"b_pyspy", "c_pyspy"} <= set(PYSPY_SCENARIOS)
+
+
+@pytest.mark.parametrize("name", CONSOLE_SCENARIOS)
+def test_console_verdict(name):
+    """Real torchrun consoles and per-rank logs of processes that exited,
+    crashed or were stopped (testdata/torch/README.md, "Launcher exits"):
+    hangdx analyze of the files expected.json names (with its args) gives
+    the hand-written kind, culprits, candidates and the words the summary
+    must hold."""
+    exp = load_expected(name)
+    paths = [os.path.join(TESTDATA, name, p) for p in exp["inputs"]]
+    p = subprocess.run([hangdx_bin(), "analyze", *paths, *exp["args"], "--format", "json"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    assert p.returncode == (1 if exp["hang"] else 0), p.stdout.decode()[-2000:]
+    f0 = json.loads(p.stdout)["findings"][0]
+    assert (f0["kind"], sorted(f0.get("culprit_ranks") or [])) == (exp["kind"], exp["culprit_ranks"]), \
+        (f0["summary"], exp["why"])
+    assert sorted(f0.get("candidates") or []) == exp["candidates"], f0["summary"]
+    for words in exp["summary_has"]:
+        assert words in f0["summary"], (words, f0["summary"])
+
+
+def test_consoles_cover_the_launcher_cases():
+    assert {"torchrun_os_exit", "torchrun_sigkill", "torchrun_all_segv", "torchrun_exit0", "all_segv",
+            "lost_peer_partial"} <= set(CONSOLE_SCENARIOS)
 
 
 # --- Same hang, different formats -------------------------------------------
