@@ -136,7 +136,12 @@ int64_t FaultSignal(const model::LogEvent& e) {
 bool DiedUnexpectedly(const model::LogEvent& e) {
   using Role = model::LogEvent::ExitRole;
   if (e.kind != model::LogEvent::Kind::kExit || e.exit_role == Role::kStopped) return false;
-  return KilledByFaultSignal(e) || e.error == "SYSTEM_ERROR" || (e.exit_role == Role::kFirstFailure && e.exit_code > 0);
+  // The first failure by the launcher's account, with an exit code or
+  // SIGABRT (-6: a C++ terminate at shutdown, testdata/torch/torchrun_log_dir;
+  // a watchdog's abort is a consequence, which Crashed() tells by the rank's
+  // own timeout before it).
+  return KilledByFaultSignal(e) || e.error == "SYSTEM_ERROR" ||
+         (e.exit_role == Role::kFirstFailure && (e.exit_code > 0 || e.exit_code == -6));
 }
 
 bool Crashed(const model::Job& job, model::Rank r) {

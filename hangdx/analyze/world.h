@@ -40,7 +40,7 @@ World ResolveWorld(const model::Job& job, model::DiagnosticSink* diags);
 // True when a log of rank r says it crashed (CUDA error, abort, ...), that
 // it was killed by a fault signal (KilledByFaultSignal: SIGSEGV, SIGKILL of
 // the OOM killer, ...), or that its exit was the job's first failure by its
-// launcher's account (torchrun's root cause, exit code > 0), unless its own
+// launcher's account (torchrun's root cause, exit code > 0 or SIGABRT), unless its own
 // timeout or lost peer brought that on (an exit after it is the teardown, a
 // consequence) or its launcher had stopped it first (a victim): the rank is
 // dead whether or not anyone was seen waiting for it.

@@ -224,7 +224,16 @@ TEST(Crashed, TheLaunchersFirstFailureIsACrashUnlessItWasAConsequence) {
   b.Event(0, ExitOf(0, Role::kStopped)).Event(0, ExitOf(-9)).FromLog(0);
   // A first failure that exited 0 is no failure of its own; -15 neither.
   b.Event(3, ExitOf(-15, Role::kFirstFailure)).FromLog(3);
+  // testdata/torch/torchrun_log_dir: the root cause rank 4 ended by SIGABRT
+  // (a C++ terminate at shutdown); rank 5 aborted after its own timeout (a
+  // watchdog's abort: a consequence).
+  b.Event(4, ExitOf(-6, Role::kFirstFailure)).FromLog(4);
+  model::LogEvent timeout;
+  timeout.kind = model::LogEvent::Kind::kTimeout;
+  b.Event(5, timeout).Event(5, ExitOf(-6, Role::kFirstFailure)).FromLog(5);
   model::Job job = b.Build();
+  EXPECT_TRUE(Crashed(job, 4));
+  EXPECT_FALSE(Crashed(job, 5));
   EXPECT_TRUE(Crashed(job, 1));
   EXPECT_FALSE(Crashed(job, 2));
   EXPECT_FALSE(Crashed(job, 0));

@@ -28,6 +28,8 @@ std::string DeathOf(const model::RankDump& d, int64_t* signal) {
     if (int64_t s = FaultSignal(e); s > 0 && *signal < 0) *signal = s;
     if (how.empty() && e.kind == LogEvent::Kind::kExit && e.exit_code > 0)
       how = "exit code " + std::to_string(e.exit_code);
+    else if (how.empty() && e.kind == LogEvent::Kind::kExit && e.exit_code < 0)
+      how = "ended by " + SignalName(-e.exit_code);  // SIGABRT: no fault signal, yet the first failure
     if (line.empty()) line = e.message;
   }
   if (*signal > 0) how = "killed by " + SignalName(*signal);
