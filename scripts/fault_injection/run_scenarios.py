@@ -57,7 +57,7 @@ def run_one(sc, out_root, fr_buffer):
         cmd = [sys.executable, os.path.join(HERE, "worker.py"), "--scenario", sc.name,
                "--rank", str(r), "--world", str(sc.world), "--port", str(port), "--out", out,
                "--timeout", str(sc.timeout), "--deadline", str(sc.deadline)] + (["--stacks"] if sc.stacks else []) + (["--pyspy"] if sc.pyspy else [])
-        procs.append(subprocess.Popen(cmd, env=env, stdout=lf, stderr=subprocess.STDOUT,
+        procs.append(subprocess.Popen(cmd, env=dict(env, **sc.rank_env.get(r, {})), stdout=lf, stderr=subprocess.STDOUT,
                                       stdin=subprocess.DEVNULL))
     # startup (import torch on a busy 2-core box) + deadline + slack
     limit = 40 + sc.deadline + sc.timeout

@@ -38,6 +38,7 @@ class Scenario:
     doc: str = ""
     stacks: bool = False       # also write faulthandler stacks at the deadline
     pyspy: bool = False        # also write `py-spy dump` (text, JSON) at the deadline
+    rank_env: Dict[int, Dict[str, str]] = field(default_factory=dict)  # extra environment of some ranks
 
 
 class Trainer:
@@ -263,6 +264,100 @@ def sc_j2(ctx):
     sleep_forever(ctx, "training done")
 
 
+# Helper threads a training process typically has beside its main thread,
+# started after init so that faulthandler (newest thread first) and py-spy
+# list them before the main thread: a heartbeat thread asleep in
+# Event.wait (threading.py), and a control-channel reader blocked in
+# multiprocessing's Connection.recv (the frame is named `recv`, as
+# torch.distributed's P2P call is). Neither is in a collective.
+def start_helper_threads(ctx):
+    import multiprocessing
+    import threading
+    reader, writer = multiprocessing.Pipe(duplex=False)
+    stop = threading.Event()
+
+    def heartbeat():
+        while not stop.wait(3600):
+            pass
+
+    def control_channel():
+        try:
+            reader.recv()
+        except EOFError:
+            pass
+
+    threading.Thread(target=heartbeat, name="heartbeat", daemon=True).start()
+    threading.Thread(target=control_channel, name="control-channel", daemon=True).start()
+    ctx.log("helper threads started: heartbeat (Event.wait), control-channel (Connection.recv)")
+    return writer  # kept open by the caller: the reader blocks until the process ends
+
+
+# ddp_uneven. DistributedDataParallel with uneven inputs: rank 3 of 4 has 3
+# batches, ranks 0-2 have 4. Rank 3 leaves the loop and calls the end-of-epoch
+# barrier while ranks 0-2 are inside loss.backward(), where DDP's Reducer
+# launches the gradient all_reduce from the autograd engine and waits for it
+# at the end of backward. Helper threads on every rank (start_helper_threads).
+def sc_ddp_uneven(ctx):
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    torch.manual_seed(0)
+    model = DDP(torch.nn.Linear(8, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    gen = torch.Generator().manual_seed(100 + ctx.rank)
+    keep = start_helper_threads(ctx)  # noqa: F841
+    nbatches = 3 if ctx.rank == 3 else 4
+    for i in range(nbatches):
+        x = torch.randn(16, 8, generator=gen)
+        y = torch.randn(16, 4, generator=gen)
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        ctx.log("step %d: loss.backward() (DDP gradient all_reduce)" % i)
+        loss.backward()
+        opt.step()
+    ctx.log("epoch done after %d batches: barrier" % nbatches)
+    dist.barrier()
+    sleep_forever(ctx, "after barrier")
+
+
+# b_threads. Scenario b (rank 2 of 3 has one batch fewer, then barrier) with
+# the helper threads of start_helper_threads on every rank.
+def sc_b_threads(ctx):
+    keep = start_helper_threads(ctx)  # noqa: F841
+    sc_b(ctx)
+
+
+class _FailsToUnpickle:
+    """Pickles on every rank; unpickling raises on every rank but the sender
+    (rank 0), as an object of a class or library version that only the
+    sender's environment can rebuild does."""
+
+    def __init__(self, payload):
+        self.payload = payload
+
+    def __reduce__(self):
+        return (_rebuild_on_sender_only, (self.payload,))
+
+
+def _rebuild_on_sender_only(payload):
+    if os.environ.get("RANK") != "0":
+        raise ValueError("cannot rebuild the broadcast object on this rank (its environment lacks the sender's version)")
+    return _FailsToUnpickle(payload)
+
+
+# bcast_unpickle. Rank 0 sends an object with broadcast_object_list at start-up,
+# before any other collective; its unpickling raises on the receivers (ranks
+# 1,2), which crash by themselves. The sender is fine and goes on to its
+# first training step's all_reduce, where it waits for the receivers.
+def sc_bcast_unpickle(ctx):
+    objs = [_FailsToUnpickle({"lr": 0.01, "vocab": list(range(16))})] if ctx.rank == 0 else [None]
+    ctx.log("broadcast_object_list(src=0)")
+    dist.broadcast_object_list(objs, src=0)
+    ctx.log("broadcast_object_list returned")
+    tr = Trainer(ctx)
+    for i in range(3):
+        tr.step(i)
+    sleep_forever(ctx, "training done")
+
+
 SCENARIOS = {s.name: s for s in [
     Scenario("a", 3, sc_a, deadline=7.0, doc="rank 0 only: all_reduce(loss) at the last step"),
     Scenario("b", 3, sc_b, deadline=7.0, doc="rank 2 has 3 batches, ranks 0,1 have 4; then barrier"),
@@ -293,6 +388,16 @@ SCENARIOS = {s.name: s for s in [
              doc="scenario b, dumps and py-spy dumps (text, JSON) taken while blocked"),
     Scenario("c_pyspy", 3, sc_c, timeout=60.0, deadline=6.0, pyspy=True,
              doc="scenario c, dumps and py-spy dumps (text, JSON) taken while blocked"),
+    # DDP with uneven inputs, and b, with helper threads beside the main thread:
+    # stacks taken while blocked (faulthandler and py-spy).
+    Scenario("ddp_uneven", 4, sc_ddp_uneven, timeout=60.0, deadline=20.0, stacks=True, pyspy=True,
+             doc="DDP: rank 3 has 3 batches, ranks 0-2 have 4 (in loss.backward()); then barrier; helper threads"),
+    Scenario("b_threads", 3, sc_b_threads, timeout=60.0, deadline=6.0, stacks=True, pyspy=True,
+             doc="scenario b with a heartbeat and a control-channel helper thread on every rank"),
+    Scenario("bcast_unpickle", 3, sc_bcast_unpickle, deadline=7.0,
+             doc="broadcast_object_list from rank 0 whose unpickling raises on ranks 1,2"),
+    Scenario("bcast_unpickle_empty", 3, sc_bcast_unpickle, deadline=7.0, rank_env={0: {"TORCH_FR_BUFFER_SIZE": "0"}},
+             doc="bcast_unpickle with the Flight Recorder off on rank 0 (TORCH_FR_BUFFER_SIZE=0): its dump has no entries"),
     Scenario("j2", 3, sc_j2, timeout=30.0, deadline=5.0,
              doc="rank 2 sleeps 1.2 s per step, 10 s in step 3; dump at +5 s, before the 30 s timeout"),
 ]}

@@ -176,6 +176,34 @@ def test_verdict_from_pyspy_alone_matches_dumps(name, ext):
     assert verdicts["pyspy"] == verdicts["pickle"] == (exp["kind"], exp["culprit_ranks"]), verdicts
 
 
+CRASHED_WAITERS = ["bcast_unpickle", "bcast_unpickle_empty"]
+
+
+@pytest.mark.parametrize("fr", ["pickle", "json"])
+@pytest.mark.parametrize("name", CRASHED_WAITERS)
+def test_receivers_that_crashed_by_themselves_are_the_cause(name, fr):
+    """broadcast_object_list whose receivers (ranks 1,2) fail to rebuild the
+    object: with their stderr beside the dumps, their own crash is the cause,
+    never the sender, also where the sender's dump records nothing
+    (bcast_unpickle_empty: its Flight Recorder was off)."""
+    exp = load_expected(name)
+    rc, f0 = first_finding(os.path.join(TESTDATA, name, fr), os.path.join(TESTDATA, name, "stderr"))
+    assert (f0["kind"], f0["culprit_ranks"]) == (exp["kind"], exp["culprit_ranks"]), f0["summary"]
+    assert (f0["pg"]["name"], f0["seq"]) == (exp["pg"], exp["seq"]), f0["summary"]
+    assert rc == 1
+
+
+@pytest.mark.parametrize("fr", ["pickle", "json"])
+def test_an_empty_dump_is_not_a_dead_rank(fr):
+    """bcast_unpickle_empty's dumps alone: rank 0's records nothing, so
+    nothing shows that it died or did not arrive: undecided, rank 0 only a
+    candidate, no error."""
+    _, f0 = first_finding(os.path.join(TESTDATA, "bcast_unpickle_empty", fr))
+    assert (f0["kind"], f0["severity"], f0["culprit_ranks"]) == ("undecided", "warning", []), f0["summary"]
+    assert f0["candidates"] == [0], f0
+    assert "died" not in f0["summary"].replace("nothing shows that it died", ""), f0["summary"]
+
+
 def test_some_scenarios_have_pyspy():
     assert {"b_pyspy", "c_pyspy"} <= set(PYSPY_SCENARIOS)
 
@@ -236,8 +264,11 @@ STDERR_SHOWS = {
     "c": False,
     # the DETAIL lines name both fingerprints with SequenceNumber: pg and seq too
     "c_detail": True,
+    # the receivers' tracebacks end in their own error (no pg/seq); the sender's in its all_reduce
+    "bcast_unpickle": False,
+    "bcast_unpickle_empty": False,
 }
-# Not in STDERR_SHOWS, why: a (ranks 1,2 sleep, print nothing), d/e (the deviating size/dtype is in no
+# Not in STDERR_SHOWS, why: ddp_uneven, b_threads (dumps at the deadline, while blocked), a (ranks 1,2 sleep, print nothing), d/e (the deviating size/dtype is in no
 # traceback; rank 2 aborts in C++), f1/f2 (the dead rank prints no traceback), g (gloo names no peer),
 # h/i/j2/k (nothing raises; the dumps come from the deadline watchdog), *_stacks/*_pyspy (ranks raise
 # only after the dumps, when rank 2 leaves at the end of the run), j1 (healthy).
