@@ -7,6 +7,7 @@
 #include "hangdx/analyze/checks/crashed_rank.h"
 #include "hangdx/analyze/checks/finding_util.h"
 #include "hangdx/analyze/checks/known_bug.h"
+#include "hangdx/analyze/stack_threads.h"
 #include "hangdx/base/rank_set.h"
 
 namespace hangdx::analyze {
@@ -15,68 +16,36 @@ using model::Rank;
 
 namespace {
 
-// torch.distributed's collective and P2P entry points, as stack frames name them.
-bool IsCollectiveFrame(const std::string& name) {
-  static const std::set<std::string> kOps = {"all_reduce",
-                                             "broadcast",
-                                             "all_gather",
-                                             "all_gather_into_tensor",
-                                             "_all_gather_base",
-                                             "reduce_scatter",
-                                             "reduce_scatter_tensor",
-                                             "_reduce_scatter_base",
-                                             "reduce",
-                                             "gather",
-                                             "scatter",
-                                             "all_to_all",
-                                             "all_to_all_single",
-                                             "barrier",
-                                             "monitored_barrier",
-                                             "send",
-                                             "recv",
-                                             "isend",
-                                             "irecv",
-                                             "batch_isend_irecv",
-                                             "broadcast_object_list",
-                                             "all_gather_object",
-                                             "gather_object",
-                                             "scatter_object_list",
-                                             "all_reduce_coalesced",
-                                             "all_gather_coalesced"};
-  return kOps.count(name) > 0;
-}
-
-// Where one rank's stacks say it is.
+// Where one rank's stacks say it is: its speaking thread
+// (analyze/stack_threads.h), the collective that thread is in and its call
+// site.
 struct Where {
   std::string op, site;  // op "" when in no collective
+  std::string words;     // the op as a finding says it: "all_reduce", "DDP backward (gradient all_reduce)"
   const model::StackSample* stack = nullptr;
 };
 
+// The call site: the first caller outside torch.distributed (its
+// decorators, such as c10d_logger's wrapper, say nothing), and for DDP
+// backward outside torch (autograd, Tensor.backward).
+std::string CallSite(const model::StackSample& st, const CollectiveCall& c) {
+  const std::string skip = c.ddp_backward ? "torch/" : "torch/distributed";
+  size_t site = static_cast<size_t>(c.frame) + 1;
+  while (site < st.frames.size() && st.frames[site].filename.find(skip) != std::string::npos) ++site;
+  if (site >= st.frames.size()) return "";
+  const model::Frame& f = st.frames[site];
+  return f.filename.empty() ? f.name : f.name + " at " + f.filename + ":" + std::to_string(f.line);
+}
+
 Where WhereOf(const model::RankDump& d) {
   Where w;
-  for (const auto& st : d.stacks) {
-    // The outermost collective frame: broadcast_object_list rather than
-    // the broadcast it calls.
-    int hit = -1;
-    for (int i = 0; i < static_cast<int>(st.frames.size()); ++i)
-      if (IsCollectiveFrame(st.frames[i].name)) hit = i;
-    if (hit < 0) continue;
-    w.op = st.frames[hit].name;
-    // The call site: the first caller outside torch.distributed (its
-    // decorators, such as c10d_logger's wrapper, say nothing).
-    int site = hit + 1;
-    while (site < static_cast<int>(st.frames.size()) &&
-           st.frames[site].filename.find("torch/distributed") != std::string::npos)
-      ++site;
-    if (site < static_cast<int>(st.frames.size())) {
-      w.site = st.frames[site].name;
-      if (!st.frames[site].filename.empty())
-        w.site += " at " + st.frames[site].filename + ":" + std::to_string(st.frames[site].line);
-    }
-    w.stack = &st;
-    break;
-  }
-  if (!w.stack && !d.stacks.empty()) w.stack = &d.stacks.front();
+  w.stack = SpeakingThread(d);
+  if (!w.stack) return w;
+  CollectiveCall c = CollectiveIn(*w.stack);
+  if (!c.found()) return w;
+  w.op = c.op;
+  w.words = c.Words();
+  w.site = CallSite(*w.stack, c);
   return w;
 }
 
@@ -156,6 +125,29 @@ bool CommonCall(const RankAnalysis& a, const std::map<Rank, Where>& where, Findi
   return true;
 }
 
+// The ranks of `where` whose own log reports a crash (a traceback ending
+// in an OOM, in an object that would not unpickle, a CUDA error; never a
+// lost peer or a timeout): their stack is where they crashed, not where they
+// wait. With some ranks that did not crash, the crash is the cause: a
+// crashed_rank finding, the other ranks by where they are blocked, and
+// true. False when no rank, or every rank, crashed.
+bool AddCrashed(const RankAnalysis& a, const std::map<Rank, Where>& where, FindingSink* sink) {
+  std::vector<Rank> crashed;
+  std::map<std::string, std::vector<Rank>> blocked;
+  for (const auto& [r, w] : where) {
+    if (Crashed(a.job, r))
+      crashed.push_back(r);
+    else
+      blocked[w.op.empty() ? "not in a collective" : "blocked in " + w.words + " in " + w.site].push_back(r);
+  }
+  if (crashed.empty() || crashed.size() == where.size()) return false;
+  Finding crash = CrashedRankFinding(a, crashed, nullptr);
+  for (const auto& [role, ranks] : blocked) crash.roles.push_back({role, ranks});
+  AddStackEvidence(where, &crash);
+  sink->Add(std::move(crash));
+  return true;
+}
+
 }  // namespace
 
 void StackSitesCheck(const RankAnalysis& a, FindingSink* sink) {
@@ -163,9 +155,13 @@ void StackSitesCheck(const RankAnalysis& a, FindingSink* sink) {
   for (const auto& d : a.job.dumps)
     if (!d.stacks.empty() && d.ops.empty()) where[d.rank] = WhereOf(d);  // dumps with entries speak for themselves
   if (where.size() < 2) return;
+  // The fresh-user tester's torchrun log of one OOM and two gloo
+  // "Connection closed by peer"; broadcast_object_list whose receivers
+  // fail to unpickle while the sender waits in its next all_reduce.
+  if (AddCrashed(a, where, sink)) return;
   std::map<std::string, std::vector<Rank>> by_site;
   std::vector<Rank> elsewhere;
-  for (const auto& [r, w] : where) (w.op.empty() ? elsewhere : by_site[w.op + " in " + w.site]).push_back(r);
+  for (const auto& [r, w] : where) (w.op.empty() ? elsewhere : by_site[w.words + " in " + w.site]).push_back(r);
   if (by_site.empty()) {
     // Stacks of ranks that all crashed (faulthandler's "Fatal Python error:
     // Segmentation fault" prints the stack the fault hit): they died in that
@@ -193,18 +189,6 @@ void StackSitesCheck(const RankAnalysis& a, FindingSink* sink) {
   for (const auto& [site, ranks] : sides) f.roles.push_back({site, ranks});
   if (!elsewhere.empty()) f.roles.push_back({"not in a collective", elsewhere});
   if (!Decide(sides, elsewhere, &f)) return;
-  // The ranks in no collective whose logs say they crashed (a traceback
-  // ending in an OOM, a CUDA error): they are not "doing something else",
-  // they are gone, and the crash is the cause (the fresh-user tester's
-  // torchrun log of one OOM and two gloo "Connection closed by peer").
-  if (f.kind == Kind::kMissingRank &&
-      std::all_of(elsewhere.begin(), elsewhere.end(), [&](Rank r) { return Crashed(a.job, r); })) {
-    Finding crash = CrashedRankFinding(a, elsewhere, nullptr);
-    crash.roles.push_back({"blocked in " + sides[0].first, sides[0].second});
-    AddStackEvidence(where, &crash);
-    sink->Add(std::move(crash));
-    return;
-  }
   // Equal sides while ranks of the job left no stack (the issue's "two logs
   // of a 4-rank communicator"): those ranks decide, so name both sides.
   const std::vector<Rank>& unseen = a.world.without_dump;

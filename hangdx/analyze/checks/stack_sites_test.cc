@@ -110,5 +110,108 @@ TEST(StackSitesCheck, EqualSidesWithRanksWithoutAStackAreUndecided) {
   EXPECT_EQ(fs[0].would_decide.rfind("the stacks of ranks 2-3", 0), 0u) << fs[0].would_decide;
 }
 
+// A stack with file and line per frame, as py-spy prints it (short paths).
+void AddStack(JobBuilder* b, model::Rank r, std::string thread, std::vector<model::Frame> innermost_first) {
+  model::StackSample st;
+  st.thread = std::move(thread);
+  st.frames = std::move(innermost_first);
+  st.file = "pyspy_rank_" + std::to_string(r) + ".txt";
+  st.line = 4;
+  b->FromLog(r);
+  b->Rank(r).stacks.push_back(std::move(st));
+}
+
+std::vector<model::Frame> InBackward(int line) {  // testdata/torch/ddp_uneven ranks 0-2, py-spy
+  return {{"_engine_run_backward", "torch/autograd/graph.py", 979},
+          {"backward", "torch/autograd/__init__.py", 395},
+          {"Tensor.backward", "torch/_tensor.py", 623},
+          {"sc_ddp_uneven", "scenarios.py", line},
+          {"main", "worker.py", 143}};
+}
+
+std::vector<model::Frame> In(const std::string& op, const std::string& caller, int line) {
+  return {{op, "torch/distributed/distributed_c10d.py", 3252},
+          {"_exception_logger.<locals>.wrapper", "torch/distributed/c10d_logger.py", 83},
+          {caller, "scenarios.py", line},
+          {"main", "worker.py", 143}};
+}
+
+// An idle helper thread blocked in multiprocessing's Connection.recv, as
+// faulthandler names it (`recv`) and lists it: before the main thread.
+std::vector<model::Frame> ControlChannel() {
+  return {{"_recv", "multiprocessing/connection.py", 395},
+          {"recv", "multiprocessing/connection.py", 250},
+          {"control_channel", "scenarios.py", 269},
+          {"run", "threading.py", 982},
+          {"_bootstrap", "threading.py", 1002}};
+}
+
+TEST(StackSitesCheck, DdpBackwardIsTheGradientAllReduce) {
+  // ddp_uneven: ranks 0-2 in loss.backward() (DDP's Reducer waits for the
+  // gradient all_reduce), rank 3 left the loop for the barrier. Was
+  // missing_rank "ranks 0-2 are in no collective", culprits 0-2.
+  JobBuilder b;
+  for (int r = 0; r < 3; ++r) AddStack(&b, r, "Thread 1 (idle): \"MainThread\"", InBackward(298));
+  AddStack(&b, 3, "Thread 1 (idle): \"MainThread\"", In("barrier", "sc_ddp_uneven", 301));
+  std::vector<Finding> fs = RunCheck(&StackSitesCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kCollectiveMismatch);
+  EXPECT_EQ(fs[0].culprit_ranks, Ranks{3});
+  EXPECT_EQ(fs[0].op, "all_reduce");
+  EXPECT_EQ(fs[0].summary,
+            "the ranks' stacks are in different collectives: ranks 0-2 in DDP backward (gradient all_reduce) in "
+            "sc_ddp_uneven at scenarios.py:298; rank 3 in barrier in sc_ddp_uneven at scenarios.py:301");
+
+  // Rank 3 elsewhere (a checkpoint), not in a collective: it is the missing rank.
+  JobBuilder c;
+  for (int r = 0; r < 3; ++r) AddStack(&c, r, "", InBackward(298));
+  AddStack(&c, 3, "", {{"save", "serialization.py", 40}, {"main", "worker.py", 150}});
+  fs = RunCheck(&StackSitesCheck, c.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kMissingRank);
+  EXPECT_EQ(fs[0].culprit_ranks, Ranks{3});
+  EXPECT_EQ(fs[0].summary,
+            "ranks 0-2 are blocked in DDP backward (gradient all_reduce) in sc_ddp_uneven at scenarios.py:298 while "
+            "rank 3 is in no collective");
+}
+
+TEST(StackSitesCheck, TheMainThreadSpeaksNotAnIdleHelperListedFirst) {
+  // b_threads: every rank's first thread is a helper in Connection.recv.
+  // Was "No hang found" (every rank taken to be in recv at one site).
+  JobBuilder b;
+  for (int r = 0; r < 3; ++r) {
+    AddStack(&b, r, "Thread 0x00007fac48d386c0", ControlChannel());
+    AddStack(&b, r, "Thread 0x00007fac6680eb80", r < 2 ? In("all_reduce", "step", 59) : In("barrier", "sc_b", 93));
+  }
+  std::vector<Finding> fs = RunCheck(&StackSitesCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kCollectiveMismatch);
+  EXPECT_EQ(fs[0].culprit_ranks, Ranks{2});
+  EXPECT_EQ(fs[0].summary,
+            "the ranks' stacks are in different collectives: ranks 0-1 in all_reduce in step at scenarios.py:59; "
+            "rank 2 in barrier in sc_b at scenarios.py:93");
+  ASSERT_EQ(fs[0].evidence.size(), 3u);
+  EXPECT_EQ(fs[0].evidence[2].note, "stack (line 4): barrier <- _exception_logger.<locals>.wrapper <- sc_b");
+}
+
+TEST(StackSitesCheck, RanksThatCrashedInACollectiveAreTheCauseNotAnotherSide) {
+  // bcast_unpickle's stderr: the receivers' tracebacks end in their own
+  // error inside broadcast_object_list; the sender's in its all_reduce.
+  // Was collective_mismatch naming the sender, rank 0.
+  JobBuilder b;
+  AddStack(&b, 0, "", In("all_reduce", "step", 59));
+  for (int r : {1, 2}) {
+    AddStack(&b, r, "", In("broadcast_object_list", "sc_bcast_unpickle", 336));
+    b.Event(r, model::LogEvent::Kind::kCrash, "RuntimeError: Numpy is not available");
+  }
+  std::vector<Finding> fs = RunCheck(&StackSitesCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kCrashedRank);
+  EXPECT_EQ(fs[0].culprit_ranks, (Ranks{1, 2}));
+  ASSERT_EQ(fs[0].roles.size(), 2u);
+  EXPECT_EQ(fs[0].roles[1].role, "blocked in all_reduce in step at scenarios.py:59");
+  EXPECT_EQ(fs[0].roles[1].ranks, Ranks{0});
+}
+
 }  // namespace
 }  // namespace hangdx::analyze

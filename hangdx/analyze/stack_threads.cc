@@ -1,0 +1,138 @@
+#include "hangdx/analyze/stack_threads.h"
+
+#include <set>
+#include <string_view>
+
+namespace hangdx::analyze {
+
+namespace {
+
+bool EndsWith(std::string_view s, std::string_view tail) {
+  return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
+}
+
+// True when `path` is the module `file` ("socket.py") or lies in the package
+// `dir` ("multiprocessing/"), whether printed in full (faulthandler, gdb's
+// py-bt) or relative to its sys.path entry (py-spy's short filenames).
+bool IsModule(std::string_view path, std::string_view name) {
+  if (name.back() == '/') return path.substr(0, name.size()) == name || path.find("/" + std::string(name)) != path.npos;
+  return path == name || EndsWith(path, "/" + std::string(name));
+}
+
+// Files where a collective's name means something else: Python's own
+// modules of pipes, sockets, queues and threads (Connection.recv,
+// socket.send, asyncio.gather), pyzmq's sockets, and shared libraries
+// (libc's recv and send in gdb's native frames).
+bool NotACollectiveHome(std::string_view file) {
+  if (file.find(".so") != file.npos) return true;
+  for (std::string_view m : {"multiprocessing/", "asyncio/", "concurrent/", "http/", "xmlrpc/", "zmq/", "socket.py",
+                             "ssl.py", "selectors.py", "socketserver.py", "threading.py", "queue.py", "subprocess.py",
+                             "smtplib.py", "ftplib.py"})
+    if (IsModule(file, m)) return true;
+  return false;
+}
+
+}  // namespace
+
+std::string CollectiveCall::Words() const {
+  return ddp_backward ? "DDP backward (gradient " + op + ")" : op;
+}
+
+bool IsCollectiveFrame(const model::Frame& f) {
+  static const std::set<std::string, std::less<>> kOps = {"all_reduce",
+                                                          "broadcast",
+                                                          "all_gather",
+                                                          "all_gather_into_tensor",
+                                                          "_all_gather_base",
+                                                          "reduce_scatter",
+                                                          "reduce_scatter_tensor",
+                                                          "_reduce_scatter_base",
+                                                          "reduce",
+                                                          "gather",
+                                                          "scatter",
+                                                          "all_to_all",
+                                                          "all_to_all_single",
+                                                          "barrier",
+                                                          "monitored_barrier",
+                                                          "send",
+                                                          "recv",
+                                                          "isend",
+                                                          "irecv",
+                                                          "batch_isend_irecv",
+                                                          "broadcast_object_list",
+                                                          "all_gather_object",
+                                                          "gather_object",
+                                                          "scatter_object_list",
+                                                          "all_reduce_coalesced",
+                                                          "all_gather_coalesced"};
+  return kOps.count(f.name) > 0 && !NotACollectiveHome(f.filename);
+}
+
+bool IsBackwardFrame(const model::Frame& f) {
+  // DDP's reducer, in native frames (gdb, py-spy --native): the autograd
+  // hook that marks a gradient ready and launches its bucket's all_reduce,
+  // and finalize_backward, which waits for the buckets.
+  if (f.name.rfind("c10d::Reducer::", 0) == 0) return true;
+  if (f.name == "_engine_run_backward")  // distinctive even without a file (a pasted frame list)
+    return f.filename.empty() || f.filename.find("torch/autograd/") != std::string::npos;
+  // torch.autograd.backward / grad (before 2.2 they called the engine
+  // themselves), Tensor.backward (py-spy prints its qualified name).
+  if ((f.name == "backward" || f.name == "grad") && f.filename.find("torch/autograd/") != std::string::npos)
+    return true;
+  return (f.name == "backward" || f.name == "Tensor.backward") && EndsWith(f.filename, "torch/_tensor.py");
+}
+
+CollectiveCall CollectiveIn(const model::StackSample& st) {
+  CollectiveCall c;
+  const int n = static_cast<int>(st.frames.size());
+  for (int i = 0; i < n; ++i)
+    if (IsCollectiveFrame(st.frames[i])) c.frame = i;
+  if (c.found()) {
+    c.op = st.frames[c.frame].name;
+    return c;
+  }
+  for (int i = 0; i < n; ++i)
+    if (IsBackwardFrame(st.frames[i])) c.frame = i;
+  if (c.found()) {
+    c.op = "all_reduce";
+    c.ddp_backward = true;
+  }
+  return c;
+}
+
+bool IsStartedThread(const model::StackSample& st) {
+  if (st.frames.empty()) return false;
+  const model::Frame& outer = st.frames.back();
+  return (outer.name.find("_bootstrap") != std::string::npos) && IsModule(outer.filename, "threading.py");
+}
+
+bool IsMainThread(const model::StackSample& st) {
+  if (st.thread.find("\"MainThread\"") != std::string::npos) return true;  // py-spy text and JSON
+  if (st.thread.rfind("Thread 1 (Thread ", 0) == 0) return true;           // gdb numbers the main thread 1
+  if (st.thread.find(": \"") != std::string::npos || st.frames.empty()) return false;  // py-spy: another named thread
+  // faulthandler names no thread: the main thread is the Python stack that
+  // threading did not start.
+  const model::Frame& outer = st.frames.back();
+  return !IsStartedThread(st) && (EndsWith(outer.filename, ".py") || outer.name == "<module>");
+}
+
+const model::StackSample* SpeakingThread(const model::RankDump& d) {
+  const model::StackSample *in_call = nullptr, *main = nullptr, *current = nullptr, *worker = nullptr,
+                           *first = nullptr;
+  for (const auto& st : d.stacks) {
+    if (st.frames.empty()) continue;
+    if (!first) first = &st;
+    const bool is_main = IsMainThread(st);
+    if (CollectiveIn(st).found() && (!in_call || (is_main && !IsMainThread(*in_call)))) in_call = &st;
+    if (is_main && !main) main = &st;
+    if (!IsStartedThread(st)) {
+      if (!current && st.thread.rfind("Current thread", 0) == 0) current = &st;
+      if (!worker) worker = &st;
+    }
+  }
+  for (const model::StackSample* s : {in_call, main, current, worker, first})
+    if (s) return s;
+  return nullptr;
+}
+
+}  // namespace hangdx::analyze
