@@ -5,6 +5,7 @@
 #include <string>
 
 #include "hangdx/base/rank_set.h"
+#include "hangdx/model/history.h"
 
 namespace hangdx::analyze {
 
@@ -142,6 +143,12 @@ bool DiedUnexpectedly(const model::LogEvent& e) {
   // own timeout before it).
   return KilledByFaultSignal(e) || e.error == "SYSTEM_ERROR" ||
          (e.exit_role == Role::kFirstFailure && (e.exit_code > 0 || e.exit_code == -6));
+}
+
+bool RecordsNothing(const model::RankDump& d) {
+  if (!d.from_flight_recorder || !d.ops.empty() || !d.pg_config.empty() || !d.pg_status.empty() || d.wait)
+    return false;
+  return !d.history || d.history->entries() == 0;
 }
 
 bool Crashed(const model::Job& job, model::Rank r) {

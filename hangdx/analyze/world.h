@@ -55,6 +55,13 @@ bool Crashed(const model::Job& job, model::Rank r);
 int64_t FaultSignal(const model::LogEvent& e);
 inline bool KilledByFaultSignal(const model::LogEvent& e) { return FaultSignal(e) > 0; }
 
+// True when Flight Recorder dump `d` records no op, no process group and no
+// wait state: the recorder was off (TORCH_FR_BUFFER_SIZE=0 gives
+// `pg_config {}` and no entries). A rank that wrote a dump was alive; one
+// that records nothing says nothing of where it is, so it counts as a rank
+// without a dump for every (pg, seq), never as one that did not arrive.
+bool RecordsNothing(const model::RankDump& d);
+
 // True when exit event `e` says the process died without being asked to:
 // KilledByFaultSignal, Ray's worker exit type SYSTEM_ERROR (ray.core.actor_died:
 // "Worker exit type: SYSTEM_ERROR", from GenWorkerDiedCause in Ray's GCS actor

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <set>
 
+#include "hangdx/analyze/world.h"
+#include "hangdx/model/history.h"
+
 namespace hangdx::analyze {
 
 namespace {
@@ -26,7 +29,30 @@ std::set<model::Rank> InADetailCheck(const RankAnalysis& a, const Instance& in) 
   return out;
 }
 
+bool EmptyFileOf(const model::Job& job, model::Rank r) {
+  for (const auto& f : job.file_reads)
+    if (f.rank == r && f.bytes == 0) return true;
+  return false;
+}
+
+// The arrived ranks of `in` whose own logs report a crash, ascending.
+std::vector<model::Rank> CrashedWaiters(const RankAnalysis& a, const Instance& in) {
+  std::vector<model::Rank> out;
+  for (model::Rank x : in.arrived)
+    if (a.Crashed(x)) out.push_back(x);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 }  // namespace
+
+bool LeftNothing(const model::Job& job, model::Rank r) {
+  const model::RankDump* d = job.Find(r);
+  if (!d) return EmptyFileOf(job, r);
+  if (RecordsNothing(*d)) return true;
+  return d->ops.empty() && (!d->history || d->history->entries() == 0) && d->pg_config.empty() && !d->wait &&
+         EmptyFileOf(job, r);
+}
 
 AbsentRanks ClassifyAbsent(const RankAnalysis& a, const Instance& in) {
   AbsentRanks r;
@@ -37,6 +63,8 @@ AbsentRanks ClassifyAbsent(const RankAnalysis& a, const Instance& in) {
       continue;
     }
     RankNodeType t = a.BlockingType(x);
+    // A rank whose dump records nothing is not shown to be elsewhere.
+    if (t == RankNodeType::kIdle && LeftNothing(a.job, x)) t = RankNodeType::kNoDump;
     (t == RankNodeType::kIdle ? r.idle : t == RankNodeType::kNoDump ? r.dead : r.cascade).push_back(x);
   }
   for (model::Rank x : in.no_dump)
@@ -45,15 +73,23 @@ AbsentRanks ClassifyAbsent(const RankAnalysis& a, const Instance& in) {
   for (model::Rank x : r.dead) {
     if (a.job.unreadable.count(x)) r.unreadable.push_back(x);
     if (a.Crashed(x)) r.crashed.push_back(x);
+    if (LeftNothing(a.job, x)) r.empty.push_back(x);
   }
-  if (r.idle.empty() && r.dead.empty())
+  if (r.idle.empty() && r.dead.empty()) {
     r.cause = AbsentRanks::Cause::kNone;  // a cascade: reported at its root
-  else if (!r.unreadable.empty() && r.idle.empty())
+  } else if (!r.unreadable.empty() && r.idle.empty()) {
     r.cause = AbsentRanks::Cause::kUnreadable;
-  else if (!r.crashed.empty())
+  } else if (!r.crashed.empty()) {
     r.cause = AbsentRanks::Cause::kCrashed;
-  else
+  } else if (r.idle.empty() && r.empty.size() == r.dead.size() && !(r.crashed = CrashedWaiters(a, in)).empty()) {
+    // The waiting ranks crashed by themselves (broadcast_object_list whose
+    // receivers fail to unpickle) and the absent ranks recorded nothing:
+    // the crash is the cause, not an absence nothing shows.
+    r.cause = AbsentRanks::Cause::kCrashed;
+    r.waiters_crashed = true;
+  } else {
     r.cause = AbsentRanks::Cause::kAbsent;
+  }
   return r;
 }
 

@@ -57,6 +57,13 @@ model::Rank FirstToFail(const RankAnalysis& a, const std::vector<model::Rank>& c
   return all_timed ? earliest : -1;
 }
 
+// True when every rank of `ranks` arrived at `in`.
+bool Arrived(const Instance& in, const std::vector<model::Rank>& ranks) {
+  for (model::Rank r : ranks)
+    if (std::find(in.arrived.begin(), in.arrived.end(), r) == in.arrived.end()) return false;
+  return !ranks.empty();
+}
+
 }  // namespace
 
 Finding CrashedRankFinding(const RankAnalysis& a, const std::vector<model::Rank>& crashed, const Instance* in) {
@@ -97,7 +104,20 @@ Finding CrashedRankFinding(const RankAnalysis& a, const std::vector<model::Rank>
                  "rank points at code or input they share, not at one rank)";
     return f;
   }
-  if (in) {
+  if (in && Arrived(*in, crashed)) {
+    // The crashed ranks are the ones that arrived: they crashed in the op
+    // by themselves, and the others' silence proves nothing.
+    FillPg(a, *in, &f);
+    f.op = a.LeadOp(*in).op;
+    std::vector<model::Rank> absent = in->not_reached;
+    absent.insert(absent.end(), in->no_dump.begin(), in->no_dump.end());
+    std::sort(absent.begin(), absent.end());
+    f.roles.push_back({"recorded nothing", absent});
+    f.summary = RankWords(crashed) + " crashed by " + Verb(crashed, "itself", "themselves") + " in " + f.op + " (" +
+                a.groups[in->group].Label() + " seq " + std::to_string(in->seq) + "): " + what + "; " +
+                RankWords(absent) + " recorded nothing (" + Verb(absent, "its dump holds", "their dumps hold") +
+                " no op): no evidence that " + Verb(absent, "it", "they") + " died or did not arrive";
+  } else if (in) {
     FillPg(a, *in, &f);
     f.op = a.LeadOp(*in).op;
     f.roles.push_back({"waiting for it", in->arrived});

@@ -124,5 +124,56 @@ TEST(CrashedRankCheck, TheRanksItsLauncherStoppedAreNamedNotWaiting) {
             "0-1,3");
 }
 
+// bcast_unpickle_empty (testdata/torch): rank 0 sent an object with
+// broadcast_object_list (seq 1 the size, seq 2 the bytes) with its Flight
+// Recorder off, so its dump records nothing; ranks 1,2 record both
+// broadcasts (gloo: failed ops are retired) and crashed by themselves in the
+// second, unable to rebuild the object. `crash`: their logs say so.
+model::Job SenderRecordsNothing(bool crash) {
+  JobBuilder b;
+  for (int r : {1, 2}) {
+    b.Coll(r, "0", 1, "broadcast");
+    b.Coll(r, "0", 2, "broadcast", false, {118}, "Byte", true);
+    if (crash) b.Event(r, model::LogEvent::Kind::kCrash, "RuntimeError: Numpy is not available");
+  }
+  b.Rank(0);  // a Flight Recorder dump with no entry
+  model::Job job = b.Members("0", {0, 1, 2}).Build();
+  job.dumps[0].pg_config.clear();  // TORCH_FR_BUFFER_SIZE=0: pg_config {}, pg_status {}
+  job.dumps[0].pg_status.clear();
+  return job;
+}
+
+TEST(CrashedRankCheck, WaitersThatCrashedByThemselvesNotTheRankWhoseDumpRecordsNothing) {
+  model::Job job = SenderRecordsNothing(true);
+  std::vector<Finding> fs = RunCheck(&CrashedRankCheck, job);
+  ASSERT_EQ(fs.size(), 1u);  // seq 2 only: ranks 1,2 got past seq 1, so rank 0 took part in it
+  const Finding& f = fs[0];
+  EXPECT_EQ(f.kind, Kind::kCrashedRank);
+  EXPECT_EQ(f.culprit_ranks, (Ranks{1, 2}));
+  EXPECT_EQ(f.seq, 2);
+  EXPECT_EQ(f.op, "broadcast");
+  EXPECT_EQ(f.summary,
+            "ranks 1-2 crashed by themselves in broadcast (pg 0 (default_pg) seq 2): RuntimeError: Numpy is not "
+            "available; rank 0 recorded nothing (its dump holds no op): no evidence that it died or did not arrive");
+  ASSERT_EQ(f.roles.size(), 2u);
+  EXPECT_EQ(f.roles[0].ranks, (Ranks{1, 2}));
+  EXPECT_EQ(f.roles[1].role, "recorded nothing");
+  EXPECT_EQ(f.roles[1].ranks, Ranks{0});
+  EXPECT_EQ(f.evidence.size(), 2u);  // the two crash lines
+}
+
+TEST(CrashedRankCheck, WaitersCrashWithoutAnEmptyDumpIsNotThisCase) {
+  // Without the crash lines: nobody crashed (missing_rank's undecided case).
+  EXPECT_TRUE(RunCheck(&CrashedRankCheck, SenderRecordsNothing(false)).empty());
+  // Rank 0's dump records its broadcasts and nothing after: it is elsewhere,
+  // idle, the absent rank, whatever the others' crash (missing_rank's case).
+  model::Job job = SenderRecordsNothing(true);
+  job.dumps[0] = job.dumps[1];
+  job.dumps[0].rank = 0;
+  job.dumps[0].events.clear();
+  job.dumps[0].ops.pop_back();
+  EXPECT_TRUE(RunCheck(&CrashedRankCheck, job).empty());
+}
+
 }  // namespace
 }  // namespace hangdx::analyze

@@ -7,6 +7,7 @@
 #include "hangdx/analyze/checks/finding_util.h"
 #include "hangdx/analyze/checks/lost_peer.h"
 #include "hangdx/analyze/checks/rhythm.h"
+#include "hangdx/analyze/stack_threads.h"
 #include "hangdx/base/rank_set.h"
 
 namespace hangdx::analyze {
@@ -29,12 +30,13 @@ bool CombinedLog(const model::Job& job) {
 // The absent ranks of one instance as this check words them.
 struct Sides {
   std::vector<Rank> idle, dead, cascade;
+  std::vector<Rank> empty;             // of dead: left a dump that records nothing (absent_ranks.h)
   std::vector<Rank> logged, unlogged;  // of idle: with some line in the logs given, without
   bool lost_peer = false;              // logs only: the waiters report a lost connection to a peer
 };
 
 Sides SidesOf(const RankAnalysis& a, const Instance& in, AbsentRanks absent) {
-  Sides s{std::move(absent.idle), std::move(absent.dead), std::move(absent.cascade), {}, {}};
+  Sides s{std::move(absent.idle), std::move(absent.dead), std::move(absent.cascade), std::move(absent.empty), {}, {}};
   s.lost_peer = !a.dump_based && ReportsLostPeer(a.job, in.arrived);
   if (!a.dump_based && s.idle.empty() && !s.lost_peer) {
     // Text logs only: every rank waiting in a collective logs its timeout,
@@ -104,6 +106,19 @@ void Decide(const RankAnalysis& a, const Instance& in, const Sides& s, Finding* 
                               "loop early (uneven data per rank, a rank-dependent break or return, a caught error)"
                             : "find what the absent rank is doing instead (py-spy dump it): a rank-dependent branch, "
                               "rank-0-only work (checkpoint, evaluation, logging) or uneven data";
+  } else if (!s.dead.empty() && s.empty.size() == s.dead.size()) {
+    // A rank that wrote a dump was alive: an empty one shows neither that
+    // it died nor that it did not arrive (its Flight Recorder was off).
+    f->kind = Kind::kUndecided;
+    f->severity = Severity::kWarning;
+    f->candidates = s.dead;
+    f->culprit_ranks.clear();
+    f->summary = waits + ") for " + RankWords(s.dead) + ", whose dump records nothing (no op, no process group: " +
+                 "its Flight Recorder was off, or the file is empty): nothing shows that " + Verb(s.dead, "it", "they") +
+                 " died or did not arrive";
+    f->would_decide = "the logs of every rank (a crash of the waiting ranks' own, or where " + RankWords(s.dead) +
+                      " is), or a dump of " + RankWords(s.dead) + " with its Flight Recorder on (TORCH_FR_BUFFER_SIZE)";
+    f->fix_hint = "collect every rank's stderr; set TORCH_FR_BUFFER_SIZE on every rank";
   } else if (s.dead.size() * 2 <= members) {
     f->kind = Kind::kCrashedRank;
     f->culprit_ranks = s.dead;
@@ -143,7 +158,8 @@ void AddEvidenceAndDetails(const RankAnalysis& a, const Instance& in, const Side
   for (Rank r : s.idle) {
     f->details.push_back(WhereInstead(a, r));
     const model::RankDump* d = a.job.Find(r);
-    if (d && !d->stacks.empty()) f->details.push_back(StackWhere(r, d->stacks.front()));
+    // The thread that speaks for the rank, not an idle helper listed first.
+    if (const model::StackSample* st = d ? SpeakingThread(*d) : nullptr) f->details.push_back(StackWhere(r, *st));
   }
   for (Rank r : s.dead) f->details.push_back(WhereInstead(a, r));
   for (Rank r : s.cascade) f->details.push_back(WhereInstead(a, r) + " (blocked: see the other findings)");

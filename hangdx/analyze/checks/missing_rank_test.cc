@@ -228,5 +228,38 @@ TEST(MissingRankCheck, ACrashedOrUnreadableRankIsAnotherChecksCase) {
   EXPECT_TRUE(RunCheck(&MissingRankCheck, job).empty());
 }
 
+TEST(MissingRankCheck, ARankWhoseDumpRecordsNothingIsNotShownDeadNorAbsent) {
+  // bcast_unpickle_empty's dumps alone: ranks 1,2 record broadcast seq 1, 2
+  // (failed ops, retired); rank 0's Flight Recorder was off (no entry, no
+  // pg). It wrote a dump, so it was alive; it says nothing of seq 2.
+  JobBuilder b;
+  for (int r : {1, 2}) {
+    b.Coll(r, "0", 1, "broadcast");
+    b.Coll(r, "0", 2, "broadcast", false, {118}, "Byte", true);
+  }
+  b.Rank(0);
+  model::Job job = b.Members("0", {0, 1, 2}).Build();
+  job.dumps[0].pg_config.clear();
+  job.dumps[0].pg_status.clear();
+  std::vector<Finding> fs = RunCheck(&MissingRankCheck, job);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kUndecided);
+  EXPECT_EQ(fs[0].severity, Severity::kWarning);
+  EXPECT_TRUE(fs[0].culprit_ranks.empty());
+  EXPECT_EQ(fs[0].candidates, Ranks{0});
+  EXPECT_EQ(fs[0].seq, 2);
+  EXPECT_EQ(fs[0].summary,
+            "ranks 1-2 wait in broadcast (pg 0 (default_pg) seq 2) for rank 0, whose dump records nothing (no op, no "
+            "process group: its Flight Recorder was off, or the file is empty): nothing shows that it died or did "
+            "not arrive");
+
+  // The same rank with no dump at all: no file shows it was alive.
+  job.dumps.erase(job.dumps.begin());
+  fs = RunCheck(&MissingRankCheck, job);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kCrashedRank);
+  EXPECT_EQ(fs[0].culprit_ranks, Ranks{0});
+}
+
 }  // namespace
 }  // namespace hangdx::analyze
