@@ -89,7 +89,8 @@ TEST(StackSitesCheck, EveryRankInTheSameCallOutsideCollectivesIsAHangInsideIt) {
 TEST(StackSitesCheck, StacksOfRanksThatAllCrashedAreNoHangInsideTheCall) {
   // testdata/torch/all_segv: faulthandler prints the stack the SIGSEGV hit
   // (string_at) on every rank: they died in that call, they do not wait in
-  // it (the crash is passes/unnamed_crash's finding). One rank alive keeps it.
+  // it (the crash is passes/unnamed_crash's finding). With one rank alive in
+  // the same call, the ranks whose logs report the crash are the cause.
   JobBuilder b;
   for (int r = 0; r < 3; ++r)
     b.Stack(r, {"string_at", "<module>"}).Event(r, model::LogEvent::Kind::kCrash, "Fatal Python error: Segmentation fault");
@@ -97,7 +98,8 @@ TEST(StackSitesCheck, StacksOfRanksThatAllCrashedAreNoHangInsideTheCall) {
   b.Stack(3, {"string_at", "<module>"});
   std::vector<Finding> fs = RunCheck(&StackSitesCheck, b.Build());
   ASSERT_EQ(fs.size(), 1u);
-  EXPECT_EQ(fs[0].kind, Kind::kResourceDeadlock);
+  EXPECT_EQ(fs[0].kind, Kind::kCrashedRank);
+  EXPECT_EQ(fs[0].culprit_ranks, (Ranks{0, 1, 2}));
 }
 
 TEST(StackSitesCheck, EqualSidesWithRanksWithoutAStackAreUndecided) {
