@@ -56,11 +56,11 @@ def run_one(sc, out_root, fr_buffer):
         logs.append(lf)
         cmd = [sys.executable, os.path.join(HERE, "worker.py"), "--scenario", sc.name,
                "--rank", str(r), "--world", str(sc.world), "--port", str(port), "--out", out,
-               "--timeout", str(sc.timeout), "--deadline", str(sc.deadline)] + (["--stacks"] if sc.stacks else []) + (["--pyspy"] if sc.pyspy else [])
+               "--timeout", str(sc.timeout), "--deadline", str(sc.deadline_of(r))] + (["--stacks"] if sc.stacks else []) + (["--pyspy"] if sc.pyspy else [])
         procs.append(subprocess.Popen(cmd, env=dict(env, **sc.rank_env.get(r, {})), stdout=lf, stderr=subprocess.STDOUT,
                                       stdin=subprocess.DEVNULL))
     # startup (import torch on a busy 2-core box) + deadline + slack
-    limit = 40 + sc.deadline + sc.timeout
+    limit = 40 + max(sc.deadline_of(r) for r in range(sc.world)) + sc.timeout
     rcs = [None] * sc.world
     while time.time() - t_start < limit and any(rc is None for rc in rcs):
         time.sleep(0.2)
@@ -102,6 +102,7 @@ def main():
     for n in names:
         if a.deadline is not None:
             scenarios.SCENARIOS[n].deadline = a.deadline
+            scenarios.SCENARIOS[n].rank_deadline = {}
         run_one(scenarios.SCENARIOS[n], a.out, a.fr_buffer)
 
 

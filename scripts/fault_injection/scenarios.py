@@ -39,6 +39,12 @@ class Scenario:
     stacks: bool = False       # also write faulthandler stacks at the deadline
     pyspy: bool = False        # also write `py-spy dump` (text, JSON) at the deadline
     rank_env: Dict[int, Dict[str, str]] = field(default_factory=dict)  # extra environment of some ranks
+    # Per-rank dump deadlines overriding `deadline` (rank -> seconds after
+    # init): dumps of one moment are never taken at quite the same time.
+    rank_deadline: Dict[int, float] = field(default_factory=dict)
+
+    def deadline_of(self, rank):
+        return self.rank_deadline.get(rank, self.deadline)
 
 
 class Trainer:
@@ -358,6 +364,46 @@ def sc_bcast_unpickle(ctx):
     sleep_forever(ctx, "training done")
 
 
+# j3. healthy, but the dumps are taken at different moments around the
+# closing barrier: rank 2 computes until +6 s and then enters it; ranks 0,1
+# wait in it from the start and dump at +2 s (both dumps done by ~+5 s, so
+# pickle and JSON agree), rank 2 dumps at +8 s, after the barrier completed
+# on every rank (at ~+6 s). Ranks 0,1 show the barrier pending, rank 2 ended.
+def sc_j3(ctx):
+    tr = Trainer(ctx)
+    for i in range(3):
+        tr.step(i)
+    if ctx.rank == 2:
+        time.sleep(6.0)
+    ctx.log("barrier")
+    dist.barrier()
+    ctx.log("barrier done")
+    sleep_forever(ctx, "training done")
+
+
+# c_detail_sub. Scenario c inside a sub-group under TORCH_DISTRIBUTED_DEBUG=DETAIL:
+# world 4, sub = new_group([1, 2, 3]); 2 steps on the default pg, 1 step on
+# sub, then ranks 1,2 all_reduce on sub while rank 3 broadcasts (src=1) on it.
+# Rank 0 is not in sub and sleeps. The wrapper of sub compares fingerprints
+# and names the deviating rank by its rank *inside sub* (global 3 = sub rank 2).
+def sc_c_detail_sub(ctx):
+    sub = dist.new_group([1, 2, 3], group_desc="sub")
+    tr = Trainer(ctx)
+    for i in range(2):
+        tr.step(i)
+    if ctx.rank == 0:
+        sleep_forever(ctx, "not in sub")
+    tr.step(2, group=sub)
+    t = torch.ones(8)
+    if ctx.rank == 3:
+        ctx.log("broadcast(src=1, numel=8) on sub")
+        dist.broadcast(t, src=1, group=sub)
+    else:
+        ctx.log("all_reduce(numel=8) on sub")
+        dist.all_reduce(t, group=sub)
+    sleep_forever(ctx, "after the mismatched op")
+
+
 SCENARIOS = {s.name: s for s in [
     Scenario("a", 3, sc_a, deadline=7.0, doc="rank 0 only: all_reduce(loss) at the last step"),
     Scenario("b", 3, sc_b, deadline=7.0, doc="rank 2 has 3 batches, ranks 0,1 have 4; then barrier"),
@@ -398,6 +444,15 @@ SCENARIOS = {s.name: s for s in [
              doc="broadcast_object_list from rank 0 whose unpickling raises on ranks 1,2"),
     Scenario("bcast_unpickle_empty", 3, sc_bcast_unpickle, deadline=7.0, rank_env={0: {"TORCH_FR_BUFFER_SIZE": "0"}},
              doc="bcast_unpickle with the Flight Recorder off on rank 0 (TORCH_FR_BUFFER_SIZE=0): its dump has no entries"),
+    # a again, but every rank dumps at +2.5 s, before rank 0's 4 s gloo
+    # timeout fires: rank 0's dump shows seq 4 pending, its stderr then the
+    # timeout of that same all_reduce (it stays alive 6 s after its dump).
+    Scenario("a_early", 3, sc_a, deadline=2.5,
+             doc="scenario a, dumps at +2.5 s, before rank 0's 4 s timeout that its stderr then shows"),
+    Scenario("j3", 3, sc_j3, timeout=30.0, rank_deadline={0: 2.0, 1: 2.0, 2: 8.0},
+             doc="healthy; ranks 0,1 dump at +2 s while in the final barrier, rank 2 at +8 s after it"),
+    Scenario("c_detail_sub", 4, sc_c_detail_sub, deadline=7.0, env={"TORCH_DISTRIBUTED_DEBUG": "DETAIL"},
+             doc="scenario c in new_group([1,2,3]) under DETAIL: rank 3 broadcasts, ranks 1,2 all_reduce"),
     Scenario("j2", 3, sc_j2, timeout=30.0, deadline=5.0,
              doc="rank 2 sleeps 1.2 s per step, 10 s in step 3; dump at +5 s, before the 30 s timeout"),
 ]}
