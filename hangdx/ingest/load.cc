@@ -577,6 +577,13 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
     }
   }
   job.dumps = by_rank.Take();
+  // A rank's log may hold the error that ended an op its Flight Recorder
+  // dump, taken a moment before, shows pending: one op, seen by both.
+  for (auto& d : job.dumps) {
+    if (d.events.empty() || OpsEndedByLogs(d).empty()) continue;
+    if (d.history && !ExpandDump(&d, &diags, &cache)) continue;  // its history would still show it pending
+    EndOpsEndedByLogs(&d, &diags);
+  }
   if (!job.unreadable.empty())
     for (const auto& d : job.dumps) job.unreadable.erase(d.rank);  // another artifact of the rank was readable
   job.diagnostics = diags.Take();

@@ -150,6 +150,68 @@ bool SameOpKind(std::string_view a, std::string_view b) {
   return a.empty() || b.empty() || CanonicalOp(a) == CanonicalOp(b);
 }
 
+namespace {
+
+// A collective of the dump's own records that has not ended.
+bool PendingOwnCollective(const OpRecord& op) {
+  return op.source < 0 && !op.is_p2p && op.collective_seq >= 0 && !op.completed && !op.retired;
+}
+
+// The index of the op `e` ended among d.ops, or -1 when none is known.
+int64_t OpEndedBy(const model::RankDump& d, const model::LogEvent& e) {
+  int64_t found = -1;
+  for (size_t i = 0; i < d.ops.size(); ++i) {
+    const OpRecord& op = d.ops[i];
+    if (!PendingOwnCollective(op)) continue;
+    if (e.seq >= 0 && op.collective_seq != e.seq) continue;
+    if (!e.pg.empty() && op.pg_name != e.pg) continue;
+    // An error printed before the op was created is an earlier op's.
+    if (e.time_ns > 0 && op.time_created_ns > 0 && e.time_ns < op.time_created_ns) continue;
+    if (found >= 0) return -1;  // two candidates: which one failed is not known
+    found = static_cast<int64_t>(i);
+  }
+  return found;
+}
+
+}  // namespace
+
+std::vector<size_t> OpsEndedByLogs(const model::RankDump& d) {
+  std::vector<size_t> out;
+  if (!d.from_flight_recorder) return out;
+  for (const model::LogEvent& e : d.events) {
+    if (!e.ends_op) continue;
+    int64_t i = OpEndedBy(d, e);
+    if (i >= 0) out.push_back(static_cast<size_t>(i));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+size_t EndOpsEndedByLogs(model::RankDump* d, model::DiagnosticSink* diags) {
+  if (!d->from_flight_recorder) return 0;
+  size_t ended = 0;
+  for (const model::LogEvent& e : d->events) {
+    if (!e.ends_op) continue;
+    int64_t i = OpEndedBy(*d, e);
+    if (i < 0) continue;
+    OpRecord& op = d->ops[static_cast<size_t>(i)];
+    // Retired, not completed: it ended by failing while the rank waited in
+    // it (what the analysis reads as timed out, analyze/checks/stall.cc),
+    // so the wait it shows stays a wait (a cycle through it is still one).
+    op.retired = true;
+    if (op.timeout_ms < 0) op.timeout_ms = e.timeout_ms;
+    ++ended;
+    diags->Add(model::Diagnostic::Severity::kInfo, e.file,
+               "rank " + std::to_string(d->rank) + ": line " + std::to_string(e.line) + " is the error that ended pg " +
+                   (op.pg_name.empty() ? std::string("''") : std::string(op.pg_name)) + " seq " +
+                   std::to_string(op.collective_seq) + " " + std::string(op.op) + ", which " + d->file +
+                   " shows pending (dumped before it failed): taken as failed",
+               d->rank);
+  }
+  return ended;
+}
+
 void MergeRankOps(model::RankDump* into, const model::RankDump& from, model::DiagnosticSink* diags) {
   for (const auto& [name, cfg] : from.pg_config)
     if (!into->pg_config.count(name)) into->pg_config.emplace(name, cfg);

@@ -220,5 +220,129 @@ TEST(LoadJob, LogRecordsSurviveASecondDumpOfTheRank) {
   EXPECT_EQ(job->inputs.duplicates, 1u);
 }
 
+// --- Ops a rank's log says ended (OpsEndedByLogs, EndOpsEndedByLogs) ---
+
+// Rank 1's gloo dump: all_reduces at `done` retired, then one pending
+// all_reduce per (pg, seq) of `pending`, created at t = 1000 ns.
+RankDump GlooFr(std::vector<int64_t> done, std::vector<std::pair<std::string, int64_t>> pending) {
+  RankDump d;
+  d.rank = 1;
+  d.file = "fr_trace_rank_1";
+  d.from_flight_recorder = true;
+  for (int64_t s : done) {
+    OpRecord r = Op(&d, "0", s, "gloo:all_reduce", {36}, "Float");
+    r.state = model::OpState::kScheduled;
+    r.retired = r.completed = true;
+    d.ops.push_back(r);
+  }
+  for (const auto& [pg, s] : pending) {
+    OpRecord r = Op(&d, pg, s, "gloo:all_reduce", {1}, "Float");
+    r.state = model::OpState::kScheduled;
+    r.time_created_ns = 1000;
+    d.ops.push_back(r);
+  }
+  return d;
+}
+
+// gloo's transport timeout as the messages format reads it: no pg, no seq.
+model::LogEvent GlooTimeout() {
+  model::LogEvent e;
+  e.kind = model::LogEvent::Kind::kTimeout;
+  e.message = "Timed out waiting 4000ms for recv operation to complete";
+  e.file = "rank_1.log";
+  e.line = 19;
+  e.op = "recv";
+  e.timeout_ms = 4000;
+  e.ends_op = true;
+  return e;
+}
+
+TEST(OpsEndedByLogs, TheOnePendingCollectiveIsTheOneTheErrorEnded) {
+  RankDump d = GlooFr({1, 2, 3}, {{"0", 4}});
+  d.events.push_back(GlooTimeout());
+  EXPECT_EQ(OpsEndedByLogs(d), (std::vector<size_t>{3}));
+  model::DiagnosticSink sink;
+  EXPECT_EQ(EndOpsEndedByLogs(&d, &sink), 1u);
+  // Failed: retired, not completed (the rank waited in it until it failed).
+  EXPECT_TRUE(d.ops[3].retired);
+  EXPECT_FALSE(d.ops[3].completed);
+  EXPECT_EQ(d.ops[3].timeout_ms, 4000);
+  auto diags = sink.Take();
+  ASSERT_EQ(diags.size(), 1u);
+  EXPECT_EQ(diags[0].severity, model::Diagnostic::Severity::kInfo);
+  EXPECT_EQ(diags[0].file, "rank_1.log");
+  EXPECT_EQ(diags[0].message,
+            "rank 1: line 19 is the error that ended pg 0 seq 4 all_reduce, which fr_trace_rank_1 shows pending "
+            "(dumped before it failed): taken as failed");
+  // Nothing is pending any more: a second call ends nothing.
+  EXPECT_TRUE(OpsEndedByLogs(d).empty());
+  EXPECT_EQ(EndOpsEndedByLogs(&d, &sink), 0u);
+}
+
+TEST(OpsEndedByLogs, TwoPendingCollectivesAndNoSeqEndNone) {
+  // pg 0 seq 4 and pg 1 seq 2 pending (async ops): which one raised is not known.
+  RankDump d = GlooFr({1, 2, 3}, {{"0", 4}, {"1", 2}});
+  d.events.push_back(GlooTimeout());
+  EXPECT_TRUE(OpsEndedByLogs(d).empty());
+  // An error that names its pg and seq picks its op among them.
+  d.events.back().pg = "1";
+  d.events.back().seq = 2;
+  EXPECT_EQ(OpsEndedByLogs(d), (std::vector<size_t>{4}));
+}
+
+TEST(OpsEndedByLogs, OnlyAnOpsOwnErrorOfTheSameTimeEndsIt) {
+  RankDump d = GlooFr({1, 2, 3}, {{"0", 4}});
+  model::LogEvent e = GlooTimeout();
+  e.ends_op = false;  // a timeout the row does not say is the pending op's error (a store's)
+  d.events.push_back(e);
+  EXPECT_TRUE(OpsEndedByLogs(d).empty());
+  d.events.back().ends_op = true;
+  d.events.back().time_ns = 999;  // printed before the op was created (t = 1000): an earlier op's
+  EXPECT_TRUE(OpsEndedByLogs(d).empty());
+  d.events.back().seq = 3;  // names a seq that is not pending
+  d.events.back().time_ns = 0;
+  EXPECT_TRUE(OpsEndedByLogs(d).empty());
+  d.from_flight_recorder = false;  // ops from logs: not a dump taken before the error
+  d.events.back().seq = -1;
+  EXPECT_TRUE(OpsEndedByLogs(d).empty());
+}
+
+// A gloo dump of rank 0 (entries of one pg at `seqs`, the last pending),
+// as torch 2.13 writes it (testdata/torch/a_early).
+std::string GlooFrJson(std::vector<int64_t> seqs) {
+  std::string entries;
+  for (size_t i = 0; i < seqs.size(); ++i)
+    entries += std::string(entries.empty() ? "" : ", ") + R"({"record_id": )" + std::to_string(i) +
+               R"(, "pg_id": 0, "process_group": ["0", "default_pg"], "collective_seq_id": )" +
+               std::to_string(seqs[i]) + R"(, "p2p_seq_id": 0, "op_id": )" + std::to_string(seqs[i]) +
+               R"(, "profiling_name": "gloo:all_reduce", "input_sizes": [[1]], "output_sizes": [[1]],)"
+               R"( "input_dtypes": ["Float"], "output_dtypes": ["Float"], "state": "scheduled", "retired": )" +
+               (i + 1 < seqs.size() ? "true" : "false") + "}";
+  return R"({"version": "2.10", "pg_config": {"": {"name": "", "desc": "", "ranks": "[0, 1, 2]"}},)"
+         R"( "entries": [)" +
+         entries + "]}";
+}
+
+TEST(LoadJob, TheLogsTimeoutEndsTheOpTheDumpShowsPending) {
+  // Rank 0 dumped while blocked in seq 4, then its 4 s timeout fired and its
+  // stderr shows gloo's error (the line from testdata/torch/a_early).
+  const std::string line =
+      "RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out "
+      "waiting 4000ms for recv operation to complete\n";
+  for (bool log_first : {false, true}) {
+    std::vector<std::pair<std::string, std::string>> files = {{"fr_trace_rank_0.json", GlooFrJson({1, 2, 3, 4})},
+                                                              {"rank_0.log", line}};
+    if (log_first) files[1].first = "a_rank_0.log";
+    auto job = LoadFiles(files);
+    ASSERT_TRUE(job.ok());
+    ASSERT_EQ(job->dumps.size(), 1u);
+    const RankDump& d = job->dumps[0];
+    ASSERT_EQ(Seqs(d), (std::vector<int64_t>{1, 2, 3, 4}));
+    EXPECT_TRUE(d.ops[3].retired) << log_first;
+    EXPECT_FALSE(d.ops[3].completed) << log_first;
+    EXPECT_EQ(d.history, nullptr);  // made whole: a history would still show seq 4 pending
+  }
+}
+
 }  // namespace
 }  // namespace hangdx::ingest

@@ -317,6 +317,9 @@ struct LogEvent {
   // 0 when it has none. Orders events of different files (a stall warning
   // on one rank, progress on another) and gives the job's rhythm.
   int64_t time_ns = 0;
+  // The message is the error the rank's pending op raised (its catalogue
+  // row says `ends op`): that op ended, failed, when this was printed.
+  bool ends_op = false;
 };
 
 // A device task that a device log reports stuck or failed: an HCCL plog's

@@ -115,6 +115,9 @@ Status RowReader::Add(std::string_view key, std::string_view value, int64_t line
   } else if (key == "pg_from") {
     if (v != "timeout") return Error(line, "pg_from must be timeout");
     row_.pg_from_timeout = true;
+  } else if (key == "ends") {
+    if (v != "op") return Error(line, "ends must be op");
+    row_.ends_op = true;
   } else if (key == "reader") {
     if (v.empty() || v.find(' ') != std::string::npos) return Error(line, "reader names one input format");
     row_.reader = v;

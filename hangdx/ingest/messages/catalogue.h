@@ -115,6 +115,12 @@ struct Row {
   // watchdog of the pg whose work timed out): its pg is the pg of the last
   // timeout the same rank reported in the file.
   bool pg_from_timeout = false;
+  // `ends op`: the message is the error that the op the rank is blocked in
+  // raises (gloo's transport timeout and connection errors, thrown from that
+  // op's wait): the op ended, failed, when it was printed. A Flight Recorder
+  // dump of the rank taken a moment before shows that op still pending
+  // (ingest::EndOpsEndedByLogs).
+  bool ends_op = false;
   // The input format whose own parser turns this message into records when
   // it reads the file (`reader torch-log`: a name of `hangdx formats`); ""
   // (no key): the catalogue's format, `messages`, does. Either way one

@@ -144,6 +144,7 @@ model::LogEvent MakeEvent(const Message& m, Kind kind, const std::string& file) 
                                                         : ModelRole::kNone;
   e.setting = f.setting;
   e.value = f.value;
+  e.ends_op = x.row->ends_op;
   return e;
 }
 
