@@ -144,5 +144,38 @@ TEST(StallCheck, NcclLogLinesAloneDoNotShowAStall) {
   EXPECT_EQ(fs[0].severity, Severity::kWarning);
 }
 
+// gloo, world of 3 (pg 0's members recorded, as a gloo dump of the default
+// pg does): three finished all_reduces, then barrier seq 4 retired on
+// rank 2 and still pending on ranks 0,1, whose dumps were taken before it
+// finished there (testdata/torch/j3).
+model::Job BarrierEndedOnRankTwo() {
+  JobBuilder b;
+  for (int r = 0; r < 3; ++r) b.Steps(r, "0", 1, 3).Coll(r, "0", 4, "barrier", /*done=*/r == 2, {}, "");
+  return b.Members("0", {0, 1, 2}).Build();
+}
+
+TEST(StallCheck, ACollectiveOneMemberEndedIsNoStall) {
+  // Rank 2 ended seq 4, so every member reached it (a collective needs
+  // all): ranks 0,1 were dumped a moment before it ended on them. The old
+  // finding was "all 3 ... are in barrier seq 4 ... but it has not
+  // finished. Look first at ranks 0-1".
+  EXPECT_TRUE(RunCheck(&StallCheck, BarrierEndedOnRankTwo()).empty());
+}
+
+TEST(StallCheck, AnEndingTheRankLoggedAsAFailureIsStillAStall) {
+  // gloo retires a failed op too: rank 2 logged a timeout, so its ending
+  // is no sign that every member arrived, and the stall stands (least
+  // advanced: ranks 0,1, whose op has not ended).
+  model::Job job = BarrierEndedOnRankTwo();
+  model::LogEvent timeout;
+  timeout.kind = model::LogEvent::Kind::kTimeout;
+  timeout.message = "Timed out waiting 4000ms for recv operation to complete";
+  job.dumps[2].events.push_back(timeout);
+  std::vector<Finding> fs = RunCheck(&StallCheck, job);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].seq, 4);
+  EXPECT_EQ(fs[0].culprit_ranks, (Ranks{0, 1}));
+}
+
 }  // namespace
 }  // namespace hangdx::analyze

@@ -2,7 +2,31 @@
 
 #include <set>
 
+#include "hangdx/analyze/match.h"
+
 namespace hangdx::analyze {
+
+namespace {
+
+// True when the rank's logs say one of its ops failed or it went down.
+bool LoggedAFailure(const model::RankDump& d) {
+  using K = model::LogEvent::Kind;
+  for (const auto& e : d.events)
+    if (e.kind == K::kTimeout || e.kind == K::kPeerLost || e.kind == K::kAbort || e.kind == K::kCrash) return true;
+  return false;
+}
+
+}  // namespace
+
+bool EndedByAMember(const RankAnalysis& a, const Instance& in) {
+  for (size_t k = 0; k < in.arrived.size(); ++k) {
+    const model::OpRecord& op = a.OpAt(in, k);
+    if (!op.completed || KindUnknown(op)) continue;
+    const model::RankDump* d = a.job.Find(in.arrived[k]);
+    if (d && !LoggedAFailure(*d)) return true;
+  }
+  return false;
+}
 
 std::map<int, int> FirstStalledInstances(const RankAnalysis& a) {
   std::map<int, int> first;
@@ -10,6 +34,7 @@ std::map<int, int> FirstStalledInstances(const RankAnalysis& a) {
     const Instance& in = a.instances.list[i];
     int node = a.graph.InstanceNode(i);
     if (in.problem() || !in.any_pending || (node >= 0 && a.graph.dead(node))) continue;
+    if (EndedByAMember(a, in)) continue;
     first.try_emplace(in.group, i);
   }
   return first;

@@ -16,8 +16,17 @@
 
 namespace hangdx::analyze {
 
-// Group -> its first kept instance that is no problem, still pending and not
-// deadlocked, by group.
+// True when some member ended instance `in` and nothing says that it ended
+// it by failing: its op there is completed (gloo: retired) and its rank
+// logged no timeout, lost peer, abort or crash. A collective needs every
+// member, so then every member arrived: members still showing it pending
+// were dumped a moment before it finished on them (dumps are never taken at
+// quite the same time; gloo also records completion asynchronously). Such
+// an instance is no stall and names no culprit.
+bool EndedByAMember(const RankAnalysis& a, const Instance& in);
+
+// Group -> its first kept instance that is no problem, still pending, not
+// ended by a member (EndedByAMember) and not deadlocked, by group.
 std::map<int, int> FirstStalledInstances(const RankAnalysis& a);
 
 // One pg description (set by the user, so one logical group) that is a
