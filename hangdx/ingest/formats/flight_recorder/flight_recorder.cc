@@ -804,6 +804,7 @@ class Converter {
     } else if (pg.present()) {
       Warn("field 'process_group' is not a (name, desc) pair");
     }
+    if (op.pg_name.empty() && op.pg_id >= 0) NameByPgId(&op);
     // Scratch buffers keep their capacity between entries; interning looks
     // the value up before copying it, so a repeated shape costs no allocation.
     // A field the budget cut short is not "malformed": the entry is dropped
@@ -850,6 +851,23 @@ class Converter {
       op.frames = pool.InternCopy(stack_);
     }
     return true;
+  }
+
+  // An entry whose process_group is ('', ''): under
+  // TORCH_DISTRIBUTED_DEBUG=DETAIL the ProcessGroupWrapper's inner backend
+  // and its fingerprint helper record no name, for every pg alike (the
+  // default pg, each new_group, each one's helper; torch 2.13, gloo:
+  // testdata/torch/c_detail, c_detail_sub). Their pg_id still tells them
+  // apart (the process's count of backends it created), so each pg_id is a
+  // pg of its own, named "''#<pg_id>": one name '' would make one pg of
+  // them and a mismatch of their colliding seqs. Which real pg that is the
+  // dump does not say, and the name says so.
+  // Interned by content (pool_.Str): the made-up name is no buffer's
+  // bytes, and Str() keys pickle strings by their address.
+  void NameByPgId(model::OpRecord* op) {
+    std::string id = std::to_string(op->pg_id);
+    op->pg_name = pool_.Str("''#" + id);
+    if (op->pg_desc.empty()) op->pg_desc = pool_.Str("no name; pg_id " + id);
   }
 
   // A problem of the whole dump, or of one entry (repeats are counted by

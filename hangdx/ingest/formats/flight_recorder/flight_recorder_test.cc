@@ -86,6 +86,33 @@ TEST(FlightRecorder, RealGlooJsonMatchesPickle) {
   for (const auto& diag : diags) ADD_FAILURE() << diag.message;
 }
 
+// testdata/torch/c_detail_sub, rank 1 (TORCH_DISTRIBUTED_DEBUG=DETAIL, a
+// new_group): every entry's process_group is ('', ''); their pg_ids, read
+// with Python's pickle module, are 1 1 0 1 1 0 3 3 2 3 3.
+void ExpectEachPgIdItsOwnPg(const model::RankDump& d) {
+  const std::vector<int64_t> ids = {1, 1, 0, 1, 1, 0, 3, 3, 2, 3, 3};
+  const std::vector<int64_t> seqs = {3, 4, 1, 7, 8, 2, 3, 4, 1, 7, 8};
+  ASSERT_EQ(d.ops.size(), ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_EQ(d.ops[i].pg_id, ids[i]) << i;
+    EXPECT_EQ(d.ops[i].pg_name, "''#" + std::to_string(ids[i])) << i;
+    EXPECT_EQ(d.ops[i].pg_desc, "no name; pg_id " + std::to_string(ids[i])) << i;
+    EXPECT_EQ(d.ops[i].collective_seq, seqs[i]) << i;
+  }
+}
+
+TEST(FlightRecorder, UnnamedPgsOfDetailAreToldApartByPgId) {
+  for (const char* f : {"pickle/fr_trace_rank_1", "json/fr_trace_rank_1.json"}) {
+    auto data = ReadFile(std::string(HANGDX_SOURCE_DIR) + "/testdata/torch/c_detail_sub/" + f);
+    ASSERT_TRUE(data.ok()) << f;
+    model::RankDump d;
+    std::vector<model::Diagnostic> diags;
+    bool pickle = std::string(f).rfind("pickle", 0) == 0;
+    ASSERT_TRUE(Parse(pickle ? ParseFlightRecorderPickle : ParseFlightRecorderJson, *data, f, &d, &diags)) << f;
+    ExpectEachPgIdItsOwnPg(d);
+  }
+}
+
 TEST(FlightRecorder, PgStatusLagsRetired) {
   // Rank 1's pg_status says last completed 2 although entry seq 3 retired.
   model::RankDump d;

@@ -216,6 +216,10 @@ namespace {
 // watchdog timeouts, PG status lines, DETAIL mismatches and fingerprints,
 // crashes and exits) collects what the lines say; Finish() writes the
 // fingerprints, timeouts and pg statuses, which need lines read later.
+// The pg of a DETAIL mismatch reported inside a sub-group: the line names
+// no pg, and under DETAIL the Flight Recorder records none either.
+constexpr std::string_view kUnknownSubGroup = "?";
+
 class TorchLogReader {
  public:
   TorchLogReader(const Artifact& in, RecordSink* out) : in_(in), out_(out) {}
@@ -229,6 +233,7 @@ class TorchLogReader {
 
   void Finish() {
     for (const auto& [key, c] : fingerprints_) EmitFingerprint(key.first, c.f);
+    for (const auto& [key, f] : sub_group_own_) EmitFingerprint(key.first, f, kUnknownSubGroup, "sub-group, name unknown");
     for (const auto& to : timeouts_) EmitTimeout(to);
     EmitStatuses();
     if (truncated_lines_ > 0)
@@ -386,12 +391,20 @@ class TorchLogReader {
     }
     Fingerprint pa = ParseFingerprint(fa), pb = ParseFingerprint(fb);
     std::string msg(t.substr(t.find("Detected mismatch")).substr(0, 2048));
-    // The ranks of the message are ranks of the checked pg; a [rankN]:
-    // prefix naming another rank means that pg is not the world: its ranks
-    // cannot be placed, only the event is kept.
-    if (l.rank >= 0 && l.rank != a) {
-      Event(l.rank, Kind::kMismatch, msg + " [ranks of a sub-group, not global]", l.number, "", pa.ok ? pa.seq + 1 : -1,
-            TorchOpName(pa.op_type));
+    // The ranks of the message are ranks of the checked pg (the wrapper's
+    // backend->getRank(), ProcessGroupWrapper.cpp), and rank a is the
+    // reporter itself. A reporter whose global rank (its [rankN]: prefix,
+    // else the file's rank) is not a checked a pg that is not the world,
+    // and the line does not say which (DETAIL's pgs record no name either,
+    // testdata/torch/c_detail_sub): its ranks cannot be placed. The
+    // reporter's own fingerprint is still its op there, so it becomes an op
+    // of pg kUnknownSubGroup: every member raises the same error, so the
+    // members' logs side by side show which of them called another op.
+    int64_t reporter = l.rank >= 0 ? l.rank : in_.rank_hint;
+    if (reporter >= 0 && reporter != a) {
+      if (pa.ok && sub_group_own_.size() < (1u << 16)) sub_group_own_.try_emplace({reporter, pa.seq}, pa);
+      Event(reporter, Kind::kMismatch, msg + " [ranks of a sub-group, not global]", l.number,
+            std::string(kUnknownSubGroup), pa.ok ? pa.seq + 1 : -1, TorchOpName(pa.op_type));
       return;
     }
     // The reporting rank (a) compared its fingerprint with every rank's in
@@ -480,13 +493,15 @@ class TorchLogReader {
     if (!fresh && source > it->second.source) it->second = FpClaim{source, f};
   }
 
-  // A fingerprint as the rank's op on the default pg.
-  void EmitFingerprint(int64_t rank, const Fingerprint& f) {
+  // A fingerprint as the rank's op on pg `pg` (the default pg unless the
+  // report shows a sub-group).
+  void EmitFingerprint(int64_t rank, const Fingerprint& f, std::string_view pg = "0",
+                       std::string_view desc = "default_pg") {
     model::Interner& pool = out_->Strings(rank);
     model::OpRecord r;
     r.record_id = static_cast<int64_t>(out_->OpCount(rank));
-    r.pg_name = pool.Str("0");
-    r.pg_desc = pool.Str("default_pg");
+    r.pg_name = pool.Str(pg);
+    r.pg_desc = pool.Str(desc);
     // SequenceNumber is the pg's collective count before this op
     // (getSequenceNumberForGroup()); Flight Recorder numbers it one more.
     r.collective_seq = f.seq + 1;
@@ -586,6 +601,9 @@ class TorchLogReader {
   std::map<int64_t, int> events_of_, stacks_of_;  // per rank: how many this file gave (capped)
   std::set<std::tuple<int64_t, Kind, std::string, int64_t, std::string>> seen_events_;
   std::map<std::pair<int64_t, int64_t>, FpClaim> fingerprints_;
+  // (global rank, SequenceNumber) -> the rank's own fingerprint in a
+  // sub-group mismatch report.
+  std::map<std::pair<int64_t, int64_t>, Fingerprint> sub_group_own_;
   std::set<std::tuple<int64_t, int64_t, int64_t>> inferred_from_;  // (a, b, seq) whose ranks below b were claimed
   int64_t truncated_lines_ = 0;
 };

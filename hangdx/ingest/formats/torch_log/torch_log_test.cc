@@ -194,7 +194,9 @@ TEST(TorchLog, DetailMismatchOwnReportBeatsOthersAndSubgroupsStayLocal) {
       "CollectiveFingerPrint(SequenceNumber=7, OpType=BROADCAST, TensorShape=[4], TensorDtypes=Float), but Rank 0 "
       "is running collective: CollectiveFingerPrint(SequenceNumber=7, OpType=ALLREDUCE, TensorShape=[8], "
       "TensorDtypes=Float).\n"
-      // A sub-group: global rank 5 is rank 1 of the checked pg; nothing can be placed.
+      // A sub-group: global rank 5 is rank 1 of the checked pg: the other
+      // rank cannot be placed, rank 5's own fingerprint is its op of a pg
+      // whose name is unknown.
       "[rank5]: RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running collective: "
       "CollectiveFingerPrint(SequenceNumber=3, OpType=ALLGATHER), but Rank 0 is running collective: "
       "CollectiveFingerPrint(SequenceNumber=3, OpType=BARRIER).\n",
@@ -205,11 +207,52 @@ TEST(TorchLog, DetailMismatchOwnReportBeatsOthersAndSubgroupsStayLocal) {
   EXPECT_EQ(*d[2].ops[0].input_sizes, (model::Shapes{{4}}));
   EXPECT_EQ(d[2].ops[0].collective_seq, 8);
   EXPECT_EQ(d[3].rank, 5);
-  EXPECT_TRUE(d[3].ops.empty());
+  ASSERT_EQ(d[3].ops.size(), 1u);
+  EXPECT_EQ(d[3].ops[0].pg_name, "?");
+  EXPECT_EQ(d[3].ops[0].collective_seq, 4);
+  EXPECT_EQ(d[3].ops[0].op, "all_gather");
   ASSERT_EQ(d[3].events.size(), 1u);
   EXPECT_EQ(d[3].events[0].kind, model::LogEvent::Kind::kMismatch);
-  EXPECT_EQ(d[3].events[0].pg, "");
+  EXPECT_EQ(d[3].events[0].pg, "?");
   EXPECT_EQ(d[3].events[0].seq, 4);
+}
+
+TEST(TorchLog, DetailMismatchOfASubGroupByTheFilesRank) {
+  // testdata/torch/c_detail_sub/stderr/rank_1.log, cut: global rank 1 (the
+  // file's rank, no [rankN]: prefix) reports itself as "Rank 0": the pg is
+  // not the world, so neither its rank 0 nor its rank 2 is a global rank.
+  auto d = Parse(
+      "RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running collective: "
+      "CollectiveFingerPrint(SequenceNumber=1, OpType=ALLREDUCE, TensorShape=[8], TensorDtypes=Float, "
+      "TensorDeviceTypes=TensorOptions(dtype=float (default), device=cpu)), but Rank 2 is running collective: "
+      "CollectiveFingerPrint(SequenceNumber=1, OpType=BROADCAST, TensorShape=[8], TensorDtypes=Float, "
+      "TensorDeviceTypes=TensorOptions(dtype=float (default), device=cpu)).\n",
+      1);
+  ASSERT_EQ(d.size(), 1u);  // nothing of ranks 0 or 2
+  EXPECT_EQ(d[0].rank, 1);
+  ASSERT_EQ(d[0].ops.size(), 1u);
+  const model::OpRecord& op = d[0].ops[0];
+  EXPECT_EQ(op.pg_name, "?");
+  EXPECT_EQ(op.pg_desc, "sub-group, name unknown");
+  EXPECT_EQ(op.collective_seq, 2);  // SequenceNumber=1 counts the ops before it
+  EXPECT_EQ(op.backend, "gloo");
+  EXPECT_EQ(op.op, "all_reduce");
+  EXPECT_EQ(*op.input_sizes, (model::Shapes{{8}}));
+  ASSERT_EQ(d[0].events.size(), 1u);
+  EXPECT_EQ(d[0].events[0].pg, "?");
+  EXPECT_EQ(d[0].events[0].seq, 2);
+  EXPECT_EQ(d[0].events[0].peer, -1);  // its "Rank 2" is no global rank
+  // The same line in rank 0's file is the default pg's, as before.
+  auto world = Parse(
+      "RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running collective: "
+      "CollectiveFingerPrint(SequenceNumber=1, OpType=ALLREDUCE, TensorShape=[8], TensorDtypes=Float), but Rank 2 "
+      "is running collective: CollectiveFingerPrint(SequenceNumber=1, OpType=BROADCAST, TensorShape=[8], "
+      "TensorDtypes=Float).\n",
+      0);
+  ASSERT_FALSE(world.empty());
+  EXPECT_EQ(world[0].rank, 0);
+  ASSERT_FALSE(world[0].ops.empty());
+  EXPECT_EQ(world[0].ops[0].pg_name, "0");
 }
 
 TEST(TorchLog, WatchdogCrashOfVllm6042) {
