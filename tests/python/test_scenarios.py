@@ -134,7 +134,43 @@ def test_verdict_from_logs_where_dumps_cannot_show_it(name, parts):
 
 
 def test_some_scenarios_have_log_evidence():
-    assert "c_detail" in LOG_SCENARIOS
+    assert {"c_detail", "c_detail_sub"} <= set(LOG_SCENARIOS)
+
+
+COMBINED_SCENARIOS = [n for n in SCENARIOS if load_expected(n).get("combined_evidence")]
+
+
+def right(f0, exp):
+    """How much of the hand-written verdict finding f0 gets: 2 the kind and
+    culprits, 1 the culprits only (as candidates or culprits), 0 neither."""
+    if f0 is None:
+        return 0
+    if (f0["kind"], f0["culprit_ranks"]) == (exp["kind"], exp["culprit_ranks"]):
+        return 2
+    named = set(f0.get("culprit_ranks") or []) | set(f0.get("candidates") or [])
+    return 1 if named == set(exp["culprit_ranks"]) else 0
+
+
+@pytest.mark.parametrize("fr", ["pickle", "json"])
+@pytest.mark.parametrize("name", COMBINED_SCENARIOS)
+def test_dumps_and_logs_together_are_at_least_as_right_as_either(name, fr):
+    """A rank's dump taken a moment before its collective failed, and its
+    stderr with that failure (a_early): together they must give the verdict,
+    and never a worse one than either alone (the tester's case: pickle alone
+    'not a hang yet' naming ranks 1,2, both together an undecided timeout
+    naming nobody)."""
+    exp = load_expected(name)
+    _, both = first_finding(os.path.join(TESTDATA, name, fr), os.path.join(TESTDATA, name, "stderr"))
+    assert both, "no finding; expected %s %s" % (exp["kind"], exp["culprit_ranks"])
+    assert (both["kind"], both["culprit_ranks"]) == (exp["kind"], exp["culprit_ranks"]), (both["summary"], exp["why"])
+    assert (both["pg"]["name"], both["seq"], both["hang"]) == (exp["pg"], exp["seq"], exp["hang"]), both["summary"]
+    for part in (fr, "stderr"):
+        _, alone = first_finding(os.path.join(TESTDATA, name, part), unusable_ok=True)
+        assert right(both, exp) >= right(alone, exp), (part, alone and alone["summary"])
+
+
+def test_some_scenarios_combine_dumps_and_logs():
+    assert "a_early" in COMBINED_SCENARIOS
 
 
 STACK_SCENARIOS = [n for n in SCENARIOS if os.path.isdir(os.path.join(TESTDATA, n, "stacks"))]
@@ -267,10 +303,14 @@ STDERR_SHOWS = {
     # the receivers' tracebacks end in their own error (no pg/seq); the sender's in its all_reduce
     "bcast_unpickle": False,
     "bcast_unpickle_empty": False,
+    # the same inside a sub-group: the lines name ranks of the sub-group, each reporter itself first, and no
+    # pg; the reporters' own fingerprints side by side show the deviating rank, under a pg said to be unknown
+    "c_detail_sub": True,
 }
 # Not in STDERR_SHOWS, why: ddp_uneven, b_threads (dumps at the deadline, while blocked), a (ranks 1,2 sleep, print nothing), d/e (the deviating size/dtype is in no
 # traceback; rank 2 aborts in C++), f1/f2 (the dead rank prints no traceback), g (gloo names no peer),
-# h/i/j2/k (nothing raises; the dumps come from the deadline watchdog), *_stacks/*_pyspy (ranks raise
+# h/i/j2/j3/k (nothing raises; the dumps come from the deadline watchdog), a_early (rank 0's timeout names no
+# seq and no world: the dumps, taken before it, place it), *_stacks/*_pyspy (ranks raise
 # only after the dumps, when rank 2 leaves at the end of the run), j1 (healthy).
 
 
