@@ -64,6 +64,12 @@ std::string FrameText(const model::RankDump& d, const model::OpRecord& op) {
   return f.name + " at " + f.filename + ":" + std::to_string(f.line);
 }
 
+bool IsTimeoutEvent(const model::LogEvent& e) {
+  return e.kind == model::LogEvent::Kind::kTimeout ||
+         (e.kind == model::LogEvent::Kind::kExit &&
+          (e.message.find("Timed out") != std::string::npos || e.message.find("timed out") != std::string::npos));
+}
+
 bool AnyTimeoutEvent(const model::Job& job, const std::vector<model::Rank>& ranks) {
   for (model::Rank r : ranks)
     if (const model::RankDump* d = job.Find(r))

@@ -44,6 +44,11 @@ const model::LogEvent* EndedByItself(const model::RankDump& d);
 // (innermost first), "name at file:line". The op must have frames.
 std::string FrameText(const model::RankDump& d, const model::OpRecord& op);
 
+// True when log event `e` says a wait timed out: a watchdog timeout
+// (LogEvent::kTimeout), or an exception that says so (gloo's "Timed out
+// waiting 4000ms for send operation").
+bool IsTimeoutEvent(const model::LogEvent& e);
+
 // True when a log of one of `ranks` reports a timeout or a crash.
 bool AnyTimeoutEvent(const model::Job& job, const std::vector<model::Rank>& ranks);
 

@@ -86,14 +86,11 @@ void DescribeUnnamedPeer(const std::vector<Rank>& losers, const PeerCandidates& 
       "that address is the rank whose process ended";
 }
 
-// True when some rank's log reports a timed-out wait (a watchdog timeout,
-// gloo's "Timed out waiting 4000ms for send operation").
+// True when some rank's log reports a timed-out wait (IsTimeoutEvent).
 bool AnyTimeout(const model::Job& job) {
   for (const auto& d : job.dumps)
     for (const auto& e : d.events)
-      if (e.kind == LogEvent::Kind::kTimeout ||
-          (e.kind == LogEvent::Kind::kExit && e.message.find("imed out") != std::string::npos))
-        return true;
+      if (IsTimeoutEvent(e)) return true;
   return false;
 }
 

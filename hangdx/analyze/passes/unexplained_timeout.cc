@@ -18,14 +18,6 @@ std::string CollectiveInTraceback(const model::RankDump& d) {
   return "";
 }
 
-// A watchdog timeout, or an exception that says a wait timed out (gloo:
-// "Timed out waiting 4000ms for send operation").
-bool IsTimeout(const model::LogEvent& e) {
-  return e.kind == model::LogEvent::Kind::kTimeout ||
-         (e.kind == model::LogEvent::Kind::kExit &&
-          (e.message.find("Timed out") != std::string::npos || e.message.find("timed out") != std::string::npos));
-}
-
 bool AnyWaitStateError(const FindingSink& sink) {
   for (const auto& e : sink.entries())
     if (e.scope == Scope::kWaitState && e.finding.severity == Severity::kError) return true;
@@ -41,7 +33,7 @@ void UnexplainedTimeoutPass(const RankAnalysis& a, FindingSink* sink, Diagnosis*
   std::string op;
   for (const auto& d : a.job.dumps)
     for (const auto& e : d.events) {
-      if (!IsTimeout(e)) continue;
+      if (!IsTimeoutEvent(e)) continue;
       if (timed_out.empty() || timed_out.back() != d.rank) {
         timed_out.push_back(d.rank);
         if (lines.size() < kEvidencePerSide)
