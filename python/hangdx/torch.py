@@ -84,10 +84,11 @@ class Reporter:
         self.url = url.rstrip("/") + "/v1/report"
         self.interval_s = float(interval_s)
         self.token = token
-        # Read on the reporting thread, before each report until it has
-        # been read: a file that is missing or unreadable (a secret mounted
-        # a little after the job starts) is a logged failure of that
-        # report, never an exception in the training script.
+        # Read on the reporting thread before every report: a file that is
+        # missing, unreadable or still empty (a secret mounted, or written,
+        # a little after the job starts) is a logged failure of that report,
+        # never an exception in the training script; a rotated secret is
+        # picked up at the next report.
         self.token_file = token_file if token is None else None
         self.rank = int(rank)
         self.world_size = world_size
@@ -155,12 +156,19 @@ class Reporter:
         self._want_stacks = self._want_stacks or "stacks" in (answer.get("want") or [])
 
     def _read_token(self) -> None:
-        """Reads ``token_file`` once it can be read (OSError until then)."""
+        """Reads ``token_file`` into ``token``.
+
+        Raises OSError while the file cannot be read and ValueError while it
+        is empty (created but not yet written: reading it then and keeping
+        the empty token would get 401 for ever).
+        """
         if self.token_file is None:
             return
         with open(self.token_file) as f:
-            self.token = f.read().strip()
-        self.token_file = None
+            token = f.read().strip()
+        if not token:
+            raise ValueError("token file %s is empty" % self.token_file)
+        self.token = token
 
     def once(self) -> bool:
         """Sends one report now; True when the watch acknowledged it."""

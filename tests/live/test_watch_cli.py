@@ -324,6 +324,11 @@ def test_push_hook_with_a_token_file_mounted_late_never_raises(hangdx_bin, procs
         assert wait_for(lambda: r.last_error, 5)
         assert "No such file" in r.last_error and r.reports == 0
         mounted.parent.mkdir()
+        # Created before it is written (what write_text does, and what CI
+        # once caught mid-way): an empty token is not kept.
+        mounted.touch()
+        assert wait_for(lambda: r.last_error and "is empty" in r.last_error, 5), r.last_error
+        assert r.reports == 0
         mounted.write_text("late\n")
         assert wait_for(lambda: r.reports > 0, 5), r.last_error
     finally:
