@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "hangdx/ingest/formats/flight_recorder/flat_pickle.h"
 #include "hangdx/ingest/formats/flight_recorder/pickle.h"
 #include "hangdx/ingest/json_tree.h"
 #include "hangdx/ingest/json_util.h"
@@ -29,45 +30,75 @@ constexpr size_t kKeepTreeBytes = size_t{64} << 20;
 
 // ---- Node adapters: one converter serves both pickle and JSON trees. ----
 
-struct PNode {
+// How MemoNode reads PickleDocument's values (the general machine).
+struct PickleTree {
+  using Value = PickleValue;
+  const PickleValue* Items(const PickleValue& c) const { return c.c()->items.data(); }
+  size_t Slots(const PickleValue& c) const { return c.c()->items.size(); }
+  static const void* Identity(const PickleValue& v) { return v.c() ? static_cast<const void*>(v.c()) : &v; }
+  static bool Stable(const PickleValue& v) { return !v.c() || v.c()->stable; }
+};
+constexpr PickleTree kPickleTree;
+
+// How MemoNode reads FlatPickle's values (the fast reader).
+struct FlatTree {
+  using Value = FlatValue;
+  const FlatPickle* doc;
+  const FlatValue* Items(const FlatValue& c) const { return doc->Items(c); }
+  size_t Slots(const FlatValue& c) const { return c.slots(); }
+  static const void* Identity(const FlatValue& v) { return FlatPickle::Identity(v); }
+  static bool Stable(const FlatValue& v) { return FlatPickle::Stable(v); }
+};
+
+// A value of a pickle, read through `Tree` (PickleTree or FlatTree): both
+// readers give the same values, so both read the same through this one
+// adapter, and the converter gives the same records whichever read it.
+template <class Tree>
+struct MemoNode {
   // Values are memoised: the same bytes come back at the same address
   // (CPython memoises keys and repeated strings), so caches keyed by address
   // hit, and one value may appear more than once (FindShared). In a JSON
   // tree (JNode, TNode) every value has its own address and appears once.
   static constexpr bool kMemoised = true;
-  const PickleValue* v;
-  bool null() const { return !v || v->kind() == PickleValue::Kind::kNone; }
+  using Value = typename Tree::Value;
+  using Kind = PickleValue::Kind;
+  MemoNode() = default;
+  explicit MemoNode(std::nullptr_t) {}  // absent
+  MemoNode(const Tree* tree, const Value* value) : t(tree), v(value) {}
+  const Tree* t = nullptr;
+  const Value* v = nullptr;
+  bool null() const { return !v || v->kind() == Kind::kNone; }
   bool is_dict() const { return v && v->is_dict(); }
   bool is_seq() const { return v && v->is_seq(); }
   bool str(std::string_view* out) const {
-    if (!v || v->kind() != PickleValue::Kind::kStr) return false;
+    if (!v || v->kind() != Kind::kStr) return false;
     *out = v->s();
     return true;
   }
   bool integer(int64_t* out) const {
     if (!v) return false;
-    if (v->kind() == PickleValue::Kind::kInt) {
+    if (v->kind() == Kind::kInt) {
       *out = v->i();
       return true;
     }
-    if (v->kind() == PickleValue::Kind::kBool) {
+    if (v->kind() == Kind::kBool) {
       *out = v->b();
       return true;
     }
-    if (v->kind() == PickleValue::Kind::kStr) {  // seq ids passed as strings in PyTorch's tests
-      std::string_view t = v->s();
-      auto r = std::from_chars(t.data(), t.data() + t.size(), *out);
-      return r.ec == std::errc() && r.ptr == t.data() + t.size();
+    if (v->kind() == Kind::kStr) {  // seq ids passed as strings in PyTorch's tests
+      std::string_view s = v->s();
+      auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
+      return r.ec == std::errc() && r.ptr == s.data() + s.size();
     }
     return false;
   }
   bool number(double* out) const {
     if (!v) return false;
-    if (v->kind() == PickleValue::Kind::kFloat) {
+    if (v->kind() == Kind::kFloat) {
       *out = v->f();
       return true;
     }
-    if (v->kind() == PickleValue::Kind::kInt) {
+    if (v->kind() == Kind::kInt) {
       *out = static_cast<double>(v->i());
       return true;
     }
@@ -75,49 +106,58 @@ struct PNode {
   }
   bool boolean(bool* out) const {
     if (!v) return false;
-    if (v->kind() == PickleValue::Kind::kBool) {
+    if (v->kind() == Kind::kBool) {
       *out = v->b();
       return true;
     }
-    if (v->kind() == PickleValue::Kind::kInt) {
+    if (v->kind() == Kind::kInt) {
       *out = v->i() != 0;
       return true;
     }
     return false;
   }
-  PNode get(std::string_view key) const { return PNode{v ? v->Get(key) : nullptr}; }
+  // Dict lookup by string key: the first match (PickleValue::Get).
+  MemoNode get(std::string_view key) const {
+    if (!is_dict()) return MemoNode{nullptr};
+    const Value* it = t->Items(*v);
+    for (size_t i = 0, n = t->Slots(*v); i + 1 < n; i += 2)
+      if (it[i].kind() == Kind::kStr && it[i].s() == key) return MemoNode{t, &it[i + 1]};
+    return MemoNode{nullptr};
+  }
   size_t size() const { return v && (v->is_seq() || v->is_dict()) ? v->size() : 0; }
-  PNode at(size_t i) const { return PNode{&v->c()->items[i]}; }
+  MemoNode at(size_t i) const { return MemoNode{t, &t->Items(*v)[i]}; }
   template <typename F>
   void items_view(F f) const {  // dict items with string keys, no copies
     if (!is_dict()) return;
-    const auto& it = v->c()->items;
-    for (size_t i = 0; i + 1 < it.size(); i += 2)
-      if (it[i].kind() == PickleValue::Kind::kStr) f(it[i].s(), PNode{&it[i + 1]});
+    const Value* it = t->Items(*v);
+    for (size_t i = 0, n = t->Slots(*v); i + 1 < n; i += 2)
+      if (it[i].kind() == Kind::kStr) f(it[i].s(), MemoNode{t, &it[i + 1]});
   }
   template <typename F>
   void items(F f) const {  // dict items with string keys
     if (!is_dict()) return;
-    const auto& it = v->c()->items;
-    for (size_t i = 0; i + 1 < it.size(); i += 2) {
+    const Value* it = t->Items(*v);
+    for (size_t i = 0, n = t->Slots(*v); i + 1 < n; i += 2) {
       std::string key;
-      if (it[i].kind() == PickleValue::Kind::kStr)
+      if (it[i].kind() == Kind::kStr)
         key = std::string(it[i].s());
-      else if (it[i].kind() == PickleValue::Kind::kInt)
+      else if (it[i].kind() == Kind::kInt)
         key = std::to_string(it[i].i());
       else
         continue;
-      f(key, PNode{&it[i + 1]});
+      f(key, MemoNode{t, &it[i + 1]});
     }
   }
   bool present() const { return v != nullptr; }
   // Identity of a shared container: memoised frame dicts are one object.
-  const void* identity() const { return v && v->c() ? static_cast<const void*>(v->c()) : v; }
+  const void* identity() const { return v ? Tree::Identity(*v) : nullptr; }
   // Whether identity() stays this value's for the document's life: a
   // streamed entry's own containers are reused once it was read
   // (PickleContainer::stable), and then appeared only once.
-  bool stable() const { return !v || !v->c() || v->c()->stable; }
+  bool stable() const { return !v || Tree::Stable(*v); }
 };
+using PNode = MemoNode<PickleTree>;
+using FNode = MemoNode<FlatTree>;
 
 struct JNode {
   static constexpr bool kMemoised = false;  // see PNode
@@ -640,6 +680,21 @@ class Converter {
     return true;
   }
 
+  // For a converter that reads a file again after another one, fed by the
+  // fast reader, gave up on it part way (ParseFlightRecorderPickle): the
+  // sink holds that one's ops and frames already (`other`'s ops_added,
+  // frames_added), and they are the first this one makes (both read the
+  // same entries the same way, up to where the fast reader stopped), so
+  // they are not added again: the first ops are skipped and the first
+  // frames given the indices they got.
+  template <typename M>
+  void Resume(const Converter<M>& other) {
+    skip_ops_ = other.ops_added();
+    replay_frames_ = other.frames_added();
+  }
+  size_t ops_added() const { return ops_added_; }
+  const std::vector<uint32_t>& frames_added() const { return frames_added_; }
+
   // Reads one entry of a streamed list (PickleDocument::ParseViewStreaming),
   // before Run: the entries so streamed come first, then those still in the
   // tree's list. What it says waits for Run (after the header's).
@@ -651,7 +706,7 @@ class Converter {
       model::OpRecord op;
       if (!ReadEntry(e, &op)) return;
       if (seq_given_) seqs_.Add(op);
-      out_->AddOp(rank_, op);
+      Emit(op);
       ++read_;
       return;
     }
@@ -677,7 +732,7 @@ class Converter {
     auto shared = shared_.find(e.identity());
     if (shared != shared_.end() && shared->second) {
       if (!budget_.Spend(1)) return;
-      out_->AddOp(rank_, *shared->second);
+      Emit(*shared->second);
       ++read_;
       return;
     }
@@ -685,7 +740,7 @@ class Converter {
     if (!ReadEntry(e, &op)) return;
     if (seq_given_) seqs_.Add(op);
     if (shared != shared_.end()) shared->second = op;
-    out_->AddOp(rank_, op);
+    Emit(op);
     ++read_;
   }
 
@@ -755,7 +810,7 @@ class Converter {
     if (f.get("name").str(&s)) fr.name = std::string(s);
     if (f.get("filename").str(&s)) fr.filename = std::string(s);
     f.get("line").integer(&fr.line);
-    uint32_t id = out_->AddFrame(rank_, std::move(fr));
+    uint32_t id = NewFrame(std::move(fr));
     if (key) frame_ids_.emplace(key, id);
     return id;
   }
@@ -888,6 +943,25 @@ class Converter {
   WorkBudget budget_;
   size_t read_ = 0;      // entries read
   size_t streamed_ = 0;  // entries streamed (StreamEntry)
+  // What went to the sink (Emit, NewFrame), and what a converter resuming
+  // after the fast reader finds there already (Resume).
+  size_t ops_added_ = 0, skip_ops_ = 0;
+  std::vector<uint32_t> frames_added_, replay_frames_;
+  size_t replayed_frames_ = 0;
+  void Emit(const model::OpRecord& op) {
+    if (skip_ops_ > 0) {
+      --skip_ops_;
+      return;
+    }
+    out_->AddOp(rank_, op);
+    ++ops_added_;
+  }
+  uint32_t NewFrame(model::Frame fr) {
+    if (replayed_frames_ < replay_frames_.size()) return replay_frames_[replayed_frames_++];
+    uint32_t id = out_->AddFrame(rank_, std::move(fr));
+    frames_added_.push_back(id);
+    return id;
+  }
   // While entries stream: what they say, for Run to pass on after the header.
   bool deferring_ = false;
   struct Deferred {
@@ -976,13 +1050,13 @@ int SniffFlightRecorderJson(std::string_view data) {
   return 0;
 }
 
-bool ParseFlightRecorderPickle(const Artifact& in, RecordSink* out) {
+namespace {
+
+// Reads a pickle with the general machine (PickleDocument), its entries
+// streamed into a converter; `after` (may be null) is the fast reader's
+// converter that gave up on this file part way (Converter::Resume).
+bool ReadWithMachine(const Artifact& in, RecordSink* out, const Converter<FNode>* after) {
   const model::Rank rank = in.rank_hint;
-  if (in.data.empty()) {
-    out->Diag(Sev::kError, "empty file", rank, 0);
-    out->MarkUnreadable(rank);
-    return false;
-  }
   // One document per parser thread: its memory is reused file after file.
   thread_local PickleDocument doc;
   PickleError err;
@@ -991,10 +1065,10 @@ bool ParseFlightRecorderPickle(const Artifact& in, RecordSink* out) {
   // entry (23 MB at 20,000), all alive until the conversion ended. What a
   // file that turns out unreadable gave is dropped by the loader.
   Converter<PNode> conv(rank, out, in.rank_lists, in.data.size());
-  out->StreamFlightRecorderOps(rank);  // and cut as they come: no vector of every entry either
+  if (after) conv.Resume(*after);
   struct Entries final : PickleItemSink {
     Converter<PNode>* conv;
-    void Item(const PickleValue& item) override { conv->StreamEntry(PNode{&item}); }
+    void Item(const PickleValue& item) override { conv->StreamEntry(PNode{&kPickleTree, &item}); }
   } entries;
   entries.conv = &conv;
   if (!doc.ParseViewStreaming(in.data, "entries", &entries, &err)) {
@@ -1007,10 +1081,54 @@ bool ParseFlightRecorderPickle(const Artifact& in, RecordSink* out) {
     return false;
   }
   out->SetFromFlightRecorder(rank);
-  bool ok = conv.Run(PNode{&doc.root()});
+  bool ok = conv.Run(PNode{&kPickleTree, &doc.root()});
   out->Strings(rank).ForgetAddresses();  // the strings pointed into `in.data`
   if (!ok) out->MarkUnreadable(rank);
   return ok;
+}
+
+// Checks the start of a Flight Recorder pickle; false after saying why not.
+bool Usable(const Artifact& in, RecordSink* out) {
+  if (!in.data.empty()) return true;
+  out->Diag(Sev::kError, "empty file", in.rank_hint, 0);
+  out->MarkUnreadable(in.rank_hint);
+  return false;
+}
+
+}  // namespace
+
+bool ParseFlightRecorderPickle(const Artifact& in, RecordSink* out) {
+  if (!Usable(in, out)) return false;
+  const model::Rank rank = in.rank_hint;
+  out->StreamFlightRecorderOps(rank);  // and cut as they come: no vector of every entry either
+  // The fast reader first (flat_pickle.h): it reads what torch writes and
+  // declines the rest, which the general machine then reads from the start.
+  thread_local FlatPickle flat;
+  FlatTree tree{&flat};
+  Converter<FNode> conv(rank, out, in.rank_lists, in.data.size());
+  struct Entries final : FlatEntrySink {
+    Converter<FNode>* conv;
+    const FlatTree* tree;
+    void Entry(const FlatValue& item) override { conv->StreamEntry(FNode{tree, &item}); }
+  } entries;
+  entries.conv = &conv;
+  entries.tree = &tree;
+  if (!flat.Read(in.data, &entries)) {
+    flat.Release();
+    return ReadWithMachine(in, out, &conv);
+  }
+  out->SetFromFlightRecorder(rank);
+  bool ok = conv.Run(FNode{&tree, &flat.root()});
+  flat.Release();
+  out->Strings(rank).ForgetAddresses();  // the strings pointed into `in.data`
+  if (!ok) out->MarkUnreadable(rank);
+  return ok;
+}
+
+bool ParseFlightRecorderPickleWithMachine(const Artifact& in, RecordSink* out) {
+  if (!Usable(in, out)) return false;
+  out->StreamFlightRecorderOps(in.rank_hint);
+  return ReadWithMachine(in, out, nullptr);
 }
 
 namespace {

@@ -39,8 +39,15 @@ int SniffFlightRecorderJson(std::string_view data);
 // was found (refused or malformed pickle, wrong top-level shape, no entry
 // readable), after a kError diagnostic with the byte offset where known
 // and MarkUnreadable(rank). A bad entry is skipped with a warning; repeats
-// are counted.
+// are counted. Read by the fast reader (flat_pickle.h) when it knows the
+// file's opcodes and structure, as torch writes them, else by the general
+// machine (ParseFlightRecorderPickleWithMachine): the same records and
+// diagnostics either way.
 bool ParseFlightRecorderPickle(const Artifact& in, RecordSink* out);
+
+// The same, by the general pickle machine alone (pickle.h): every
+// pickle's reader before the fast one, and its fallback.
+bool ParseFlightRecorderPickleWithMachine(const Artifact& in, RecordSink* out);
 
 // The same for a JSON dump. Byte offsets of JSON syntax errors are reported.
 // Parsed by simdjson (ingest/json_tree.h); a text that simdjson refuses or
