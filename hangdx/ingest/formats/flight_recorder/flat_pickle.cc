@@ -55,7 +55,7 @@ void FlatPickle::Release() {
 
 // A new container of kind `k` with items [first, first + n) of items_;
 // false when the creation numbers ran out (a pickle of 4 G containers).
-bool FlatPickle::NewContainer(FlatValue::Kind k, uint32_t first, uint32_t n, FlatValue* out) {
+inline bool FlatPickle::NewContainer(FlatValue::Kind k, uint32_t first, uint32_t n, FlatValue* out) {
   if (next_id_ == std::numeric_limits<uint32_t>::max()) return false;
   *out = FlatValue();
   out->kind_ = static_cast<uint8_t>(k);
@@ -216,7 +216,9 @@ bool FlatPickle::Run(std::string_view d, FlatEntrySink* sink) {
   };
   while (pos < size) {
     const unsigned char op = static_cast<unsigned char>(data[pos++]);
-    if (stream_ >= Stream::kListed) StreamStep(op, sink);
+    // Inside an entry (a third MARK open) there is nothing to check: most
+    // opcodes skip the call.
+    if (stream_ >= Stream::kListed && (stream_ == Stream::kListed || marks_.size() == 2)) StreamStep(op, sink);
     switch (op) {
       case 0x80:  // PROTO
         if (!need(1) || static_cast<unsigned char>(data[pos]) > 5) return false;

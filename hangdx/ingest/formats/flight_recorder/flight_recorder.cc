@@ -387,6 +387,41 @@ bool ReadShapes(N n, WorkBudget* budget, std::vector<model::Shape>* out) {
   return true;
 }
 
+// Whether shapes field `n` holds exactly `last`, each dimension read as
+// ReadShapes reads it; *cost: what ReadShapes would spend of the budget.
+template <typename N>
+bool SameShapes(N n, const model::Shapes& last, uint64_t* cost) {
+  *cost = 0;
+  if (n.null()) return last.empty();
+  if (!n.is_seq() || n.size() != last.size()) return false;
+  uint64_t c = n.size();
+  for (size_t i = 0; i < last.size(); ++i) {
+    N s = n.at(i);
+    if (!s.is_seq() || s.size() != last[i].size()) return false;
+    c += s.size();
+    for (size_t k = 0; k < last[i].size(); ++k) {
+      int64_t d;
+      if (!s.at(k).integer(&d) || d != last[i][k]) return false;
+    }
+  }
+  *cost = c;
+  return true;
+}
+
+// The same for a dtypes field and ReadStrings.
+template <typename N>
+bool SameStrings(N n, const model::Dtypes& last, uint64_t* cost) {
+  *cost = 0;
+  if (n.null()) return last.empty();
+  std::string_view s;
+  if (n.str(&s)) return last.size() == 1 && last[0] == s;
+  if (!n.is_seq() || n.size() != last.size()) return false;
+  for (size_t i = 0; i < last.size(); ++i)
+    if (!n.at(i).str(&s) || s != last[i]) return false;
+  *cost = n.size();
+  return true;
+}
+
 template <typename N>
 bool ReadStrings(N n, WorkBudget* budget, std::vector<std::string>* out) {
   out->clear();
@@ -802,8 +837,15 @@ class Converter {
     // Pickle dumps share one dict per distinct frame: intern by identity
     // (a frame dict that is not stable appears once).
     const void* key = f.stable() ? f.identity() : nullptr;
+    // A direct-mapped cache in front of the map: an entry's ~8 frames
+    // are looked up in every entry.
+    FrameSlot& slot = frame_cache_[(reinterpret_cast<uintptr_t>(key) * 0x9E3779B97F4A7C15ull) >> 56];
+    if (key && slot.key == key) return slot.id;
     auto it = key ? frame_ids_.find(key) : frame_ids_.end();
-    if (it != frame_ids_.end()) return it->second;
+    if (it != frame_ids_.end()) {
+      slot = {key, it->second};
+      return it->second;
+    }
     budget_.Spend(f.size());  // a new frame: read once
     model::Frame fr;
     std::string_view s;
@@ -867,19 +909,33 @@ class Converter {
     // The last value of each field is kept: a dump's entries repeat a few
     // shapes, mostly one after the other, and equal vectors compare faster
     // than the interner's ordered set finds one.
+    // A field equal to one of the last values read (SameShapes,
+    // SameStrings) reuses it without building the vector: a dump's entries
+    // cycle through a few shapes and dtypes (the training step's
+    // collectives), and the vectors' allocations, string copies and the
+    // interner's ordered sets were a tenth of a pickle's reading.
+    uint64_t cost = 0;
     auto shapes = [&](Field f, const char* key, model::Ref<model::Shapes>* to) {
+      Recent<model::Shapes>& recent = recent_shapes_[f == kOutputSizes];
+      const auto* hit = recent.Find([&](const model::Shapes& v) { return SameShapes(field[f], v, &cost); });
+      if (hit && budget_.Spend(cost)) {
+        *to = *hit;
+        return;
+      }
       if (!ReadShapes(field[f], &budget_, &shapes_) && !budget_.exhausted())
         Warn(std::string("field '") + key + "' is malformed");
-      Last<model::Shapes>& last = last_shapes_[f == kOutputSizes];
-      if (!last.set || !(*last.ref == shapes_)) last = {true, pool.InternCopy(shapes_)};
-      *to = last.ref;
+      *to = recent.Put(pool.InternCopy(shapes_));
     };
     auto strings = [&](Field f, const char* key, model::Ref<model::Dtypes>* to) {
+      Recent<model::Dtypes>& recent = recent_dtypes_[f == kOutputDtypes];
+      const auto* hit = recent.Find([&](const model::Dtypes& v) { return SameStrings(field[f], v, &cost); });
+      if (hit && budget_.Spend(cost)) {
+        *to = *hit;
+        return;
+      }
       if (!ReadStrings(field[f], &budget_, &dtypes_) && !budget_.exhausted())
         Warn(std::string("field '") + key + "' is malformed");
-      Last<model::Dtypes>& last = last_dtypes_[f == kOutputDtypes];
-      if (!last.set || !(*last.ref == dtypes_)) last = {true, pool.InternCopy(dtypes_)};
-      *to = last.ref;
+      *to = recent.Put(pool.InternCopy(dtypes_));
     };
     shapes(kInputSizes, "input_sizes", &op.input_sizes);
     shapes(kOutputSizes, "output_sizes", &op.output_sizes);
@@ -903,7 +959,9 @@ class Converter {
       stack_.clear();
       for (size_t i = 0; i < frames.size(); ++i)
         if (frames.at(i).is_dict()) stack_.push_back(InternFrame(frames.at(i)));
-      op.frames = pool.InternCopy(stack_);
+      // A few call sites recur: the last stacks skip the interner's set.
+      const auto* hit = recent_stacks_.Find([&](const model::Stack& v) { return v == stack_; });
+      op.frames = hit ? *hit : recent_stacks_.Put(pool.InternCopy(stack_));
     }
     return true;
   }
@@ -973,6 +1031,11 @@ class Converter {
   // Entries that appear more than once (FindShared), with their op once read.
   std::unordered_map<const void*, std::optional<model::OpRecord>> shared_;
   std::unordered_map<const void*, uint32_t> frame_ids_;
+  struct FrameSlot {
+    const void* key = nullptr;
+    uint32_t id = 0;
+  };
+  FrameSlot frame_cache_[256];
   SeqCheck seqs_;
   bool seq_given_ = false;  // the last entry read had a collective_seq_id
   model::Shapes shapes_;
@@ -985,10 +1048,13 @@ class Converter {
     size_t size = 0;
     int field = -1;
   };
-  KeySlot key_cache_[64];
+  // 256 slots and a multiplicative hash: with 64 and the address's low
+  // bits, some of an entry's ~20 keys shared a slot and evicted each other
+  // in every entry (FieldByContent was 1.5 % of a dump's reading).
+  KeySlot key_cache_[256];
   int FieldCached(std::string_view key) {
     if constexpr (!N::kMemoised) return FieldByContent(key);
-    KeySlot& slot = key_cache_[(reinterpret_cast<uintptr_t>(key.data()) >> 3) & 63];
+    KeySlot& slot = key_cache_[(reinterpret_cast<uintptr_t>(key.data()) * 0x9E3779B97F4A7C15ull) >> 56];
     if (slot.data == key.data() && slot.size == key.size() && key.data()) return slot.field;
     slot = {key.data(), key.size(), FieldByContent(key)};
     return slot.field;
@@ -1021,13 +1087,28 @@ class Converter {
     slot = pool_.Str(s);
     return slot;
   }
+  // The last distinct values of a field, interned, most recent first.
   template <class T>
-  struct Last {
-    bool set = false;
-    model::Ref<T> ref;  // interned
+  struct Recent {
+    static constexpr size_t kSize = 8;
+    model::Ref<T> refs[kSize];
+    size_t n = 0;
+    template <class Match>
+    const model::Ref<T>* Find(Match match) const {
+      for (size_t i = 0; i < n; ++i)
+        if (match(*refs[i])) return &refs[i];
+      return nullptr;
+    }
+    model::Ref<T> Put(model::Ref<T> r) {
+      for (size_t i = std::min(n, kSize - 1); i > 0; --i) refs[i] = refs[i - 1];
+      refs[0] = r;
+      n = std::min(n + 1, kSize);
+      return r;
+    }
   };
-  Last<model::Shapes> last_shapes_[2];  // input, output
-  Last<model::Dtypes> last_dtypes_[2];
+  Recent<model::Shapes> recent_shapes_[2];  // input, output
+  Recent<model::Dtypes> recent_dtypes_[2];
+  Recent<model::Stack> recent_stacks_;
 };
 
 }  // namespace
