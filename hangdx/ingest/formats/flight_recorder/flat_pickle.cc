@@ -10,17 +10,6 @@ using K = PickleValue::Kind;
 // Nesting deeper than this in a memoised container is declined: Keep
 // recurses, and a dump's deepest memoised value is a frame dict.
 constexpr int kMaxKeepDepth = 64;
-// Scratch past this many values is freed after a file rather than kept for
-// the next (one hostile pickle must not pin its peak for the load's rest).
-constexpr size_t kKeptScratch = size_t{1} << 16;
-
-template <typename V>
-void ClearScratch(V* v) {
-  if (v->capacity() > kKeptScratch)
-    V().swap(*v);
-  else
-    v->clear();
-}
 
 inline uint64_t LE(const char* p, size_t n) {
   uint64_t v = 0;
@@ -31,26 +20,28 @@ inline uint64_t LE(const char* p, size_t n) {
 }  // namespace
 
 bool FlatPickle::Read(std::string_view data, FlatEntrySink* sink) {
-  ClearScratch(&stack_);
-  ClearScratch(&marks_);
-  ClearScratch(&memo_);
-  ClearScratch(&items_);
-  ClearScratch(&kept_);
+  ClearPickleScratch(&stack_);
+  ClearPickleScratch(&marks_);
+  ClearPickleScratch(&memo_);
+  ClearPickleScratch(&items_);
+  ClearPickleScratch(&kept_);
   root_ = FlatValue();
   next_id_ = 0;
   stream_ = Stream::kLooking;
   list_index_ = item_mark_ = item_begin_ = streamed_ = 0;
   bool ok = Run(data, sink);
-  ClearScratch(&stack_);
-  ClearScratch(&marks_);
-  ClearScratch(&memo_);
+  ClearPickleScratch(&stack_);
+  ClearPickleScratch(&marks_);
+  ClearPickleScratch(&memo_);
   return ok;
 }
 
+const char FlatPickle::kSharedEmpty = 0;
+
 void FlatPickle::Release() {
   root_ = FlatValue();
-  ClearScratch(&items_);
-  ClearScratch(&kept_);
+  ClearPickleScratch(&items_);
+  ClearPickleScratch(&kept_);
 }
 
 // A new container of kind `k` with items [first, first + n) of items_;
@@ -105,9 +96,13 @@ bool FlatPickle::Fill(unsigned char op) {
 
 // Moves the items of container *v, and of the containers they hold, to
 // the kept store, where they live as long as the document (a memoised
-// value may come back any time later). Each container moves once.
+// value may come back any time later). Each container moves once. An
+// empty one held stays as it is: PickleDocument gives a container its own
+// identity when it is memoised or filled, and those it holds, never
+// filled, keep the one of every empty container (Identity).
 bool FlatPickle::Keep(FlatValue* v, int depth) {
   if (!v->is_container() || (v->flags_ & FlatValue::kKept)) return true;
+  if (v->n_ == 0 && depth > 0) return true;
   if (depth > kMaxKeepDepth || kept_.size() + v->n_ > std::numeric_limits<uint32_t>::max()) return false;
   const size_t first = kept_.size();
   kept_.insert(kept_.end(), items_.begin() + v->u_.c.first, items_.begin() + v->u_.c.first + v->n_);
@@ -168,6 +163,64 @@ void FlatPickle::HandOver(FlatEntrySink* sink) {
   }
 }
 
+// BININT1, BININT2, BININT, LONG1, BINFLOAT at d[*pos] (their operand):
+// pushes the number and moves *pos past it; false when cut short.
+inline bool FlatPickle::Number(unsigned char op, std::string_view d, size_t* at) {
+  const char* const data = d.data();
+  size_t& pos = *at;
+  auto need = [&](size_t n) { return d.size() - pos >= n; };
+  auto push_int = [&](int64_t i) {
+    FlatValue& v = stack_.emplace_back();
+    v.kind_ = static_cast<uint8_t>(K::kInt);
+    v.u_.i = i;
+  };
+  switch (op) {
+    case 'K':
+      if (!need(1)) return false;
+      push_int(static_cast<unsigned char>(data[pos]));
+      pos += 1;
+      return true;
+    case 'M':
+      if (!need(2)) return false;
+      push_int(static_cast<int64_t>(LE(data + pos, 2)));
+      pos += 2;
+      return true;
+    case 'J':
+      if (!need(4)) return false;
+      push_int(static_cast<int32_t>(static_cast<uint32_t>(LE(data + pos, 4))));
+      pos += 4;
+      return true;
+    case 0x8a: {  // LONG1: up to 8 bytes an int, longer a big int (a view)
+      if (!need(1)) return false;
+      const size_t n = static_cast<unsigned char>(data[pos++]);
+      if (!need(n)) return false;
+      if (n > 8) {
+        FlatValue& v = stack_.emplace_back();
+        v.kind_ = static_cast<uint8_t>(K::kBigInt);
+        v.n_ = static_cast<uint32_t>(n);
+        v.u_.p = data + pos;
+        pos += n;
+        return true;
+      }
+      uint64_t u = LE(data + pos, n);
+      if (n > 0 && n < 8 && (u >> (8 * n - 1)) & 1) u |= ~uint64_t{0} << (8 * n);
+      push_int(static_cast<int64_t>(u));
+      pos += n;
+      return true;
+    }
+    default: {  // 'G', BINFLOAT: big-endian
+      if (!need(8)) return false;
+      uint64_t u = 0;
+      for (int k = 0; k < 8; ++k) u = (u << 8) | static_cast<unsigned char>(data[pos + k]);
+      pos += 8;
+      FlatValue& v = stack_.emplace_back();
+      v.kind_ = static_cast<uint8_t>(K::kFloat);
+      std::memcpy(&v.u_.f, &u, 8);
+      return true;
+    }
+  }
+}
+
 // Before each opcode while the list is met: as PickleDocument, streaming
 // ends when the list left the stack; between two of its items, the one on
 // the stack is complete unless a MARK opens to fill it or a PUT memoises it.
@@ -189,11 +242,6 @@ bool FlatPickle::Run(std::string_view d, FlatEntrySink* sink) {
   const size_t size = d.size();
   size_t pos = 0;
   auto need = [&](size_t n) { return size - pos >= n; };
-  auto push_int = [&](int64_t i) {
-    FlatValue& v = stack_.emplace_back();
-    v.kind_ = static_cast<uint8_t>(K::kInt);
-    v.u_.i = i;
-  };
   auto push_str = [&](size_t n) {
     if (!need(n)) return false;
     FlatValue& v = stack_.emplace_back();
@@ -251,45 +299,12 @@ bool FlatPickle::Run(std::string_view d, FlatEntrySink* sink) {
         break;
       }
       case 'K':
-        if (!need(1)) return false;
-        push_int(static_cast<unsigned char>(data[pos]));
-        pos += 1;
-        break;
       case 'M':
-        if (!need(2)) return false;
-        push_int(static_cast<int64_t>(LE(data + pos, 2)));
-        pos += 2;
-        break;
       case 'J':
-        if (!need(4)) return false;
-        push_int(static_cast<int32_t>(static_cast<uint32_t>(LE(data + pos, 4))));
-        pos += 4;
+      case 0x8a:
+      case 'G':
+        if (!Number(op, d, &pos)) return false;
         break;
-      case 0x8a: {  // LONG1
-        if (!need(1)) return false;
-        const size_t n = static_cast<unsigned char>(data[pos++]);
-        if (!need(n)) return false;
-        if (n > 8) {
-          if (!push_str(n)) return false;
-          stack_.back().kind_ = static_cast<uint8_t>(K::kBigInt);
-          break;
-        }
-        uint64_t u = LE(data + pos, n);
-        if (n > 0 && n < 8 && (u >> (8 * n - 1)) & 1) u |= ~uint64_t{0} << (8 * n);
-        push_int(static_cast<int64_t>(u));
-        pos += n;
-        break;
-      }
-      case 'G': {  // BINFLOAT, big-endian
-        if (!need(8)) return false;
-        uint64_t u = 0;
-        for (int k = 0; k < 8; ++k) u = (u << 8) | static_cast<unsigned char>(data[pos + k]);
-        pos += 8;
-        FlatValue& v = stack_.emplace_back();
-        v.kind_ = static_cast<uint8_t>(K::kFloat);
-        std::memcpy(&v.u_.f, &u, 8);
-        break;
-      }
       case 'X':  // BINUNICODE
         if (!need(4)) return false;
         pos += 4;

@@ -99,13 +99,18 @@ class FlatPickle {
   const FlatValue* Items(const FlatValue& c) const {
     return (c.flags_ & FlatValue::kKept ? kept_.data() : items_.data()) + c.u_.c.first;
   }
-  // Whether `v` lives as long as the document: a scalar, or a container
-  // memoised or held by one. The others are an entry's own, reused later.
-  static bool Stable(const FlatValue& v) { return !v.is_container() || (v.flags_ & FlatValue::kKept); }
+  // Whether `v` lives as long as the document: a scalar, a container
+  // memoised or held by one, or an empty one never memoised. The others
+  // are an entry's own, reused later.
+  static bool Stable(const FlatValue& v) {
+    return !v.is_container() || (v.flags_ & FlatValue::kKept) || v.n_ == 0;
+  }
   // One address per container (its creation number), for caches keyed by
-  // identity; a scalar's is its own address.
+  // identity; a scalar's is its own address. As PickleDocument's values:
+  // every empty container never memoised is one (its SharedEmpty).
   static const void* Identity(const FlatValue& v) {
     if (!v.is_container()) return &v;
+    if (v.n_ == 0 && !(v.flags_ & FlatValue::kKept)) return &kSharedEmpty;
     return reinterpret_cast<const void*>(static_cast<uintptr_t>(v.u_.c.id) * 16 + 8);
   }
   // Entries handed to the sink by the last Read.
@@ -119,8 +124,10 @@ class FlatPickle {
   // kListed: the list is on the stack at list_index_; kActive: its items'
   // MARK is open at item_mark_. In this order (StreamStep runs from kListed).
   enum class Stream { kLooking, kDone, kListed, kActive };
+  static const char kSharedEmpty;  // the identity of empty containers (Identity)
   bool Run(std::string_view d, FlatEntrySink* sink);
   bool Fill(unsigned char op);
+  bool Number(unsigned char op, std::string_view d, size_t* at);
   bool Tuple(size_t from);
   bool Keep(FlatValue* v, int depth);
   bool Memoize(uint64_t key);

@@ -599,5 +599,34 @@ TEST(FlightRecorder, FastAndGeneralPickleReadersAgree) {
   std::printf("%zu mutants, %zu read by the fast reader, %zu given up after entries\n", total, fast, resumed);
 }
 
+
+// Empty containers are one value to the general machine (its
+// SharedEmpty) unless memoised: frames given as empty dicts, in an entry's
+// own list or in a memoised list, are the same frames both ways.
+TEST(FlightRecorder, FastReaderGivesEmptyContainersTheGeneralMachinesIdentity) {
+  using namespace std::string_literals;  // bytes with NULs
+  auto str = [](const std::string& v) {
+    std::string out = "X";
+    for (int k = 0; k < 4; ++k) out += static_cast<char>((v.size() >> (8 * k)) & 0xff);
+    return out + v;
+  };
+  const std::string entry_head = "}(" + str("profiling_name") + str("nccl:all_reduce") + str("frames");
+  std::string p = "\x80\x02}(" + str("version") + str("2.10") + str("entries") + "](";
+  p += entry_head + "](}}eu";              // frames [{}, {}]: one frame
+  p += entry_head + "](}eq\x00u"s;          // frames [{}] memoised as key 0
+  p += entry_head + "h\x00u"s;              // the same list again
+  p += entry_head + "](}q\x01h\x01}eu";    // a memoised {} twice, then another {}
+  p += "eu.";
+  struct None final : FlatEntrySink {
+    void Entry(const FlatValue&) override {}
+  } none;
+  FlatPickle flat;
+  ASSERT_TRUE(flat.Read(p, &none));
+  EXPECT_EQ(flat.streamed(), 4u);
+  const std::string fast = DescribeUsed(ParseFlightRecorderPickle, p);
+  EXPECT_EQ(fast, DescribeUsed(ParseFlightRecorderPickleWithMachine, p));
+  EXPECT_NE(fast.find("ok=1"), std::string::npos) << fast;
+}
+
 }  // namespace
 }  // namespace hangdx::ingest

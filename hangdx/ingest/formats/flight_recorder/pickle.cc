@@ -846,34 +846,17 @@ bool Machine::Run(PickleValue* root, int* protocol, PickleError* err) {
 
 }  // namespace
 
-namespace {
-
-// Scratch past this many elements is freed rather than kept for the next
-// file: a document lives as long as its parser thread, and one hostile
-// pickle must not pin its peak memory for the rest of the load.
-constexpr size_t kKeptScratch = size_t{1} << 16;
-
-template <typename V>
-void ClearScratch(V* v) {
-  if (v->capacity() > kKeptScratch)
-    V().swap(*v);
-  else
-    v->clear();
-}
-
-}  // namespace
-
 bool PickleDocument::Run(std::string_view data, PickleError* err, std::string_view key, PickleItemSink* sink) {
   PickleScratch& sc = *scratch_;
   sc.used = 0;
-  if (sc.arena.size() > kKeptScratch) std::deque<PickleContainer>().swap(sc.arena);
+  if (sc.arena.size() > kKeptPickleScratch) std::deque<PickleContainer>().swap(sc.arena);
   auto clear = [&] {
-    ClearScratch(&sc.stack);  // also after a parse that ran out of memory
-    ClearScratch(&sc.marks);
-    ClearScratch(&sc.memo);
-    ClearScratch(&sc.memo_set);
-    ClearScratch(&sc.memo_serial);
-    ClearScratch(&sc.free);
+    ClearPickleScratch(&sc.stack);  // also after a parse that ran out of memory
+    ClearPickleScratch(&sc.marks);
+    ClearPickleScratch(&sc.memo);
+    ClearPickleScratch(&sc.memo_set);
+    ClearPickleScratch(&sc.memo_serial);
+    ClearPickleScratch(&sc.free);
   };
   clear();
   root_ = PickleValue{};

@@ -200,6 +200,21 @@ class PickleDocument {
   size_t streamed_ = 0;
 };
 
+// Scratch past this many elements is freed rather than kept for the next
+// file (PickleDocument, FlatPickle): a reader lives as long as its parser
+// thread, and one hostile pickle must not pin its peak memory for the rest
+// of the load.
+constexpr size_t kKeptPickleScratch = size_t{1} << 16;
+
+// Empties scratch vector *v, keeping its capacity up to kKeptPickleScratch.
+template <typename V>
+void ClearPickleScratch(V* v) {
+  if (v->capacity() > kKeptPickleScratch)
+    V().swap(*v);
+  else
+    v->clear();
+}
+
 // True when `data` looks like a pickle (starts with PROTO 2..5).
 bool LooksLikePickle(std::string_view data);
 
