@@ -113,6 +113,19 @@ void GroupTable::IndexOps(const model::Job& job, model::DiagnosticSink* diags) {
 
 int GroupTable::GroupOf(const RankDump& d, std::string_view name) const { return per_dump_[&d - dumps_].Find(name); }
 
+bool GroupTable::InNoSubGroup(const RankDump& d, int64_t world_size) const {
+  auto cfg = d.pg_config.find("");
+  if (world_size <= 0 || cfg == d.pg_config.end() || !cfg->second.ranks_known) return false;
+  const model::SharedRanks& ranks = cfg->second.ranks;
+  // Sorted and distinct: the world is 0 .. world_size - 1 exactly when the
+  // ends and the count say so.
+  if (static_cast<int64_t>(ranks.size()) != world_size || *ranks.begin() != 0 || ranks.back() != world_size - 1)
+    return false;
+  for (const model::HistoryPg& pg : HistoryOf(d).pgs())
+    if (pg.name != "0" && pg.desc != "default_pg") return false;
+  return true;
+}
+
 const model::SharedRanks& GroupTable::WorldRanks(int64_t size) {
   if (world_ranks_.size() != static_cast<size_t>(size)) {
     std::vector<model::Rank> all(static_cast<size_t>(size));

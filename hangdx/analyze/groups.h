@@ -81,6 +81,15 @@ class GroupTable {
   // op, and a dump may record thousands of pgs.
   int GroupOf(const model::RankDump& d, std::string_view name) const;
 
+  // True when dump `d` shows that its rank is a member of no pg but the
+  // default one: gloo (torch 2.13) keys its one pg_config entry '' and lists
+  // the world there until the rank creates the backend of a new_group it is
+  // a member of, which writes '[]' over it; a non-member creates none
+  // (testdata/torch/README.md; h_sub: rank 2, in neither new_group([0, 1]),
+  // still lists [0, 1, 2]). Also false when `d` records a pg other than the
+  // default one, or the list is not the world of `world_size` ranks.
+  bool InNoSubGroup(const model::RankDump& d, int64_t world_size) const;
+
   // The history of dump `d` (an element of the job's dumps): every op it
   // recorded, also those ingest did not keep.
   const model::OpHistory& HistoryOf(const model::RankDump& d) const { return *histories_[&d - dumps_]; }

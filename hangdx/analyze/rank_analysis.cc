@@ -9,7 +9,7 @@ RankAnalysis BuildRankAnalysis(const model::Job& job, const AnalyzeOptions& opti
   World world = ResolveWorld(job, &diags);
   GroupTable groups = GroupTable::Resolve(job, world, &diags);
   InstanceTable instances = BuildInstances(groups, options);
-  RankGraph graph = RankGraph::Build(job, groups, instances);
+  RankGraph graph = RankGraph::Build(job, world, groups, instances);
   bool dump_based = false;
   for (const auto& d : job.dumps) dump_based = dump_based || d.from_flight_recorder;
   return RankAnalysis{

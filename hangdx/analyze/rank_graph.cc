@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <set>
 #include <string>
 
 namespace hangdx::analyze {
@@ -18,8 +19,9 @@ uint64_t EdgeKey(int from, int to) { return (static_cast<uint64_t>(from) << 32) 
 // edges second, then the reduction.
 class RankGraphBuilder {
  public:
-  RankGraphBuilder(const model::Job& job, const GroupTable& groups, const InstanceTable& instances, RankGraph* g)
-      : job_(job), groups_(groups), instances_(instances), g_(*g) {
+  RankGraphBuilder(const model::Job& job, const World& world, const GroupTable& groups,
+                   const InstanceTable& instances, RankGraph* g)
+      : job_(job), world_(world), groups_(groups), instances_(instances), g_(*g) {
     // Per-rank lookups go through arrays indexed by rank for ranks below
     // the highest with a dump (bounded, so that a few far ranks cost no
     // memory): a tree lookup per wait was most of the graph's build for a
@@ -75,9 +77,20 @@ class RankGraphBuilder {
     const auto& list = instances_.list;
     g_.instance_node_.assign(list.size(), -1);
     g_.behind_.assign(list.size(), -1);
-    for (int i = 0; i < static_cast<int>(list.size()); ++i)
-      if (list[i].problem() || list[i].any_pending)
-        g_.instance_node_[i] = NewNode(WaitGraph::NodeKind::kAnd, {RankNodeType::kInstance, -1, i, list[i].group});
+    std::set<int> earlier_problem;  // groups with an unfinished problem instance so far
+    for (int i = 0; i < static_cast<int>(list.size()); ++i) {
+      const Instance& in = list[i];
+      if (!in.problem() && !in.any_pending) continue;
+      // Queued behind an earlier problem of its pg, it waits for that one
+      // too (an AND): only the first unfinished instance of a pg gets the
+      // OR wait for its unrecorded members.
+      std::vector<Rank> unseen = earlier_problem.count(in.group) ? std::vector<Rank>{} : UnseenCandidates(in);
+      if (in.problem() && in.any_pending) earlier_problem.insert(in.group);
+      bool any = !unseen.empty();
+      if (any) g_.unseen_[i] = std::move(unseen);
+      g_.instance_node_[i] = NewNode(any ? WaitGraph::NodeKind::kOr : WaitGraph::NodeKind::kAnd,
+                                     {RankNodeType::kInstance, -1, i, in.group});
+    }
     for (int gi = 0; gi < groups_.size(); ++gi) {
       const Group& g = groups_[gi];
       for (size_t m = 0; m < g.members.size(); ++m)
@@ -121,7 +134,35 @@ class RankGraphBuilder {
       if (node < 0) continue;
       for (Rank r : list[i].not_reached) Edge(node, BlockingNode(r), r);
       for (Rank r : list[i].no_dump) Edge(node, SinkFor(r), r);
+      if (auto it = g_.unseen_.find(i); it != g_.unseen_.end())
+        for (Rank r : it->second) Edge(node, job_.Find(r) ? BlockingNode(r) : SinkFor(r), r);
     }
+  }
+
+  // The ranks that can be the members of `in`'s pg that left no record of
+  // it, when it certainly has some and every recorded one is in it, pending
+  // (neither completed nor retired: a retired gloo op failed, and its rank
+  // is no longer in it); empty otherwise. Certainly: one rank's collective
+  // cannot wait, and a record may give the pg's size (Group::size). With
+  // the world unknown a member may be a rank that left no file: none then.
+  std::vector<Rank> UnseenCandidates(const Instance& in) const {
+    const Group& g = groups_[in.group];
+    bool certain = g.members.size() == 1 || g.size > static_cast<int64_t>(g.members.size());
+    if (!g.inferred || !certain || in.problem() || world_.inferred || world_.size <= 0) return {};
+    if (in.arrived.size() != g.members.size()) return {};
+    for (size_t k = 0; k < in.arrived.size(); ++k)
+      for (uint32_t idx : in.ops(k)) {
+        const OpRecord& op = g.DumpOf(in.arrived[k])->ops[idx];
+        if (op.completed || op.retired) return {};
+      }
+    std::vector<Rank> out;
+    for (Rank r = 0; r < world_.size; ++r) {
+      if (g.MemberIndex(r) >= 0) continue;
+      const RankDump* d = job_.Find(r);
+      if (d && groups_.InNoSubGroup(*d, world_.size)) continue;
+      out.push_back(r);
+    }
+    return out;
   }
 
   void SnapshotEdges() {
@@ -246,6 +287,7 @@ class RankGraphBuilder {
   }
 
   const model::Job& job_;
+  const World& world_;
   const GroupTable& groups_;
   const InstanceTable& instances_;
   RankGraph& g_;
@@ -255,9 +297,10 @@ class RankGraphBuilder {
   std::vector<int> blocking_of_, snapshot_of_, sink_of_dense_;  // by rank, -1: not made yet
 };
 
-RankGraph RankGraph::Build(const model::Job& job, const GroupTable& groups, const InstanceTable& instances) {
+RankGraph RankGraph::Build(const model::Job& job, const World& world, const GroupTable& groups,
+                           const InstanceTable& instances) {
   RankGraph g;
-  RankGraphBuilder(job, groups, instances, &g).Run();
+  RankGraphBuilder(job, world, groups, instances, &g).Run();
   return g;
 }
 

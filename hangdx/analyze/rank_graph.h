@@ -13,13 +13,22 @@
 //     stream) waits for that one (an edge through no rank);
 //   - a pending P2P op waits for its peer's matching op and for its rank's
 //     earlier pending op in the pg;
+//   - an instance of a pg whose members are not recorded (gloo), whose
+//     recorded members are all in it, pending, while the pg has members that
+//     left no record of it (one rank's collective cannot wait; or a record
+//     gives the pg's size), waits for any one of the ranks that can be those
+//     members (OR: which they are is unknown; it can finish only if one of
+//     them can progress): the world's other ranks, less those whose dumps
+//     show they are in no sub-group (GroupTable::InNoSubGroup). Only with
+//     the world known (given or recorded): else a member may be a rank that
+//     left no file;
 //   - a wait snapshot waits for the ranks it lists (AND, or OR for any_of);
 //     one on pg-local ranks gets no edges (checks/pg_local_wait.h reports it).
 // Graph reduction (analyze/wait_graph.h) leaves the nodes that can never
 // finish; the cyclic strongly connected components among them are the
 // deadlocks.
 //
-//   RankGraph g = RankGraph::Build(job, groups, instances);
+//   RankGraph g = RankGraph::Build(job, world, groups, instances);
 //   for (size_t c = 0; c < g.components().size(); ++c) ... g.Via(v, w)
 //
 // Immutable after Build(); deterministic (node ids follow instance, rank and
@@ -59,7 +68,8 @@ class RankGraph {
  public:
   // Builds the graph of `job` over resolved groups and kept instances, and
   // reduces it. Every rank with a dump gets its blocking node.
-  static RankGraph Build(const model::Job& job, const GroupTable& groups, const InstanceTable& instances);
+  static RankGraph Build(const model::Job& job, const World& world, const GroupTable& groups,
+                         const InstanceTable& instances);
 
   // The accessors count as work (analyze/work.h): one step each, and one per
   // element for those that hand out a list the caller walks.
@@ -92,6 +102,13 @@ class RankGraph {
   // stuck, else its live wait state, else its sink. Known for every rank with
   // a dump and every rank an edge names; -1 for others.
   int Blocking(model::Rank r) const;
+  // For kept instance i whose pg has members that left no record of it
+  // (the OR wait above): the ranks that can be those members, ascending;
+  // nullptr for every other instance.
+  const std::vector<model::Rank>* UnseenMembers(int i) const {
+    auto it = unseen_.find(i);
+    return it == unseen_.end() ? nullptr : &it->second;
+  }
   // (rank, its wait snapshot node) for the ranks with a non-empty live
   // wait, ascending by rank.
   const std::vector<std::pair<model::Rank, int>>& snapshots() const { return snapshot_node_; }
@@ -111,6 +128,7 @@ class RankGraph {
   // table, not a hash map (one entry per wait of a 100,000-rank snapshot).
   std::vector<std::pair<uint64_t, model::Rank>> via_;
   std::vector<int> instance_node_, behind_;
+  std::map<int, std::vector<model::Rank>> unseen_;  // instance -> ranks that can be its unrecorded members
   // Blocking nodes by rank: ranks below blocking_dense_.size() in the array
   // (-1: none), the few far ranks in the map.
   std::vector<int> blocking_dense_;

@@ -81,5 +81,99 @@ TEST(RankGraph, SendSendIsACycleAndWaitSnapshotsAreNodes) {
   EXPECT_FALSE(sa.graph.dead(n));
 }
 
+
+// testdata/torch/h_sub as a job (gloo, world of 3, pg 0's members from the
+// default pg): ranks 0-2 did pg 0 seqs 1-2; rank 0 is in seq 1 of pg 1 and
+// rank 1 in seq 1 of pg 2 (each pg recorded by that rank alone, pending),
+// rank 2 in pg 0 seq 3 (a barrier) for ranks 0-1. With `rank2_in_no_subgroup`
+// rank 2's dump lists the world under gloo's pg_config '', as a rank that
+// created no new_group backend does.
+model::Job HSubJob(bool rank2_in_no_subgroup, int64_t world = 3) {
+  JobBuilder b("gloo");
+  for (int r = 0; r < 3; ++r) b.Steps(r, "0", 1, 2);
+  b.Coll(0, "1", 1, "all_reduce", false).Coll(1, "2", 1, "all_reduce", false).Coll(2, "0", 3, "barrier", false);
+  if (rank2_in_no_subgroup) {
+    model::PgConfig& c = b.Rank(2).pg_config[""];
+    c.ranks = model::SharedRanks(Ranks{0, 1, 2});
+    c.ranks_known = true;
+  }
+  return b.World(world).Build();
+}
+
+// The kept instances of HSubJob: pg 0 seq 3, pg 1 seq 1, pg 2 seq 1.
+struct HSubInstances {
+  int p0, p1, p2;
+};
+HSubInstances FindHSub(const RankAnalysis& a, const model::Job& job) {
+  return {a.instances.Find(a.groups.GroupOf(job.dumps[2], "0"), 3),
+          a.instances.Find(a.groups.GroupOf(job.dumps[0], "1"), 1),
+          a.instances.Find(a.groups.GroupOf(job.dumps[1], "2"), 1)};
+}
+
+TEST(RankGraph, APgOfOneRecordedMemberWaitsForAnyRankThatCanBeAnother) {
+  // pg 1 is recorded by rank 0 alone: a collective of one rank cannot wait,
+  // so it waits for a member that left no record, rank 1 or rank 2 (an OR
+  // node: which is unknown); pg 2 likewise for rank 0 or 2. Every rank is
+  // blocked, so nothing reduces: one cyclic component of all three nodes.
+  model::Job job = HSubJob(false);
+  RankAnalysis a = BuildRankAnalysis(job, {});
+  const RankGraph& g = a.graph;
+  auto [p0, p1, p2] = FindHSub(a, job);
+  ASSERT_GE(p1, 0);
+  ASSERT_GE(p2, 0);
+  ASSERT_GE(p0, 0);
+  int n1 = g.InstanceNode(p1), n2 = g.InstanceNode(p2), n0 = g.InstanceNode(p0);
+  EXPECT_EQ(g.graph().kind(n1), WaitGraph::NodeKind::kOr);
+  EXPECT_EQ(g.graph().kind(n0), WaitGraph::NodeKind::kAnd);  // pg 0's members are known
+  ASSERT_NE(g.UnseenMembers(p1), nullptr);
+  EXPECT_EQ(*g.UnseenMembers(p1), (Ranks{1, 2}));
+  EXPECT_EQ(*g.UnseenMembers(p2), (Ranks{0, 2}));
+  EXPECT_EQ(g.UnseenMembers(p0), nullptr);
+  EXPECT_EQ(g.graph().successors(n1), (std::vector<int>{std::min(n2, n0), std::max(n2, n0)}));
+  EXPECT_EQ(g.Via(n1, n2), 1);
+  EXPECT_EQ(g.Via(n1, n0), 2);
+  EXPECT_EQ(g.Via(n0, n1), 0);
+  EXPECT_TRUE(g.dead(n0) && g.dead(n1) && g.dead(n2));
+  ASSERT_EQ(g.components().size(), 1u);
+  EXPECT_EQ(g.components()[0].size(), 3u);
+}
+
+TEST(RankGraph, ARankInNoSubGroupIsNoUnrecordedMember) {
+  // Rank 2's dump lists the world under pg_config '': it is in no sub-group,
+  // so pg 1 waits for rank 1 only and pg 2 for rank 0 only. The cycle is
+  // pg 1 <-> pg 2; rank 2's barrier waits for it from outside (dead, not in
+  // the component).
+  model::Job job = HSubJob(true);
+  RankAnalysis a = BuildRankAnalysis(job, {});
+  const RankGraph& g = a.graph;
+  auto [p0, p1, p2] = FindHSub(a, job);
+  EXPECT_TRUE(a.groups.InNoSubGroup(job.dumps[2], 3));
+  EXPECT_FALSE(a.groups.InNoSubGroup(job.dumps[2], 4));  // not the world of 4
+  EXPECT_FALSE(a.groups.InNoSubGroup(job.dumps[0], 3));  // no such entry
+  EXPECT_EQ(*g.UnseenMembers(p1), Ranks{1});
+  EXPECT_EQ(*g.UnseenMembers(p2), Ranks{0});
+  int n1 = g.InstanceNode(p1), n2 = g.InstanceNode(p2), n0 = g.InstanceNode(p0);
+  ASSERT_EQ(g.components().size(), 1u);
+  EXPECT_EQ(g.components()[0], (std::vector<int>{std::min(n1, n2), std::max(n1, n2)}));
+  EXPECT_TRUE(g.dead(n0));
+}
+
+TEST(RankGraph, UnrecordedMembersAreNotGuessedWithoutTheWorldOrWhenOneCanProgress) {
+  // The world not known (no --world-size, no default pg config listing it):
+  // a member may be a rank that left no file, so pg 1 gets no OR wait.
+  model::Job unknown = HSubJob(false, -1);
+  RankAnalysis a = BuildRankAnalysis(unknown, {});
+  EXPECT_EQ(a.graph.UnseenMembers(FindHSub(a, unknown).p1), nullptr);
+  EXPECT_TRUE(a.graph.components().empty());
+  // World of 4: rank 3 left no file, so it can be pg 1's other member (a
+  // sink): pg 1 can finish, and nothing is deadlocked.
+  model::Job four = HSubJob(false, 4);
+  RankAnalysis b = BuildRankAnalysis(four, {});
+  int p1 = FindHSub(b, four).p1;
+  EXPECT_EQ(*b.graph.UnseenMembers(p1), (Ranks{1, 2, 3}));
+  EXPECT_FALSE(b.graph.dead(b.graph.InstanceNode(p1)));
+  EXPECT_TRUE(b.graph.components().empty());
+}
+
 }  // namespace
 }  // namespace hangdx::analyze

@@ -404,6 +404,34 @@ def sc_c_detail_sub(ctx):
     sleep_forever(ctx, "after the mismatched op")
 
 
+# h_sub. The fresh-user tester's order inversion in sub-groups (3 ranks): gA,
+# gB = new_group([0, 1]) twice (every rank calls new_group, rank 2 too, which
+# is no member of either), two all_reduces on the default pg, then rank 0
+# all_reduces on gA then gB, rank 1 on gB then gA, and every rank calls the
+# next barrier. Rank 0 waits in gA (pg "1") for rank 1, rank 1 in gB (pg "2")
+# for rank 0, rank 2 in the barrier (pg 0 seq 3) for both. gloo's Flight
+# Recorder records no member list once new_group is called, and each of pg 1
+# and pg 2 is recorded by one rank only.
+def sc_h_sub(ctx):
+    ga = dist.new_group([0, 1])
+    gb = dist.new_group([0, 1])
+    t = torch.ones(8)
+    for step in range(2):
+        ctx.log("step %d: all_reduce(numel=8)" % step)
+        dist.all_reduce(t)
+    if ctx.rank == 0:
+        ctx.log("all_reduce on gA, then on gB")
+        dist.all_reduce(t, group=ga)
+        dist.all_reduce(t, group=gb)
+    elif ctx.rank == 1:
+        ctx.log("all_reduce on gB, then on gA")
+        dist.all_reduce(t, group=gb)
+        dist.all_reduce(t, group=ga)
+    ctx.log("barrier")
+    dist.barrier()
+    sleep_forever(ctx, "after the barrier")
+
+
 SCENARIOS = {s.name: s for s in [
     Scenario("a", 3, sc_a, deadline=7.0, doc="rank 0 only: all_reduce(loss) at the last step"),
     Scenario("b", 3, sc_b, deadline=7.0, doc="rank 2 has 3 batches, ranks 0,1 have 4; then barrier"),
@@ -453,6 +481,10 @@ SCENARIOS = {s.name: s for s in [
              doc="healthy; ranks 0,1 dump at +2 s while in the final barrier, rank 2 at +8 s after it"),
     Scenario("c_detail_sub", 4, sc_c_detail_sub, deadline=7.0, env={"TORCH_DISTRIBUTED_DEBUG": "DETAIL"},
              doc="scenario c in new_group([1,2,3]) under DETAIL: rank 3 broadcasts, ranks 1,2 all_reduce"),
+    # The tester's sub-group order inversion, with a timeout long enough that
+    # every rank is still blocked at the deadline: dumps and faulthandler stacks.
+    Scenario("h_sub", 3, sc_h_sub, timeout=60.0, deadline=6.0, stacks=True,
+             doc="new_group([0,1]) gA, gB: rank 0 all_reduces on gA then gB, rank 1 on gB then gA; rank 2 in the barrier"),
     Scenario("j2", 3, sc_j2, timeout=30.0, deadline=5.0,
              doc="rank 2 sleeps 1.2 s per step, 10 s in step 3; dump at +5 s, before the 30 s timeout"),
 ]}

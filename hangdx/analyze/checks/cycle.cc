@@ -134,8 +134,57 @@ std::vector<Rank> MinoritySide(const RankAnalysis& a, const std::vector<int>& co
   return out;
 }
 
+// For each collective of the cycle whose pg has members no record shows
+// (RankGraph::UnseenMembers): why it is taken to wait for the ranks that
+// can be those members, and which ranks cannot be.
+void AddUnseenMemberDetails(const RankAnalysis& a, const std::vector<int>& cyc, Finding* f) {
+  for (int v : cyc) {
+    const RankNode& n = a.graph.node(v);
+    if (n.type != RankNodeType::kInstance) continue;
+    const std::vector<Rank>* unseen = a.graph.UnseenMembers(n.instance);
+    if (!unseen) continue;
+    const Instance& in = a.instances.list[n.instance];
+    const Group& g = a.groups[in.group];
+    std::string d = g.Label() + "'s members are not recorded and only " + RankWords(g.members) + " " +
+                    Verb(g.members, "records", "record") + " it" +
+                    (g.members.size() == 1 ? ": a collective of one rank cannot wait, so" : ", a record says it has " +
+                                                                                                 std::to_string(g.size) +
+                                                                                                 " members:") +
+                    " it has members that left no record of it: " +
+                    (unseen->size() == 1 ? RankWords(*unseen) + ", blocked elsewhere"
+                                         : "among " + RankWords(*unseen) + ", each blocked elsewhere") +
+                    ": it cannot finish";
+    std::vector<Rank> excluded;
+    for (Rank r = 0; r < a.world.size; ++r)
+      if (g.MemberIndex(r) < 0 && !std::binary_search(unseen->begin(), unseen->end(), r)) excluded.push_back(r);
+    if (!excluded.empty())
+      d += "; not " + RankWords(excluded) + ", whose dump lists the world in gloo's pg_config '' (a rank that " +
+           "created the backend of a new_group lists none there): in no sub-group";
+    if (unseen->size() > 1) d += "; which of them is not known: the cycle shown is one that they allow";
+    f->details.push_back(d);
+  }
+}
+
+// One cycle of component `comp`: among the collectives waiting for their
+// pgs' unrecorded members when they form one (ranks each blocked in a pg
+// that only they record, waiting for one another: the likeliest reading
+// when those members could also be a rank whose wait is explained
+// otherwise), else WaitGraph::WitnessCycle of the whole component.
+std::vector<int> Witness(const RankAnalysis& a, const std::vector<int>& comp) {
+  std::vector<int> unseen;
+  for (int v : comp) {
+    const RankNode& n = a.graph.node(v);
+    if (n.type == RankNodeType::kInstance && a.graph.UnseenMembers(n.instance)) unseen.push_back(v);
+  }
+  if (unseen.size() >= 2 && unseen.size() < comp.size()) {
+    std::vector<int> cyc = a.graph.graph().WitnessCycle(unseen);
+    if (cyc.size() >= 2) return cyc;
+  }
+  return a.graph.graph().WitnessCycle(comp);
+}
+
 Finding CycleFinding(const RankAnalysis& a, const std::vector<int>& comp) {
-  std::vector<int> cyc = a.graph.graph().WitnessCycle(comp);
+  std::vector<int> cyc = Witness(a, comp);
   CycleShape shape = ShapeOf(a, cyc);
   Finding f;
   f.kind = shape.kind;
@@ -143,11 +192,18 @@ Finding CycleFinding(const RankAnalysis& a, const std::vector<int>& comp) {
   f.culprit_ranks = shape.order;
   std::sort(f.culprit_ranks.begin(), f.culprit_ranks.end());
   f.culprit_ranks.erase(std::unique(f.culprit_ranks.begin(), f.culprit_ranks.end()), f.culprit_ranks.end());
+  bool undecided_side = false;
   if (f.kind == Kind::kOrderInversion) {
     std::vector<Rank> minority = MinoritySide(a, comp);
     if (!minority.empty()) {
       f.culprit_ranks = minority;
       f.roles.push_back({"issued the pgs in the minority order", minority});
+    } else {
+      // As many ranks wait in each pg (two ranks, one order each): no
+      // majority says which order the program meant.
+      f.roles.push_back({"issued the pgs in different orders (which order is the odd one is undecided)",
+                         f.culprit_ranks});
+      undecided_side = true;
     }
   }
   f.severity = Severity::kError;
@@ -166,6 +222,10 @@ Finding CycleFinding(const RankAnalysis& a, const std::vector<int>& comp) {
   f.summary = std::string(what) + ": " + cycle_text;
   if (cyc.size() <= 4) f.summary += " (" + chain + ")";
   f.details.push_back(chain);
+  if (undecided_side)
+    f.details.push_back("as many ranks wait in each pg of the cycle: which of " + RankWords(f.culprit_ranks) +
+                        " issued the pgs in the odd order cannot be told from these ranks; look at each");
+  AddUnseenMemberDetails(a, cyc, &f);
   AddCycleEvidence(a, cyc, &f);
   if (shape.groups.size() >= 2) f.pg_name.clear(), f.seq = -1;
   f.fix_hint = f.kind == Kind::kP2pCycle

@@ -93,8 +93,65 @@ TEST(CycleCheck, AcrossPgsATieKeepsBothSides) {
   std::vector<Finding> fs = RunCheck(&CycleCheck, job);
   ASSERT_EQ(fs.size(), 1u);
   EXPECT_EQ(fs[0].kind, Kind::kOrderInversion);
-  EXPECT_TRUE(fs[0].roles.empty());
   EXPECT_EQ(fs[0].culprit_ranks.size(), 2u);  // the witness cycle's ranks, one per side
+  // Which side's order is the odd one is said to be undecided.
+  ASSERT_EQ(fs[0].roles.size(), 1u);
+  EXPECT_EQ(fs[0].roles[0].role, "issued the pgs in different orders (which order is the odd one is undecided)");
+  EXPECT_EQ(fs[0].roles[0].ranks, fs[0].culprit_ranks);
+}
+
+TEST(CycleCheck, SubGroupsRecordedByOneRankEachAreAnOrderInversionOfTheirRanks) {
+  // testdata/torch/h_sub as a job: gloo, world of 3; rank 0 in seq 1 of pg 1
+  // and rank 1 in seq 1 of pg 2, each pg recorded by that rank alone; rank 2
+  // in pg 0 seq 3 waiting for both, its dump listing the world under gloo's
+  // pg_config '' (in no sub-group). pg 1's other member can only be rank 1,
+  // pg 2's only rank 0: a cycle of ranks 0 and 1 across pgs 1 and 2. One
+  // rank per order: which is the odd one is not known, both are named.
+  JobBuilder b("gloo");
+  for (int r = 0; r < 3; ++r) b.Steps(r, "0", 1, 2);
+  b.Coll(0, "1", 1, "all_reduce", false).Coll(1, "2", 1, "all_reduce", false).Coll(2, "0", 3, "barrier", false);
+  model::PgConfig& c = b.Rank(2).pg_config[""];
+  c.ranks = model::SharedRanks(Ranks{0, 1, 2});
+  c.ranks_known = true;
+  model::Job job = b.World(3).Build();
+  std::vector<Finding> fs = RunCheck(&CycleCheck, job);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kOrderInversion);
+  EXPECT_EQ(fs[0].culprit_ranks, (Ranks{0, 1}));
+  EXPECT_EQ(fs[0].cycle, (Ranks{0, 1}));
+  EXPECT_EQ(fs[0].summary,
+            "circular wait across process groups issued in different orders: 0 -> 1 -> 0 (rank 0 in pg 1 seq 1 "
+            "all_reduce waits for rank 1; rank 1 in pg 2 seq 1 all_reduce waits for rank 0)");
+  ASSERT_EQ(fs[0].details.size(), 4u);
+  EXPECT_EQ(fs[0].details[1],
+            "as many ranks wait in each pg of the cycle: which of ranks 0-1 issued the pgs in the odd order cannot be "
+            "told from these ranks; look at each");
+  EXPECT_EQ(fs[0].details[2],
+            "pg 1's members are not recorded and only rank 0 records it: a collective of one rank cannot wait, so it "
+            "has members that left no record of it: rank 1, blocked elsewhere: it cannot finish; not rank "
+            "2, whose dump lists the world in gloo's pg_config '' (a rank that created the backend of a new_group "
+            "lists none there): in no sub-group");
+  EXPECT_EQ(fs[0].details[3].substr(0, 52), "pg 2's members are not recorded and only rank 1 reco");
+}
+
+TEST(CycleCheck, SubGroupsRecordedByOneRankEachWhenAnyRankCanBeTheirMembers) {
+  // The same without rank 2's world list: pg 1's other member can be rank 1
+  // or rank 2, pg 2's rank 0 or rank 2, and all three nodes form one
+  // component. The witness is the cycle of the two pgs that only one rank
+  // each records (ranks 0-1), not one through rank 2's barrier, whose wait
+  // for ranks 0-1 is explained; the details say the members are a reading.
+  JobBuilder b("gloo");
+  for (int r = 0; r < 3; ++r) b.Steps(r, "0", 1, 2);
+  b.Coll(0, "1", 1, "all_reduce", false).Coll(1, "2", 1, "all_reduce", false).Coll(2, "0", 3, "barrier", false);
+  std::vector<Finding> fs = RunCheck(&CycleCheck, b.World(3).Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kOrderInversion);
+  EXPECT_EQ(fs[0].culprit_ranks, (Ranks{0, 1}));
+  ASSERT_EQ(fs[0].details.size(), 4u);
+  EXPECT_EQ(fs[0].details[2],
+            "pg 1's members are not recorded and only rank 0 records it: a collective of one rank cannot wait, so it "
+            "has members that left no record of it: among ranks 1-2, each blocked elsewhere: it cannot finish; which "
+            "of them is not known: the cycle shown is one that they allow");
 }
 
 TEST(CycleCheck, OnlyRanksInBothPgsCountForTheMinority) {
