@@ -283,6 +283,8 @@ struct LogEvent {
     kHeartbeat,  // the watchdog / heartbeat monitor itself is stuck
     kProgress,   // normal progress was logged after this point
     kConfig,     // a setting relevant to known bugs (setting = value)
+    kThreadError,  // an uncaught exception ended one thread of the process, not its main one (`thread`):
+                   // the process lives on, that thread's work stopped
   };
   Kind kind = Kind::kOther;
   std::string message;  // the line (or its key part), trimmed
@@ -320,6 +322,9 @@ struct LogEvent {
   // The message is the error the rank's pending op raised (its catalogue
   // row says `ends op`): that op ended, failed, when this was printed.
   bool ends_op = false;
+  // kThreadError: the name of the thread that raised, as Python printed it
+  // ("Exception in thread loader:"); "" otherwise.
+  std::string thread;
 };
 
 // A device task that a device log reports stuck or failed: an HCCL plog's
