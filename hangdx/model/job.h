@@ -416,8 +416,10 @@ struct Job {
   // What happened to the input files.
   struct InputStats {
     // `unplaced`: read, but nothing in it reached the analysis (no dump of
-    // a known rank, no device snapshot); not counted as `used`.
-    size_t files = 0, used = 0, skipped = 0, unreadable = 0, duplicates = 0, unplaced = 0;
+    // a known rank, no device snapshot); not counted as `used`. `empty`: of
+    // `skipped`, the files that hold nothing (the text report counts them
+    // apart; the JSON document's `skipped` includes them).
+    size_t files = 0, used = 0, skipped = 0, unreadable = 0, duplicates = 0, unplaced = 0, empty = 0;
   } inputs;
   // Device-level snapshots and schedules (docs/snapshot-format.md), one per file.
   std::vector<DeviceJob> device;
