@@ -128,7 +128,7 @@ TEST(CrashedRankCheck, NoRankWaitingIsNoHang) {
   // Rank 0 still has an op pending: it may wait.
   JobBuilder p;
   p.Steps(0, "0", 1, 2);
-  p.Coll(0, "0", 3, "all_reduce");
+  p.Coll(0, "0", 3, "all_reduce", false);  // in flight
   p.Event(1, KilledBy(11)).FromLog(1);
   p.Event(0, model::LogEvent::Kind::kExit, "RuntimeError: Connection closed by peer");
   model::Job pending = p.Build();
