@@ -116,11 +116,24 @@ bool IsMainThread(const model::StackSample& st) {
   return !IsStartedThread(st) && (EndsWith(outer.filename, ".py") || outer.name == "<module>");
 }
 
+namespace {
+
+// True when `st` is the traceback of a thread that died of an uncaught
+// exception (a kThreadError event of the same thread and file): that thread
+// is gone, its stack says nothing of where the rank is now.
+bool DeadThread(const model::RankDump& d, const model::StackSample& st) {
+  for (const auto& e : d.events)
+    if (e.kind == model::LogEvent::Kind::kThreadError && e.thread == st.thread && e.file == st.file) return true;
+  return false;
+}
+
+}  // namespace
+
 const model::StackSample* SpeakingThread(const model::RankDump& d) {
   const model::StackSample *in_call = nullptr, *main = nullptr, *current = nullptr, *worker = nullptr,
                            *first = nullptr;
   for (const auto& st : d.stacks) {
-    if (st.frames.empty()) continue;
+    if (st.frames.empty() || DeadThread(d, st)) continue;
     if (!first) first = &st;
     const bool is_main = IsMainThread(st);
     if (CollectiveIn(st).found() && (!in_call || (is_main && !IsMainThread(*in_call)))) in_call = &st;

@@ -66,7 +66,9 @@ bool IsMainThread(const model::StackSample& st);
 // collective or DDP backward (the main thread first when several are);
 // else the main thread; else faulthandler's "Current thread" when it is not
 // a helper started by threading; else the first thread that is no such
-// helper; else the first thread. nullptr when `d` has no stack with frames.
+// helper; else the first thread. A thread that died of an uncaught exception
+// (its traceback in a log, LogEvent::kThreadError) never speaks: it is gone.
+// nullptr when `d` has no other stack with frames.
 const model::StackSample* SpeakingThread(const model::RankDump& d);
 
 }  // namespace hangdx::analyze

@@ -116,8 +116,13 @@ ArtifactResult ReadArtifact(const Artifact& given, RecordSink* out) {
   Artifact in = given;
   if (in.data.substr(0, kBom.size()) == kBom) in.data.remove_prefix(kBom.size());
   if (in.data.empty()) {
-    out->Diag(Sev::kWarning, "empty file; skipped", -1, 0);
+    // A note, not a warning: an empty file claims nothing, and launchers
+    // leave them as a matter of course (torchrun --log-dir writes a
+    // stdout.log per worker, empty when the worker prints only to stderr).
+    // It is counted (InputStats::empty) and listed, never dropped silently.
+    out->Diag(Sev::kInfo, "empty file; skipped", -1, 0);
     res.outcome = Outcome::kSkipped;
+    res.empty = true;
     return res;
   }
   int best = 0;

@@ -82,6 +82,8 @@ struct ArtifactResult {
   // The exclusive format that read it; nullptr for text (any number of text
   // formats) and for a skipped file.
   const Format* format = nullptr;
+  // Skipped because it holds nothing (0 bytes, or a byte order mark only).
+  bool empty = false;
 };
 
 // Reads one file with the formats it is in: the most confident exclusive

@@ -83,8 +83,11 @@ TEST(Formats, UnknownJsonAndBinaryAreSkippedNamingTheFormats) {
   std::vector<model::Diagnostic> diags;
   Read("", 0, &r, &diags);
   EXPECT_EQ(r.outcome, ArtifactResult::Outcome::kSkipped);
+  EXPECT_TRUE(r.empty);
   ASSERT_EQ(diags.size(), 1u);
   EXPECT_EQ(diags[0].message, "empty file; skipped");
+  // A note: it claims nothing (torchrun --log-dir's empty stdout.log files).
+  EXPECT_EQ(diags[0].severity, model::Diagnostic::Severity::kInfo);
 }
 
 TEST(Formats, UnusableExclusiveFileIsUnreadable) {

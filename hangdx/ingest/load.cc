@@ -176,6 +176,7 @@ struct FileResult {
   std::string path;
   uint64_t bytes = 0;
   ArtifactResult::Outcome outcome = ArtifactResult::Outcome::kUsed;
+  bool empty = false;            // skipped as empty (ArtifactResult::empty)
   int64_t unreadable_rank = -1;  // the rank a dump that could not be used belongs to
   bool fr_pickle = false;        // a Flight Recorder pickle (it carries stack frames; JSON dumps do not)
   std::vector<model::RankDump> dumps;
@@ -233,6 +234,7 @@ void LoadOne(const std::string& path, int64_t rank_hint, const LoadOptions& opt,
   }
   res->diags.Merge(std::move(parse_diags));
   res->outcome = read.outcome;
+  res->empty = read.empty;
   res->read = std::move(got.read);
   res->read.file = path;
   res->read.bytes = res->bytes;
@@ -538,6 +540,7 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
       }
       case ArtifactResult::Outcome::kSkipped:
         ++job.inputs.skipped;
+        if (r.empty) ++job.inputs.empty;
         break;
       case ArtifactResult::Outcome::kUnreadable:
         ++job.inputs.unreadable;

@@ -283,6 +283,8 @@ struct LogEvent {
     kHeartbeat,  // the watchdog / heartbeat monitor itself is stuck
     kProgress,   // normal progress was logged after this point
     kConfig,     // a setting relevant to known bugs (setting = value)
+    kThreadError,  // an uncaught exception ended one thread of the process, not its main one (`thread`):
+                   // the process lives on, that thread's work stopped
   };
   Kind kind = Kind::kOther;
   std::string message;  // the line (or its key part), trimmed
@@ -320,6 +322,9 @@ struct LogEvent {
   // The message is the error the rank's pending op raised (its catalogue
   // row says `ends op`): that op ended, failed, when this was printed.
   bool ends_op = false;
+  // kThreadError: the name of the thread that raised, as Python printed it
+  // ("Exception in thread loader:"); "" otherwise.
+  std::string thread;
 };
 
 // A device task that a device log reports stuck or failed: an HCCL plog's
@@ -411,8 +416,10 @@ struct Job {
   // What happened to the input files.
   struct InputStats {
     // `unplaced`: read, but nothing in it reached the analysis (no dump of
-    // a known rank, no device snapshot); not counted as `used`.
-    size_t files = 0, used = 0, skipped = 0, unreadable = 0, duplicates = 0, unplaced = 0;
+    // a known rank, no device snapshot); not counted as `used`. `empty`: of
+    // `skipped`, the files that hold nothing (the text report counts them
+    // apart; the JSON document's `skipped` includes them).
+    size_t files = 0, used = 0, skipped = 0, unreadable = 0, duplicates = 0, unplaced = 0, empty = 0;
   } inputs;
   // Device-level snapshots and schedules (docs/snapshot-format.md), one per file.
   std::vector<DeviceJob> device;

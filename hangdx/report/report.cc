@@ -131,7 +131,9 @@ std::string RenderText(const Diagnosis& d, size_t max_findings) {
   if (in.files) {
     o += "Input: " + std::to_string(in.files) + (in.files == 1 ? " file" : " files") + ", " + std::to_string(in.used) +
          " used";
-    if (in.skipped) o += ", " + std::to_string(in.skipped) + " skipped (not a format hangdx reads)";
+    if (size_t other = in.skipped - std::min(in.empty, in.skipped); other)
+      o += ", " + std::to_string(other) + " skipped (not a format hangdx reads)";
+    if (in.empty) o += ", " + std::to_string(in.empty) + " empty";
     if (in.unreadable) o += ", " + std::to_string(in.unreadable) + " unreadable";
     if (in.unplaced) o += ", " + std::to_string(in.unplaced) + " with nothing usable";
     if (in.duplicates) o += ", " + Count(in.duplicates, "duplicate dump", "duplicate dumps") + " of a rank";

@@ -432,6 +432,68 @@ def sc_h_sub(ctx):
     sleep_forever(ctx, "after the barrier")
 
 
+class _BadShard(Exception):
+    """What a data-loading thread raises on a record it cannot decode."""
+
+
+def _loader_thread(ctx, q, fail_at, name):
+    """A data-loader-like helper thread: puts one batch per step on `q`;
+    raises at batch `fail_at` (None: never). Python's threading excepthook
+    prints "Exception in thread NAME:" and the traceback; the process lives
+    on and the thread's consumer waits in q.get() for a batch that never
+    comes."""
+    import threading
+
+    def run():
+        gen = torch.Generator().manual_seed(100 + ctx.rank)
+        for i in range(100):
+            if fail_at is not None and i == fail_at:
+                time.sleep(0.5)  # decoding; the main thread is in q.get() by then
+                raise _BadShard("cannot decode record %d of shard 7 (truncated)" % (16 * i))
+            q.put((torch.randn(16, 8, generator=gen), torch.randn(16, 4, generator=gen)))
+
+    t = threading.Thread(target=run, name=name, daemon=True)
+    t.start()
+    return t
+
+
+# thread_crash. Every rank trains from a loader thread's queue; rank 1's
+# loader raises at batch 2. Its process stays alive: the main thread waits in
+# q.get() for batch 2 and never reaches step 2's all_reduce (seq 3), where
+# ranks 0,2 wait for it until their timeout.
+def sc_thread_crash(ctx):
+    import queue
+    q = queue.Queue(maxsize=2)
+    _loader_thread(ctx, q, 2 if ctx.rank == 1 else None, "loader")
+    tr = Trainer(ctx)
+    for i in range(4):
+        ctx.log("step %d: waiting for a batch" % i)
+        x, y = q.get()
+        tr.model.zero_grad()
+        loss = torch.nn.functional.mse_loss(tr.model(x), y)
+        loss.backward()
+        flat = torch.cat([p.grad.reshape(-1) for p in tr.model.parameters()])
+        ctx.log("step %d: all_reduce(grads, numel=%d)" % (i, flat.numel()))
+        dist.all_reduce(flat)
+    sleep_forever(ctx, "training done")
+
+
+# thread_crash_bystander. Scenario a (rank 0 alone all_reduces the loss at
+# the last step) where rank 2's metrics-upload thread raised after step 0 and
+# its main thread went on training: the thread's exception is not why the
+# job hangs (ranks 1 and 2 both never call the extra all_reduce).
+def sc_thread_crash_bystander(ctx):
+    import threading
+
+    def upload():
+        time.sleep(0.3)
+        raise ConnectionError("metrics endpoint refused the connection")
+
+    if ctx.rank == 2:
+        threading.Thread(target=upload, name="metrics-upload", daemon=True).start()
+    sc_a(ctx)
+
+
 SCENARIOS = {s.name: s for s in [
     Scenario("a", 3, sc_a, deadline=7.0, doc="rank 0 only: all_reduce(loss) at the last step"),
     Scenario("b", 3, sc_b, deadline=7.0, doc="rank 2 has 3 batches, ranks 0,1 have 4; then barrier"),
@@ -487,4 +549,8 @@ SCENARIOS = {s.name: s for s in [
              doc="new_group([0,1]) gA, gB: rank 0 all_reduces on gA then gB, rank 1 on gB then gA; rank 2 in the barrier"),
     Scenario("j2", 3, sc_j2, timeout=30.0, deadline=5.0,
              doc="rank 2 sleeps 1.2 s per step, 10 s in step 3; dump at +5 s, before the 30 s timeout"),
+    Scenario("thread_crash", 3, sc_thread_crash, deadline=7.0, stacks=True,
+             doc="rank 1's loader thread raises at batch 2; its main thread waits in queue.get(), alive"),
+    Scenario("thread_crash_bystander", 3, sc_thread_crash_bystander, deadline=7.0,
+             doc="scenario a, and rank 2's metrics thread raised early while its main thread went on"),
 ]}

@@ -33,6 +33,7 @@ import scenarios  # noqa: E402
 
 _lock = threading.Lock()
 _dumped = False
+_raised = False  # a collective raised: the rank is in its exception handler, not blocked
 EXIT_GRACE_S = 6.0  # > the time every rank needs for its two dumps (1-2 s each)
 
 
@@ -86,6 +87,7 @@ def pyspy_dump(out, rank):
 
 
 def main():
+    global _raised
     ap = argparse.ArgumentParser()
     ap.add_argument("--scenario", required=True)
     ap.add_argument("--rank", type=int, required=True)
@@ -113,13 +115,16 @@ def main():
 
     def watchdog():
         time.sleep(max(0.0, t0 + a.deadline - time.time()))
-        if a.stacks:
+        # A rank whose collective raised is writing its dump from the handler
+        # (slow: it imports torch._dynamo): its stacks would show that dump,
+        # not where it waited.
+        if a.stacks and not _raised:
             # Every thread's Python stack, as py-spy would show it, taken while
             # the rank is still blocked (faulthandler: no ptrace needed).
             os.makedirs(os.path.join(a.out, "stacks"), exist_ok=True)
             with open(os.path.join(a.out, "stacks", "faulthandler_rank_%d.txt" % a.rank), "w") as f:
                 faulthandler.dump_traceback(file=f, all_threads=True)
-        if a.pyspy:
+        if a.pyspy and not _raised:
             pyspy_dump(a.out, a.rank)
         if dump(a.out, a.rank, "deadline reached: rank alive and not in a failed collective"):
             sys.stderr.flush()
@@ -135,6 +140,7 @@ def main():
     try:
         sc.body(ctx)
     except Exception as e:  # gloo raises RuntimeError / DistBackendError
+        _raised = True
         if _dumped:
             # The deadline dump is taken and the run is over: the first rank
             # to exit after its grace fails the others' pending collectives.

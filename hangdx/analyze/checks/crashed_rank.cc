@@ -64,6 +64,26 @@ bool Arrived(const Instance& in, const std::vector<model::Rank>& ranks) {
   return !ranks.empty();
 }
 
+// True when nobody is seen waiting for the crashed ranks: every other rank
+// crashed too or its log shows its process ended (an exit or stop record,
+// an exception that ended it, not a timeout: a rank that timed out waited)
+// with no op of its dump still pending, and every rank of the world left
+// data. The job then failed; nothing hangs.
+bool NobodyLeftWaiting(const RankAnalysis& a, const std::vector<model::Rank>& crashed) {
+  if (!a.world.without_dump.empty()) return false;
+  for (const auto& d : a.job.dumps) {
+    if (std::binary_search(crashed.begin(), crashed.end(), d.rank) || a.Crashed(d.rank)) continue;
+    bool ended = false;
+    for (const auto& e : d.events) {
+      if (IsTimeoutEvent(e)) return false;  // it waited for them until its timeout: a hang, ended by the timeout
+      ended = ended || e.kind == LogEvent::Kind::kExit;
+    }
+    for (const auto& op : d.ops) ended = ended && (op.completed || op.retired);
+    if (!ended) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 Finding CrashedRankFinding(const RankAnalysis& a, const std::vector<model::Rank>& crashed, const Instance* in) {
@@ -102,6 +122,7 @@ Finding CrashedRankFinding(const RankAnalysis& a, const std::vector<model::Rank>
     }
     f.fix_hint = "no rank waited for another: every process died by itself; fix the crash (the same fault on every "
                  "rank points at code or input they share, not at one rank)";
+    f.hang = false;  // no rank waits: the job failed, it does not hang
     return f;
   }
   if (in && Arrived(*in, crashed)) {
@@ -132,10 +153,15 @@ Finding CrashedRankFinding(const RankAnalysis& a, const std::vector<model::Rank>
         if (e.kind == LogEvent::Kind::kExit && e.exit_role == LogEvent::ExitRole::kStopped &&
             !std::count(crashed.begin(), crashed.end(), d.rank) && (stopped.empty() || stopped.back() != d.rank))
           stopped.push_back(d.rank);
+    bool nobody_waits = NobodyLeftWaiting(a, crashed);
     f.summary = RankWords(crashed) + " crashed (" + what + "); " +
-                (stopped.empty() ? "the other ranks of its process groups wait for it in their next collective"
-                                 : "its launcher then stopped " + RankWords(stopped));
+                (!stopped.empty()  ? "its launcher then stopped " + RankWords(stopped)
+                 : nobody_waits    ? std::string("every other rank's process ended too: no rank is left waiting")
+                                   : "the other ranks of its process groups wait for it in their next collective");
     if (!stopped.empty()) f.roles.push_back({"stopped by the launcher", stopped});
+    // No rank is seen waiting (a stalled pg of a member, attached later by
+    // passes/causes.h, makes it a hang again): the job failed.
+    f.hang = !nobody_waits;
   }
   f.fix_hint = "fix the crash first (read the rank's traceback); the other ranks' timeouts are its consequence";
   return f;

@@ -108,6 +108,42 @@ TEST(CrashedRankCheck, EveryRankSeenCrashedWithoutTimesNamesThemAll) {
   EXPECT_EQ(f.culprit_ranks, Ranks{1});
 }
 
+TEST(CrashedRankCheck, NoRankWaitingIsNoHang) {
+  // Every rank seen crashed (all_segv): nobody waits, the job failed.
+  JobBuilder all;
+  for (int r = 0; r < 2; ++r) all.Event(r, KilledBy(11)).FromLog(r);
+  model::Job all_job = all.Build();
+  EXPECT_FALSE(CrashedRankFinding(BuildRankAnalysis(all_job, {}), {0, 1}, nullptr).hang);
+  // Rank 1 crashed; rank 0's uncaught exception ended its process too
+  // (a kExit of its traceback), with no op of it pending: no hang.
+  JobBuilder b;
+  b.Steps(0, "0", 1, 2);
+  b.Event(1, KilledBy(11)).FromLog(1);
+  b.Event(0, model::LogEvent::Kind::kExit, "RuntimeError: Connection closed by peer");
+  model::Job job = b.Build();
+  Finding f = CrashedRankFinding(BuildRankAnalysis(job, {}), {1}, nullptr);
+  EXPECT_FALSE(f.hang);
+  EXPECT_EQ(f.summary, "rank 1 crashed (killed by SIGSEGV); every other rank's process ended too: no rank is left "
+                       "waiting");
+  // Rank 0 still has an op pending: it may wait.
+  JobBuilder p;
+  p.Steps(0, "0", 1, 2);
+  p.Coll(0, "0", 3, "all_reduce", false);  // in flight
+  p.Event(1, KilledBy(11)).FromLog(1);
+  p.Event(0, model::LogEvent::Kind::kExit, "RuntimeError: Connection closed by peer");
+  model::Job pending = p.Build();
+  EXPECT_TRUE(CrashedRankFinding(BuildRankAnalysis(pending, {}), {1}, nullptr).hang);
+  // Rank 0 timed out (bcast_unpickle's sender): it waited for rank 1.
+  JobBuilder t;
+  t.Steps(0, "0", 1, 2);
+  t.Event(1, KilledBy(11)).FromLog(1);
+  t.Event(0, model::LogEvent::Kind::kExit, "RuntimeError: Timed out waiting 4000ms for recv operation to complete");
+  model::Job timed_out = t.Build();
+  EXPECT_TRUE(CrashedRankFinding(BuildRankAnalysis(timed_out, {}), {1}, nullptr).hang);
+  // And a rank with no exit line may wait in its next collective.
+  EXPECT_TRUE(CrashedRankFinding(BuildRankAnalysis(RankThreeCrashed(), {}), {3}, nullptr).hang);
+}
+
 TEST(CrashedRankCheck, TheRanksItsLauncherStoppedAreNamedNotWaiting) {
   // testdata/torch/torchrun_sigkill: rank 2 -9, the agent then SIGTERMs 0, 1, 3.
   JobBuilder b;
@@ -122,6 +158,7 @@ TEST(CrashedRankCheck, TheRanksItsLauncherStoppedAreNamedNotWaiting) {
   EXPECT_EQ(f.summary,
             "rank 2 crashed (killed by SIGKILL, torchrun's first observed failure); its launcher then stopped ranks "
             "0-1,3");
+  EXPECT_FALSE(f.hang);  // every other process ended: the job failed, nobody hangs
 }
 
 // bcast_unpickle_empty (testdata/torch): rank 0 sent an object with

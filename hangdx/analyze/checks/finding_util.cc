@@ -3,6 +3,7 @@
 #include <set>
 #include <string_view>
 
+#include "hangdx/analyze/stack_threads.h"
 #include "hangdx/base/rank_set.h"
 
 namespace hangdx::analyze {
@@ -87,6 +88,29 @@ std::string StackWhere(model::Rank r, const model::StackSample& st) {
   for (size_t i = 0; i < st.frames.size() && i < 4; ++i) frames += (i ? " < " : "") + st.frames[i].name;
   return "rank " + std::to_string(r) + "'s stack (" + st.file + " line " + std::to_string(st.line) +
          "): " + (frames.empty() ? std::string("no frames") : frames);
+}
+
+const model::LogEvent* ThreadError(const model::RankDump& d) {
+  for (const auto& e : d.events)
+    if (e.kind == model::LogEvent::Kind::kThreadError) return &e;
+  return nullptr;
+}
+
+std::string ThreadErrorWords(model::Rank r, const model::RankDump& d) {
+  const model::LogEvent* e = ThreadError(d);
+  if (!e) return "";
+  std::string what = e->message.size() > 120 ? e->message.substr(0, 117) + "..." : e->message;
+  std::string s = "rank " + std::to_string(r) + "'s thread " + e->thread + " raised " + what +
+                  " (its process stayed alive";
+  // Where the main thread is, when a stack dump shows it (the dead
+  // thread's traceback is no stack of the main thread).
+  const model::StackSample* st = SpeakingThread(d);
+  if (st && IsMainThread(*st) && st->thread != e->thread) {
+    std::string frames;
+    for (size_t i = 0; i < st->frames.size() && i < 3; ++i) frames += (i ? " < " : "") + st->frames[i].name;
+    if (!frames.empty()) s += "; its main thread is in " + frames;
+  }
+  return s + ")";
 }
 
 void FillPg(const RankAnalysis& a, const Instance& in, Finding* f) {

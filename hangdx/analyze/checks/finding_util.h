@@ -62,6 +62,17 @@ bool EnqueuedOnly(const RankAnalysis& a, const Instance& in);
 // line 5): save < save_checkpoint < train_step"), its innermost frames first.
 std::string StackWhere(model::Rank r, const model::StackSample& st);
 
+// The first event of `d` that says an uncaught exception ended one of its
+// threads other than the main one (LogEvent::kThreadError: "Exception in
+// thread loader:"); nullptr when none. The process lived on.
+const model::LogEvent* ThreadError(const model::RankDump& d);
+
+// What rank r's dead thread and its main thread say, for a summary: "rank 1's
+// thread loader raised ValueError: bad shard (its process stayed alive; its
+// main thread is in wait < get < train)", the main thread only when a stack
+// dump of it is given. "" when `d` records no thread error.
+std::string ThreadErrorWords(model::Rank r, const model::RankDump& d);
+
 // Sets the pg name, description and seq of `f` to those of instance `in`.
 void FillPg(const RankAnalysis& a, const Instance& in, Finding* f);
 

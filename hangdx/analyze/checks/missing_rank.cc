@@ -100,12 +100,25 @@ void Decide(const RankAnalysis& a, const Instance& in, const Sides& s, Finding* 
       f->summary += "; no dump from " + RankWords(s.dead);
       f->culprit_ranks.insert(f->culprit_ranks.end(), s.dead.begin(), s.dead.end());
     }
+    // A helper thread of an absent rank died (a data loader's exception):
+    // the rank is alive, and its main thread may wait for that thread. The
+    // fix hint is about that when every absent rank's thread died.
+    bool thread_died = !s.idle.empty();
+    for (Rank r : s.idle) {
+      const model::RankDump* d = a.job.Find(r);
+      if (d && ThreadError(*d)) f->summary += "; " + ThreadErrorWords(r, *d);
+      thread_died = thread_died && d && ThreadError(*d);
+    }
     bool all_ended = !s.idle.empty();
     for (Rank r : s.idle) all_ended = all_ended && a.job.Find(r) && EndedByItself(*a.job.Find(r));
     f->fix_hint = all_ended ? "the absent rank's process ended while the others still wait: find why it left the "
                               "loop early (uneven data per rank, a rank-dependent break or return, a caught error)"
-                            : "find what the absent rank is doing instead (py-spy dump it): a rank-dependent branch, "
-                              "rank-0-only work (checkpoint, evaluation, logging) or uneven data";
+                  : thread_died
+                      ? "fix the exception that ended the absent rank's thread (its traceback), and make the main "
+                        "thread notice a dead helper (join it, or get from its queue with a timeout) instead of "
+                        "waiting for it without end"
+                      : "find what the absent rank is doing instead (py-spy dump it): a rank-dependent branch, "
+                        "rank-0-only work (checkpoint, evaluation, logging) or uneven data";
   } else if (!s.dead.empty() && s.empty.size() == s.dead.size()) {
     // A rank that wrote a dump was alive: an empty one shows neither that
     // it died nor that it did not arrive (its Flight Recorder was off).
@@ -147,6 +160,8 @@ void AddEvidenceAndDetails(const RankAnalysis& a, const Instance& in, const Side
       AddOpEvidence(a, f, r, d->ops.back(), "last recorded op");
     else if (d)
       f->evidence.push_back({d->file, r, -1, "no op at this seq"});
+    if (const model::LogEvent* e = d ? ThreadError(*d) : nullptr)
+      f->evidence.push_back({e->file, r, -1, "line " + std::to_string(e->line) + ": thread " + e->thread + ": " + e->message});
   }
   for (size_t i = 0; i < in.arrived.size() && i < kEvidencePerSide; ++i)
     AddOpEvidence(a, f, in.arrived[i], a.DumpOf(in, in.arrived[i])->ops[in.ops(i).front()],

@@ -219,6 +219,46 @@ TEST(MissingRankCheck, AnAbsentRankWhoseProcessEndedIsNotToBePySpied) {
     if (d.rank == 3) EXPECT_EQ(EndedByItself(d), nullptr);
 }
 
+TEST(MissingRankCheck, AnAbsentRankWhoseThreadRaisedIsAliveAndSaysWhereItsMainThreadIs) {
+  // testdata/torch/thread_crash: rank 3's loader thread raised (threading's
+  // "Exception in thread loader:"); its process lives on, its main thread
+  // waits in queue.get for the next batch (its faulthandler stack).
+  model::Job job = RankThreeAbsent(true);
+  model::LogEvent raised;
+  raised.kind = model::LogEvent::Kind::kThreadError;
+  raised.thread = "loader";
+  raised.message = "ValueError: bad shard";
+  raised.file = "rank_3.log";
+  raised.line = 7;
+  model::StackSample main_thread;
+  main_thread.thread = "Thread 0x00007f6ebc7c1b80";
+  main_thread.frames = {{"wait", "/usr/lib/python3.11/threading.py", 327},
+                        {"get", "/usr/lib/python3.11/queue.py", 171},
+                        {"train", "/opt/train/train.py", 40},
+                        {"<module>", "/opt/train/train.py", 60}};
+  for (auto& d : job.dumps)
+    if (d.rank == 3) d.events.push_back(raised), d.stacks.push_back(main_thread);
+  std::vector<Finding> fs = RunCheck(&MissingRankCheck, job);
+  ASSERT_EQ(fs.size(), 1u);
+  const Finding& f = fs[0];
+  EXPECT_EQ(f.kind, Kind::kMissingRank);
+  EXPECT_EQ(f.culprit_ranks, Ranks{3});
+  EXPECT_EQ(f.summary,
+            "ranks 0-2 wait in all_reduce (pg 0 (default_pg) seq 5) for rank 3, which never arrived and is not "
+            "blocked in any recorded collective; rank 3's thread loader raised ValueError: bad shard (its process "
+            "stayed alive; its main thread is in wait < get < train)");
+  EXPECT_EQ(f.fix_hint.rfind("fix the exception that ended the absent rank's thread", 0), 0u);
+  ASSERT_GE(f.evidence.size(), 2u);
+  EXPECT_EQ(f.evidence[1].file, "rank_3.log");
+  EXPECT_EQ(f.evidence[1].note, "line 7: thread loader: ValueError: bad shard");
+  // Without the stack dump the main thread's whereabouts are not claimed.
+  for (auto& d : job.dumps) d.stacks.clear();
+  fs = RunCheck(&MissingRankCheck, job);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_NE(fs[0].summary.find("raised ValueError: bad shard (its process stayed alive)"), std::string::npos)
+      << fs[0].summary;
+}
+
 TEST(MissingRankCheck, ACrashedOrUnreadableRankIsAnotherChecksCase) {
   model::Job job = RankThreeAbsent(true);
   model::LogEvent crash;

@@ -153,7 +153,13 @@ bool AddCrashed(const RankAnalysis& a, const std::map<Rank, Where>& where, Findi
 void StackSitesCheck(const RankAnalysis& a, FindingSink* sink) {
   std::map<Rank, Where> where;
   for (const auto& d : a.job.dumps)
-    if (!d.stacks.empty() && d.ops.empty()) where[d.rank] = WhereOf(d);  // dumps with entries speak for themselves
+    if (!d.stacks.empty() && d.ops.empty()) {  // dumps with entries speak for themselves
+      Where w = WhereOf(d);
+      // Only the traceback of a thread that died (ThreadError): no stack of
+      // where the rank is now.
+      if (!w.stack && ThreadError(d)) continue;
+      where[d.rank] = w;
+    }
   if (where.size() < 2) return;
   // The fresh-user tester's torchrun log of one OOM and two gloo
   // "Connection closed by peer"; broadcast_object_list whose receivers
@@ -189,6 +195,9 @@ void StackSitesCheck(const RankAnalysis& a, FindingSink* sink) {
   for (const auto& [site, ranks] : sides) f.roles.push_back({site, ranks});
   if (!elsewhere.empty()) f.roles.push_back({"not in a collective", elsewhere});
   if (!Decide(sides, elsewhere, &f)) return;
+  if (f.kind == Kind::kMissingRank)
+    for (Rank r : elsewhere)  // alive, a helper thread dead: say so (checks/missing_rank.h does too)
+      if (const model::RankDump* d = a.job.Find(r); d && ThreadError(*d)) f.summary += "; " + ThreadErrorWords(r, *d);
   // Equal sides while ranks of the job left no stack (the issue's "two logs
   // of a 4-rank communicator"): those ranks decide, so name both sides.
   const std::vector<Rank>& unseen = a.world.without_dump;

@@ -55,7 +55,10 @@ void AttachStall(const Finding& stall, Finding* crash) {
   std::vector<Rank> waiting;
   for (const auto& role : stall.roles)
     if (role.role == "arrived") waiting = role.ranks;
-  if (!waiting.empty()) crash->roles.push_back({"waiting in " + stall.op, waiting});
+  if (!waiting.empty()) {
+    crash->roles.push_back({"waiting in " + stall.op, waiting});
+    crash->hang = true;  // ranks wait for it (CrashedRankFinding may have seen none)
+  }
   crash->details.push_back("its consequence: " + stall.summary);
   crash->evidence.insert(crash->evidence.end(), stall.evidence.begin(), stall.evidence.end());
 }

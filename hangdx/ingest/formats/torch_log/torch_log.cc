@@ -254,6 +254,7 @@ class TorchLogReader {
     size_t indent = 0;
     int64_t rank = -1, line = 0;
     std::vector<model::Frame> frames;  // outermost first, as printed
+    std::string thread;                // the thread threading's excepthook named, "" none (the main thread)
   };
 
   void OnLine(const Line& l) {
@@ -261,7 +262,12 @@ class TorchLogReader {
     PgPrefix pg = FindPgPrefix(t);
     int64_t rank = l.rank >= 0 ? l.rank : (pg.found && pg.IsDefault() && pg.rank >= 0) ? pg.rank : in_.rank_hint;
     if (OnTraceback(l, rank)) return;
-    if (Contains(t, "Traceback (most recent call last):")) return;
+    if (OnThreadHeader(l)) return;
+    if (Contains(t, "Traceback (most recent call last):")) {
+      // The header names the thread only when the traceback follows it at once.
+      traceback_thread_ = thread_header_line_ == l.number - 1 ? thread_header_ : std::string();
+      return;
+    }
     // Watchdog timeout (and its repeats in "terminated with exception" / what()).
     if (Contains(t, "Watchdog caught collective operation timeout")) return OnTimeout(l, pg, rank);
     if (OnStatus(l, pg)) return;
@@ -287,6 +293,8 @@ class TorchLogReader {
         tb_.indent = indent.size();
         tb_.rank = rank;
         tb_.line = l.number;
+        tb_.thread = std::move(traceback_thread_);
+        traceback_thread_.clear();
       }
       if (tb_.frames.size() < 512) tb_.frames.push_back({std::string(Trim(func)), fname, fline});
       return true;
@@ -305,22 +313,60 @@ class TorchLogReader {
     static const RE2 kException(R"re(^\s*([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)): (.*)$)re");
     if (!tb_.open) return;
     tb_.open = false;
+    std::string thread = std::move(tb_.thread);
+    tb_.thread.clear();
+    if (!thread.empty()) {
+      // A chained traceback may follow: the same thread's (OnThreadHeader).
+      thread_header_ = thread;
+      thread_header_line_ = line_no;
+    }
     if (tb_.rank < 0 || tb_.frames.empty()) return;
     out_->NoteRank(tb_.rank);
     model::StackSample s;
-    s.thread = "traceback";
+    s.thread = thread.empty() ? "traceback" : thread;
     s.frames.assign(tb_.frames.rbegin(), tb_.frames.rend());
     s.file = out_->file();
     s.line = tb_.line;
     if (stacks_of_[tb_.rank]++ < 200) out_->AddStack(tb_.rank, std::move(s));
     tb_.frames.clear();
+    // A thread's traceback surely ends in its exception (the excepthook's
+    // header said so): any type name, with or without a message
+    // ("scenarios._BadShard: ...", testdata/torch/thread_crash).
+    static const RE2 kAnyException(R"re(^\s*([A-Za-z_][\w.]*)(?:: (.*))?$)re");
     std::string ex, msg;
-    if (!exception_line.empty() &&
-        RE2::PartialMatch(re2::StringPiece(exception_line.data(), exception_line.size()), kException, &ex, &msg)) {
+    re2::StringPiece line(exception_line.data(), exception_line.size());
+    if (!exception_line.empty() && (RE2::PartialMatch(line, kException, &ex, &msg) ||
+                                    (!thread.empty() && RE2::FullMatch(line, kAnyException, &ex, &msg)))) {
       if (Contains(msg, "Detected mismatch between collectives")) return;  // the mismatch handler has it
       Kind k = IsCrashText(msg) ? Kind::kCrash : IsConsequenceText(msg) ? Kind::kExit : Kind::kCrash;
-      Event(tb_.rank, k, ex + ": " + msg, line_no);
+      // In a thread that threading started, an uncaught exception ends that
+      // thread only (its excepthook prints it; the process lives on), unless
+      // it is a timeout or lost peer of the collective the thread ran: that
+      // stays what it is.
+      if (!thread.empty() && k == Kind::kCrash) k = Kind::kThreadError;
+      Event(tb_.rank, k, msg.empty() ? ex : ex + ": " + msg, line_no, {}, -1, {}, -1, 0, -1, thread);
     }
+  }
+
+  // `Exception in thread NAME:` (CPython's threading.excepthook, 3.8+, and
+  // Thread._bootstrap_inner before it): the traceback that follows is of a
+  // thread other than the main one. A chained exception's traceback
+  // ("During handling of the above exception, ...") is the same thread's.
+  // True when the line is such a header.
+  bool OnThreadHeader(const Line& l) {
+    static const RE2 kHeader(R"re(^Exception in thread (.+):\s*$)re");
+    std::string name;
+    std::string_view t = Trim(l.text);
+    bool chain = t.empty() || t == "During handling of the above exception, another exception occurred:" ||
+                 t == "The above exception was the direct cause of the following exception:";
+    if (chain && !thread_header_.empty() && thread_header_line_ == l.number - 1) {
+      thread_header_line_ = l.number;
+      return true;
+    }
+    if (!RE2::FullMatch(re2::StringPiece(l.text.data(), l.text.size()), kHeader, &name)) return false;
+    thread_header_ = std::move(name);
+    thread_header_line_ = l.number;
+    return true;
   }
 
   // `Watchdog caught collective operation timeout: WorkNCCL(SeqNum=N,
@@ -466,7 +512,8 @@ class TorchLogReader {
   // A LogEvent of `rank` (none for rank -1; at most 500 a rank; the same
   // text repeated, as an exception and its what(), counts once).
   void Event(int64_t rank, Kind kind, std::string_view msg, int64_t line, std::string pg = {}, int64_t seq = -1,
-             std::string op = {}, int64_t peer = -1, int64_t exit_code = 0, int64_t signal = -1) {
+             std::string op = {}, int64_t peer = -1, int64_t exit_code = 0, int64_t signal = -1,
+             std::string thread = {}) {
     if (rank < 0) return;
     out_->NoteRank(rank);
     if (events_of_[rank] >= 500) return;
@@ -484,6 +531,7 @@ class TorchLogReader {
     e.peer = peer;
     e.exit_code = exit_code;
     e.signal = signal;
+    e.thread = std::move(thread);
     out_->AddEvent(rank, std::move(e));
   }
 
@@ -595,6 +643,10 @@ class TorchLogReader {
   const Artifact& in_;
   RecordSink* out_;
   Traceback tb_;
+  // The last `Exception in thread NAME:` header and its line; the thread of
+  // the traceback it heads, until that traceback's first frame.
+  std::string thread_header_, traceback_thread_;
+  int64_t thread_header_line_ = -1;
   std::vector<Timeout> timeouts_;
   std::vector<Status> statuses_;
   std::set<int64_t> timed_out_ranks_;

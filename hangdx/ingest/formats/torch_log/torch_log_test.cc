@@ -286,6 +286,70 @@ TEST(TorchLog, TracebackBecomesStackInnermostFirst) {
   EXPECT_EQ(d[0].events[0].kind, model::LogEvent::Kind::kCrash);
 }
 
+TEST(TorchLog, AnExceptionInAThreadEndsThatThreadNotTheProcess) {
+  // testdata/torch/thread_crash/stderr/rank_1.log (CPython 3.11's
+  // threading.excepthook), a log line between, then a traceback of the main
+  // thread: only the last is the process's crash.
+  auto d = Parse(
+      "[hangdx-fi rank 1 1796233259.511] step 2: waiting for a batch\n"
+      "Exception in thread loader:\n"
+      "Traceback (most recent call last):\n"
+      "  File \"/usr/lib/python3.11/threading.py\", line 1045, in _bootstrap_inner\n"
+      "    self.run()\n"
+      "  File \"/opt/train/scenarios.py\", line 424, in run\n"
+      "    raise _BadShard(\"cannot decode record %d of shard 7 (truncated)\" % (16 * i))\n"
+      "scenarios._BadShard: cannot decode record 32 of shard 7 (truncated)\n"
+      "[hangdx-fi rank 1 1796233270.805] dumped flight recorder\n"
+      "Traceback (most recent call last):\n"
+      "  File \"train.py\", line 10, in main\n"
+      "ValueError: bad batch\n",
+      1);
+  ASSERT_EQ(d.size(), 1u);
+  ASSERT_EQ(d[0].events.size(), 2u);
+  EXPECT_EQ(d[0].events[0].kind, model::LogEvent::Kind::kThreadError);
+  EXPECT_EQ(d[0].events[0].thread, "loader");
+  EXPECT_EQ(d[0].events[0].message, "scenarios._BadShard: cannot decode record 32 of shard 7 (truncated)");
+  EXPECT_EQ(d[0].events[0].line, 8);
+  EXPECT_EQ(d[0].events[1].kind, model::LogEvent::Kind::kCrash);
+  EXPECT_EQ(d[0].events[1].thread, "");
+  ASSERT_EQ(d[0].stacks.size(), 2u);
+  EXPECT_EQ(d[0].stacks[0].thread, "loader");
+  EXPECT_EQ(d[0].stacks[0].frames[0].name, "run");
+  EXPECT_EQ(d[0].stacks[1].thread, "traceback");
+}
+
+TEST(TorchLog, AChainedExceptionOfAThreadIsStillThatThreads) {
+  // Python prints the cause first, then "During handling ..." and the
+  // exception that ended the thread; a timeout the thread's collective
+  // raised stays a timeout's exit, whatever thread raised it.
+  auto d = Parse(
+      "Exception in thread Thread-3 (upload):\n"
+      "Traceback (most recent call last):\n"
+      "  File \"up.py\", line 3, in upload\n"
+      "KeyError: 'host'\n"
+      "\n"
+      "During handling of the above exception, another exception occurred:\n"
+      "\n"
+      "Traceback (most recent call last):\n"
+      "  File \"up.py\", line 5, in upload\n"
+      "ConnectionError: refused\n"
+      "Exception in thread comm:\n"
+      "Traceback (most recent call last):\n"
+      "  File \"dist.py\", line 20, in all_reduce\n"
+      "RuntimeError: [../gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 4000ms for recv operation to "
+      "complete\n",
+      2);
+  ASSERT_EQ(d.size(), 1u);
+  ASSERT_EQ(d[0].events.size(), 3u);
+  for (int i : {0, 1}) {
+    EXPECT_EQ(d[0].events[i].kind, model::LogEvent::Kind::kThreadError) << i;
+    EXPECT_EQ(d[0].events[i].thread, "Thread-3 (upload)") << i;
+  }
+  EXPECT_EQ(d[0].events[1].message, "ConnectionError: refused");
+  EXPECT_EQ(d[0].events[2].kind, model::LogEvent::Kind::kExit);
+  EXPECT_EQ(d[0].events[2].thread, "comm");
+}
+
 TEST(TorchLog, FaulthandlersFatalErrorIsACrashBySignal) {
   // testdata/torch/all_segv/stderr/rank_2.log (CPython 3.11 faulthandler,
   // Modules/faulthandler.c): the report alone makes the file a torch-log,
