@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -139,13 +140,20 @@ class RankGraphBuilder {
     }
   }
 
+  // At most this many candidates are listed for an OR wait on unrecorded
+  // members: past it the list says nothing a user can act on, and a wait
+  // per instance on most of a 100,000-rank world would make the graph
+  // quadratic. Such an instance gets no OR wait (as with the world unknown).
+  static constexpr size_t kMaxUnseen = 64;
+
   // The ranks that can be the members of `in`'s pg that left no record of
   // it, when it certainly has some and every recorded one is in it, pending
   // (neither completed nor retired: a retired gloo op failed, and its rank
-  // is no longer in it); empty otherwise. Certainly: one rank's collective
-  // cannot wait, and a record may give the pg's size (Group::size). With
-  // the world unknown a member may be a rank that left no file: none then.
-  std::vector<Rank> UnseenCandidates(const Instance& in) const {
+  // is no longer in it); empty otherwise, and when there are more than
+  // kMaxUnseen. Certainly: one rank's collective cannot wait, and a record
+  // may give the pg's size (Group::size). With the world unknown a member
+  // may be a rank that left no file: none then.
+  std::vector<Rank> UnseenCandidates(const Instance& in) {
     const Group& g = groups_[in.group];
     bool certain = g.members.size() == 1 || g.size > static_cast<int64_t>(g.members.size());
     if (!g.inferred || !certain || in.problem() || world_.inferred || world_.size <= 0) return {};
@@ -155,14 +163,27 @@ class RankGraphBuilder {
         const OpRecord& op = g.DumpOf(in.arrived[k])->ops[idx];
         if (op.completed || op.retired) return {};
       }
+    const std::vector<Rank>& world = SubGroupCandidates();
+    if (world.size() > kMaxUnseen + g.members.size()) return {};
     std::vector<Rank> out;
+    for (Rank r : world)
+      if (g.MemberIndex(r) < 0) out.push_back(r);
+    if (out.size() > kMaxUnseen) return {};
+    return out;
+  }
+
+  // The ranks of the world that can be in a sub-group, ascending: all but
+  // those whose dump shows them in none (GroupTable::InNoSubGroup). Computed
+  // once, on first use: it is the same for every instance.
+  const std::vector<Rank>& SubGroupCandidates() {
+    if (sub_candidates_) return *sub_candidates_;
+    sub_candidates_.emplace();
     for (Rank r = 0; r < world_.size; ++r) {
-      if (g.MemberIndex(r) >= 0) continue;
       const RankDump* d = job_.Find(r);
       if (d && groups_.InNoSubGroup(*d, world_.size)) continue;
-      out.push_back(r);
+      sub_candidates_->push_back(r);
     }
-    return out;
+    return *sub_candidates_;
   }
 
   void SnapshotEdges() {
@@ -288,6 +309,7 @@ class RankGraphBuilder {
 
   const model::Job& job_;
   const World& world_;
+  std::optional<std::vector<Rank>> sub_candidates_;
   const GroupTable& groups_;
   const InstanceTable& instances_;
   RankGraph& g_;

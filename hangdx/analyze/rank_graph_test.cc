@@ -175,5 +175,23 @@ TEST(RankGraph, UnrecordedMembersAreNotGuessedWithoutTheWorldOrWhenOneCanProgres
   EXPECT_TRUE(b.graph.components().empty());
 }
 
+TEST(RankGraph, UnrecordedMembersAreNotListedPastABound) {
+  // pg 1 is recorded by rank 0 alone. In a world of 65 the ranks that can be
+  // its other member are 1-64: 64, the most that is listed. In worlds of 66
+  // and 67 there are 65 and 66: too many to name, so no OR wait is made.
+  for (int64_t world : {67, 66}) {
+    model::Job job = HSubJob(false, world);
+    RankAnalysis a = BuildRankAnalysis(job, {});
+    EXPECT_EQ(a.graph.UnseenMembers(FindHSub(a, job).p1), nullptr) << "world " << world;
+  }
+  model::Job job = HSubJob(false, 65);
+  RankAnalysis a = BuildRankAnalysis(job, {});
+  const auto* unseen = a.graph.UnseenMembers(FindHSub(a, job).p1);
+  ASSERT_NE(unseen, nullptr);
+  Ranks want;
+  for (model::Rank r = 1; r <= 64; ++r) want.push_back(r);
+  EXPECT_EQ(*unseen, want);
+}
+
 }  // namespace
 }  // namespace hangdx::analyze
