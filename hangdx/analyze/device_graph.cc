@@ -1248,7 +1248,8 @@ class DeviceGraph {
         break;
       case Special::Missing::kNoData:
         f->kind = Kind::kUndecided;
-        f->summary = RankWords(ranks) + " wait for " + RankWord(s.rank) + ", which has no data in this snapshot";
+        f->summary = RankWords(ranks) + (ranks.size() == 1 ? " waits for " : " wait for ") + RankWord(s.rank) +
+                     ", which has no data in this snapshot";
         f->culprit_ranks = {s.rank};
         f->roles.push_back({"waiting", ranks});
         f->roles.push_back({"no data", {s.rank}});

@@ -131,12 +131,16 @@ std::string RenderText(const Diagnosis& d, size_t max_findings) {
   if (in.files) {
     o += "Input: " + std::to_string(in.files) + (in.files == 1 ? " file" : " files") + ", " + std::to_string(in.used) +
          " used";
+    // Counted in `used` (a second dump's stacks and live wait still count):
+    // only its entries are dropped, for the other dump's.
+    if (in.duplicates)
+      o += " (" + std::to_string(in.duplicates) + " of them a rank's second Flight Recorder dump, " +
+           (in.duplicates == 1 ? "its" : "their") + " entries ignored)";
     if (size_t other = in.skipped - std::min(in.empty, in.skipped); other)
       o += ", " + std::to_string(other) + " skipped (not a format hangdx reads)";
     if (in.empty) o += ", " + std::to_string(in.empty) + " empty";
     if (in.unreadable) o += ", " + std::to_string(in.unreadable) + " unreadable";
     if (in.unplaced) o += ", " + std::to_string(in.unplaced) + " with nothing usable";
-    if (in.duplicates) o += ", " + Count(in.duplicates, "duplicate dump", "duplicate dumps") + " of a rank";
     if (in.skipped || in.unreadable || in.unplaced || in.duplicates) o += " (see the end)";
     o += "\n";
   }

@@ -69,8 +69,8 @@ void Decide(const RankAnalysis& a, const Instance& in, const Sides& s, Finding* 
     f->kind = Kind::kStraggler;
     f->hang = false;
     f->severity = Severity::kWarning;
-    f->summary = "not a hang yet: ranks " + FormatRanks(in.arrived) + " wait in " + f->op + " (" + where + ") for " +
-                 RankWords(s.idle) + ", which has not arrived; no wait has timed out, so it may only be slow";
+    f->summary = "not a hang yet: " + RankWords(in.arrived) + " " + Verb(in.arrived, "waits", "wait") + " in " + f->op + " (" + where + ") for " +
+                 RankWords(s.idle) + ", which " + Verb(s.idle, "has", "have") + " not arrived; no wait has timed out, so it may only be slow";
     f->fix_hint =
         "if this persists past the collective timeout it is a hang; otherwise profile the slow "
         "rank (data loading, host contention, a slow link)";
