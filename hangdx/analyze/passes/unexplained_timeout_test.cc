@@ -75,5 +75,42 @@ TEST(UnexplainedTimeoutPass, AWaitStateErrorExplainsThemADeviceOneDoesNot) {
   EXPECT_EQ(rank.entries().size(), 1u);
 }
 
+TEST(UnexplainedTimeoutPass, ASeenRankWithNoTimeoutIsTheSuspect) {
+  // testdata/torch/thread_crash's stderr: ranks 0 and 2 time out, rank 1's
+  // log shows a loader thread's exception and no timeout (world unknown).
+  // Rank 3 lost its peer: it was in the collective, so no suspect.
+  using K = model::LogEvent::Kind;
+  JobBuilder b;
+  b.Event(0, K::kTimeout, "Timed out waiting 4000ms for recv operation to complete").FromLog(0);
+  b.Event(1, K::kThreadError, "scenarios._BadShard: cannot decode record 32").FromLog(1);
+  b.Event(2, K::kTimeout, "Timed out waiting 4000ms for send operation to complete").FromLog(2);
+  b.Event(3, K::kPeerLost, "Connection closed by peer [127.0.0.1]:18823").FromLog(3);
+  model::Job job = b.Build();
+  RankAnalysis a = BuildRankAnalysis(job, {});
+  FindingSink sink;
+  UnexplainedTimeoutPass(a, &sink, nullptr);
+  ASSERT_EQ(sink.entries().size(), 1u);
+  const Finding& f = sink.entries()[0].finding;
+  EXPECT_EQ(f.kind, Kind::kUndecided);
+  EXPECT_EQ(f.culprit_ranks, Ranks{1});
+  EXPECT_EQ(f.candidates, Ranks{1});
+  EXPECT_EQ(f.roles[0].ranks, (Ranks{0, 2}));
+  EXPECT_EQ(f.roles[1].role, "no timeout");
+  ASSERT_EQ(f.evidence.size(), 3u);
+  EXPECT_EQ(f.evidence[2].rank, 1);
+  EXPECT_EQ(f.evidence[2].note, "line 3: scenarios._BadShard: cannot decode record 32");
+  EXPECT_NE(f.summary.find("rank 1, seen, reports no timeout and likely never joined it"), std::string::npos);
+  // Rank 1 was in it too (it lost its peer): no one is left to suspect.
+  JobBuilder c;
+  c.Event(0, K::kTimeout, "Timed out waiting 4000ms for send operation to complete").FromLog(0);
+  c.Event(1, K::kPeerLost, "Connection closed by peer [127.0.0.1]:18823").FromLog(1);
+  model::Job both = c.Build();
+  RankAnalysis ab = BuildRankAnalysis(both, {});
+  FindingSink s2;
+  UnexplainedTimeoutPass(ab, &s2, nullptr);
+  ASSERT_EQ(s2.entries().size(), 1u);
+  EXPECT_TRUE(s2.entries()[0].finding.culprit_ranks.empty());
+}
+
 }  // namespace
 }  // namespace hangdx::analyze
