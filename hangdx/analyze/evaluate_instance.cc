@@ -127,6 +127,23 @@ bool SortMembers(const Group& g, Instance* in) {
   return same;
 }
 
+// True when some member finished its op at this seq and then recorded a
+// later collective of the pg: the collective completed, which needs every
+// member's part, so an arrived rank whose record of it is still pending
+// (not yet retired: a Flight Recorder dump written from an exception handler
+// right after it) is not blocked there. Such a rank is where its next op
+// would be: absent from the later seq, not "in flight" at this one.
+bool FinishedAndPassed(const Group& g, const Instance& in) {
+  for (size_t i = 0; i < in.arrived.size(); ++i) {
+    const auto& list = g.coll[g.MemberIndex(in.arrived[i])];
+    if (list.empty() || list.back().first <= in.seq) continue;
+    bool done = true;
+    for (uint32_t idx : in.ops(i)) done = done && g.DumpOf(in.arrived[i])->ops[idx].completed;
+    if (done) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::map<std::string, int64_t> SignatureCounts(const GroupTable& groups, int gi) {
@@ -189,6 +206,7 @@ std::optional<Instance> EvaluateInstance(const GroupTable& groups, int gi, int64
     OrderClasses(&in, g, *counts);
   }
   if (!in.problem()) in.failed = false;
+  if (in.any_pending && !in.problem() && FinishedAndPassed(g, in)) in.any_pending = false;
   return in;
 }
 

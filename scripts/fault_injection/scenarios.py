@@ -494,6 +494,36 @@ def sc_thread_crash_bystander(ctx):
     sc_a(ctx)
 
 
+# raise3. rank 3 of 4 raises a Python exception after step 1 (before step
+# 2's all_reduce, seq 3): the harness's handler dumps its FR (every op
+# completed, seq 1-2) and the process exits; ranks 0-2 wait in seq 3.
+class _EvalError(ValueError):
+    pass
+
+
+def sc_raise3(ctx):
+    tr = Trainer(ctx)
+    for i in range(4):
+        if i == 2 and ctx.rank == 3:
+            ctx.log("rank 3: raising in the middle of training")
+            raise _EvalError("bad batch on rank 3 (loss is nan)")
+        tr.step(i)
+    sleep_forever(ctx, "training loop done")
+
+
+# raise3_caught: raise3 where rank 3's loop catches the exception, prints its
+# traceback and waits (a cleanup that never ends) instead of exiting: its
+# peers' sockets stay open, so all four are still there at the stack deadline.
+def sc_raise3_caught(ctx):
+    import traceback
+    try:
+        sc_raise3(ctx)
+    except _EvalError:
+        traceback.print_exc()
+        sys.stderr.flush()
+        sleep_forever(ctx, "rank 3: exception caught; waiting in cleanup")
+
+
 SCENARIOS = {s.name: s for s in [
     Scenario("a", 3, sc_a, deadline=7.0, doc="rank 0 only: all_reduce(loss) at the last step"),
     Scenario("b", 3, sc_b, deadline=7.0, doc="rank 2 has 3 batches, ranks 0,1 have 4; then barrier"),
@@ -553,4 +583,8 @@ SCENARIOS = {s.name: s for s in [
              doc="rank 1's loader thread raises at batch 2; its main thread waits in queue.get(), alive"),
     Scenario("thread_crash_bystander", 3, sc_thread_crash_bystander, deadline=7.0,
              doc="scenario a, and rank 2's metrics thread raised early while its main thread went on"),
+    Scenario("raise3", 4, sc_raise3, deadline=7.0,
+             doc="rank 3 raises a Python exception before step 2 (seq 3); its handler dumps, it exits"),
+    Scenario("raise3_stacks", 4, sc_raise3_caught, timeout=60.0, deadline=6.0, stacks=True,
+             doc="raise3, rank 3 catches it and waits; 60 s timeout; faulthandler stacks and dumps at +6 s"),
 ]}

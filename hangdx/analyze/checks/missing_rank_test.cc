@@ -49,6 +49,35 @@ TEST(MissingRankCheck, AnIdleMemberIsTheMissingRank) {
   EXPECT_EQ(f.details[1], "gloo has ended the op (timed out or failed) on the ranks that called it");
 }
 
+// testdata/torch/raise3's pickles: rank 3 raised right after seq 4, and its
+// handler's dump still shows seq 4 unretired; ranks 0-2 completed seq 4 and
+// then timed out in seq 5 (retired, as gloo ends a timed-out op). Seq 4
+// finished for all (it needs rank 3's part), so rank 3 is not blocked in it:
+// it never arrived at seq 5.
+TEST(MissingRankCheck, AnUnretiredRecordThePeersFinishedAndPassedIsNoWait) {
+  JobBuilder b;
+  for (int r = 0; r < 4; ++r) b.Steps(r, "0", 1, 3);
+  for (int r = 0; r < 3; ++r) b.Coll(r, "0", 4, "all_reduce", true).Coll(r, "0", 5, "all_reduce", true);
+  b.Coll(3, "0", 4, "all_reduce", false);
+  std::vector<Finding> fs = RunCheck(&MissingRankCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kMissingRank);
+  EXPECT_EQ(fs[0].culprit_ranks, Ranks{3});
+  EXPECT_EQ(fs[0].seq, 5);
+  EXPECT_TRUE(fs[0].hang);
+}
+
+// The same seq 4 pending on rank 3 and completed on ranks 0-2, but no rank
+// recorded anything after it: nothing shows that seq 4 finished for all, so
+// no member is absent anywhere (no missing rank).
+TEST(MissingRankCheck, AnUnretiredRecordNoPeerPassedStaysAWait) {
+  JobBuilder b;
+  for (int r = 0; r < 4; ++r) b.Steps(r, "0", 1, 3);
+  for (int r = 0; r < 3; ++r) b.Coll(r, "0", 4, "all_reduce", true);
+  b.Coll(3, "0", 4, "all_reduce", false);
+  EXPECT_TRUE(RunCheck(&MissingRankCheck, b.Build()).empty());
+}
+
 // Rank 0's log only: a timeout in seq 11 of pg 3, a pg of `size` members
 // (NumelOut / NumelIn of a gather) whose members no record names.
 model::Job RankZerosTimeoutInAPgOf(int64_t size, int64_t world) {

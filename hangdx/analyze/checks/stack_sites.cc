@@ -148,6 +148,27 @@ bool AddCrashed(const RankAnalysis& a, const std::map<Rank, Where>& where, Findi
   return true;
 }
 
+// Every rank with a stack blocked at one call site while ranks of a world
+// that was given (not inferred from the files) left no stack: the waiters
+// wait for those ranks. With the world inferred, the absent ranks are not
+// known to exist, and the waiters are never blamed: false then.
+bool AbsentWithoutStack(const RankAnalysis& a, const Sides& sides, Finding* f) {
+  const std::vector<Rank>& unseen = a.world.without_dump;
+  if (sides.size() != 1 || unseen.empty() || a.world.inferred) return false;
+  // Stacks from text logs (a timeout's traceback) come with lines the log
+  // checks read better (which rank logged nothing): stack dumps only here.
+  for (const auto& d : a.job.dumps)
+    if (!d.events.empty()) return false;
+  f->kind = Kind::kMissingRank;
+  f->culprit_ranks = unseen;
+  f->roles.push_back({"no stack", unseen});
+  f->summary = RankWords(sides[0].second) + " " + Verb(sides[0].second, "is", "are") + " blocked in " +
+               sides[0].first + " while " + RankWords(unseen) + " of the " + std::to_string(a.world.size) +
+               " ranks left no stack: " + Verb(unseen, "it", "they") + " never arrived there (or died)";
+  f->fix_hint = "find what the absent ranks are doing (py-spy dump them, read their stderr for an exception or exit)";
+  return true;
+}
+
 }  // namespace
 
 void StackSitesCheck(const RankAnalysis& a, FindingSink* sink) {
@@ -194,7 +215,7 @@ void StackSitesCheck(const RankAnalysis& a, FindingSink* sink) {
   f.op = where[sides.front().second.front()].op;
   for (const auto& [site, ranks] : sides) f.roles.push_back({site, ranks});
   if (!elsewhere.empty()) f.roles.push_back({"not in a collective", elsewhere});
-  if (!Decide(sides, elsewhere, &f)) return;
+  if (!Decide(sides, elsewhere, &f) && !AbsentWithoutStack(a, sides, &f)) return;
   if (f.kind == Kind::kMissingRank)
     for (Rank r : elsewhere)  // alive, a helper thread dead: say so (checks/missing_rank.h does too)
       if (const model::RankDump* d = a.job.Find(r); d && ThreadError(*d)) f.summary += "; " + ThreadErrorWords(r, *d);

@@ -67,6 +67,25 @@ TEST(StackSitesCheck, OneCallSiteOrRanksWithOpsSayNothing) {
   EXPECT_TRUE(RunCheck(&StackSitesCheck, ops.Build()).empty());
 }
 
+// testdata/torch/raise3_stacks without rank 3's file: ranks 0-2 in one
+// all_reduce. With the world given (4), rank 3 is the one they wait for;
+// with it inferred from the files (3), no rank is blamed, least of all a
+// waiter.
+TEST(StackSitesCheck, OneCallSiteInAGivenWorldBlamesTheRanksWithoutAStack) {
+  JobBuilder given;
+  for (int r = 0; r < 3; ++r) given.Stack(r, {"all_reduce", "step"});
+  std::vector<Finding> fs = RunCheck(&StackSitesCheck, given.World(4).Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kMissingRank);
+  EXPECT_EQ(fs[0].culprit_ranks, Ranks{3});
+  EXPECT_EQ(fs[0].summary,
+            "ranks 0-2 are blocked in all_reduce in step while rank 3 of the 4 ranks left no stack: it never "
+            "arrived there (or died)");
+  JobBuilder inferred;
+  for (int r = 0; r < 3; ++r) inferred.Stack(r, {"all_reduce", "step"});
+  EXPECT_TRUE(RunCheck(&StackSitesCheck, inferred.Build()).empty());
+}
+
 TEST(StackSitesCheck, EveryRankInTheSameCallOutsideCollectivesIsAHangInsideIt) {
   // sglang#33642: every scheduler in cuModuleLoadData (py-spy, thread active).
   JobBuilder b;
