@@ -117,7 +117,16 @@ Finding DescribeMissingClients(const PgWait& w, const HostWait& h, const std::se
   f.hang = true;
   f.pg_name = "0";
   f.op = "init_process_group";
-  f.culprit_ranks = candidates;
+  // Named as culprits only when the count proves them; else a tie between
+  // candidates, as the host's message names nobody.
+  if (exact) {
+    f.culprit_ranks = candidates;
+  } else {
+    f.kind = Kind::kUndecided;
+    f.candidates = candidates;
+    f.would_decide = "each candidate's own log or the launcher's record of it: a rank that started and printed "
+                     "nothing past its start, or was never started, is a missing client";
+  }
   f.roles.push_back({"hosts the store, waited for clients", hosts});
   if (!others.empty()) f.roles.push_back({"waited for the store host's address", others});
   f.roles.push_back({exact ? "never joined the store" : "may not have joined the store (candidates)", candidates});

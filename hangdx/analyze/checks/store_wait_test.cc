@@ -136,7 +136,9 @@ TEST(StoreWaitCheck, WhenTheLogsCannotTellWhichClientIsMissingTheCandidatesAreNa
   b.Event(0, HostWait(3, 4)).FromLog(0);
   std::vector<Finding> fs = RunCheck(&StoreWaitCheck, b.Build());
   ASSERT_EQ(fs.size(), 1u);
-  EXPECT_EQ(fs[0].culprit_ranks, (Ranks{1, 2, 3}));
+  EXPECT_EQ(fs[0].kind, Kind::kUndecided);
+  EXPECT_TRUE(fs[0].culprit_ranks.empty());
+  EXPECT_EQ(fs[0].candidates, (Ranks{1, 2, 3}));
   EXPECT_EQ(fs[0].roles.back().role, "may not have joined the store (candidates)");
   EXPECT_NE(fs[0].summary.find("which 1 of them never joined the logs cannot tell"), std::string::npos)
       << fs[0].summary;
