@@ -303,8 +303,6 @@ struct LogEvent {
   int64_t waited_ms = -1;         // how long the rank had waited when it printed this (kProgress: how long the
                                   // step it reports took), -1 unknown
   int64_t timeout_ms = -1;        // the timeout in force, -1 unknown
-  int64_t world_size = -1;        // the world size the message names ("2/3 clients joined": 3), -1 none
-  int64_t count = -1;             // a count it names ("2/3 clients joined": 2), -1 none
   int64_t exit_code = 0;          // kExit: the exit code (negative: killed by signal -exit_code)
   int64_t signal = -1;            // kExit / kCrash: the signal, -1 none
   // kExit: what the launcher that reports the exit says of it.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <string_view>
 
 #include "hangdx/analyze/checks/finding_util.h"
 #include "hangdx/base/rank_set.h"
@@ -78,6 +79,30 @@ Finding Describe(const std::string& pg, const PgWait& w, const std::vector<Rank>
   return f;
 }
 
+// "... waiting for clients. 2/3 clients joined." -> joined 2, world 3. The
+// row's pattern matched the line, so the shape is known; LogEvent carries
+// no counts, so they are read back from its text here.
+bool ReadJoined(const std::string& text, int64_t* joined, int64_t* world) {
+  static constexpr std::string_view kTail = " clients joined.";
+  size_t end = text.rfind(kTail);
+  if (end == std::string::npos) return false;
+  size_t slash = text.rfind('/', end);
+  size_t start = text.rfind(' ', slash);
+  if (slash == std::string::npos || start == std::string::npos) return false;
+  auto num = [](std::string_view v, int64_t* out) {
+    if (v.empty() || v.size() > 9) return false;
+    int64_t n = 0;
+    for (char c : v) {
+      if (c < '0' || c > '9') return false;
+      n = n * 10 + (c - '0');
+    }
+    *out = n;
+    return true;
+  };
+  std::string_view t(text);
+  return num(t.substr(start + 1, slash - start - 1), joined) && num(t.substr(slash + 1, end - slash - 1), world);
+}
+
 HostWait CollectHosts(const RankAnalysis& a) {
   HostWait h;
   for (const auto& d : a.job.dumps) {
@@ -85,8 +110,11 @@ HostWait CollectHosts(const RankAnalysis& a) {
     for (const auto& e : d.events) {
       if (!IsHostWait(e)) continue;
       h.hosts.insert(d.rank);
-      h.world = std::max(h.world, e.world_size);
-      if (e.count >= 0) h.joined = h.joined < 0 ? e.count : std::min(h.joined, e.count);
+      int64_t joined = -1, world = -1;
+      if (ReadJoined(e.message, &joined, &world)) {
+        h.world = std::max(h.world, world);
+        h.joined = h.joined < 0 ? joined : std::min(h.joined, joined);
+      }
       if (h.lines.size() < kEvidencePerSide)
         h.lines.push_back({e.file, d.rank, -1, "line " + std::to_string(e.line) + ": " + e.message.substr(0, 300)});
     }
@@ -138,8 +166,8 @@ Finding DescribeMissingClients(const PgWait& w, const HostWait& h, const std::se
     f.summary += "; " + RankWords(others) + " waited for " + Verb(hosts, "its", "their") +
                  " gloo address, which it never set because it was still waiting";
   if (candidates.empty())
-    f.summary += "; which " + Verb(candidates, "rank", "ranks") + " never joined no file says (every rank with a file "
-                 "joined, the world size is unknown or the missing ranks have no file)";
+    f.summary += "; which ranks never joined no file says (every rank with a file joined, and the world size is "
+                 "unknown)";
   else if (exact)
     f.summary += ": " + RankWords(candidates) + " never joined (started late, hung or died before init_process_group)";
   else

@@ -91,8 +91,6 @@ LogEvent HostWait(int64_t joined, int64_t world) {
   e.message = "torch.distributed.DistStoreError: Timed out after 6 seconds waiting for clients. " +
               std::to_string(joined) + "/" + std::to_string(world) + " clients joined.";
   e.timeout_ms = 6000;
-  e.count = joined;
-  e.world_size = world;
   return e;
 }
 

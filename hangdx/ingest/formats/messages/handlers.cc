@@ -135,8 +135,6 @@ model::LogEvent MakeEvent(const Message& m, Kind kind, const std::string& file) 
   e.peer_addr = f.peer_addr;
   e.waited_ms = f.elapsed_ms;
   e.timeout_ms = f.timeout_ms;
-  e.world_size = f.world_size;
-  e.count = f.count;
   if (f.exit_code) e.exit_code = *f.exit_code;
   e.signal = f.signal;
   using Role = messages::Row::ExitRole;
