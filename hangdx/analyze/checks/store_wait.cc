@@ -26,7 +26,7 @@ bool IsConnectWait(const LogEvent& e) {
 // clients joined.": the host is itself a waiter (for the clients that never
 // connected), never the rank its key's waiters should be told to look at.
 bool IsHostWait(const LogEvent& e) {
-  return e.kind == LogEvent::Kind::kTimeout && e.message_id == "torch.store.clients_timeout";
+  return e.kind == LogEvent::Kind::kTimeout && e.message_id == "torch.store.waiting_for_clients";
 }
 
 // What the store hosts said: who they are, the world they waited for (the

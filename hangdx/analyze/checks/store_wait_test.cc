@@ -81,13 +81,13 @@ TEST(StoreWaitCheck, AWaiterIsNotACulpritAndOtherTimeoutsAreNotRead) {
   EXPECT_TRUE(RunCheck(&StoreWaitCheck, b.Build()).empty());
 }
 
-// What the catalogue row torch.store.clients_timeout gives for the store
+// What the catalogue row torch.store.waiting_for_clients gives for the store
 // host's "Timed out after 6 seconds waiting for clients. <joined>/<world>
 // clients joined.".
 LogEvent HostWait(int64_t joined, int64_t world) {
   LogEvent e;
   e.kind = LogEvent::Kind::kTimeout;
-  e.message_id = "torch.store.clients_timeout";
+  e.message_id = "torch.store.waiting_for_clients";
   e.message = "torch.distributed.DistStoreError: Timed out after 6 seconds waiting for clients. " +
               std::to_string(joined) + "/" + std::to_string(world) + " clients joined.";
   e.timeout_ms = 6000;
