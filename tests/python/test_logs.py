@@ -85,6 +85,22 @@ def test_gloo_init_store_wait_names_the_rank_that_never_came():
     assert (f0["kind"], f0["culprit_ranks"], f0["pg"]["name"]) == ("missing_rank", [2], "0"), f0
 
 
+def rank_files(name):
+    d = os.path.join(REPO, "testdata", "torch", name)
+    return sorted(os.path.join(d, f) for f in os.listdir(d) if f.startswith("rank") and f.endswith(".log"))
+
+
+@pytest.mark.parametrize("name, missing", [("store_host_waits", [2]), ("store_host_waits_w4", [2, 3])])
+def test_store_host_waiting_for_clients_is_not_the_culprit(name, missing):
+    # No torchrun: rank 0 hosts the TCPStore ("N/M clients joined"), rank 1
+    # waits for rank 0's address (key .../0), the late ranks print nothing.
+    # The culprits are the late ranks, read from the console or the per-rank
+    # files alike; rank 0 is a waiter.
+    for paths in ([console(name)], rank_files(name)):
+        f0 = analyze(*paths)["findings"][0]
+        assert (f0["kind"], f0["culprit_ranks"]) == ("missing_rank", missing), (paths, f0)
+
+
 def test_gloo_new_group_store_wait_names_the_pg_rank():
     f0 = analyze(console("store_wait_new_group"))["findings"][0]
     assert (f0["kind"], f0["culprit_ranks"], f0.get("culprit_ranks_are_pg_local")) == ("missing_rank", [1], True), f0

@@ -81,5 +81,66 @@ TEST(StoreWaitCheck, AWaiterIsNotACulpritAndOtherTimeoutsAreNotRead) {
   EXPECT_TRUE(RunCheck(&StoreWaitCheck, b.Build()).empty());
 }
 
+// What the catalogue row torch.store.waiting_for_clients gives for the store
+// host's "Timed out after 6 seconds waiting for clients. <joined>/<world>
+// clients joined.".
+LogEvent HostWait(int64_t joined, int64_t world) {
+  LogEvent e;
+  e.kind = LogEvent::Kind::kTimeout;
+  e.message_id = "torch.store.waiting_for_clients";
+  e.message = "torch.distributed.DistStoreError: Timed out after 6 seconds waiting for clients. " +
+              std::to_string(joined) + "/" + std::to_string(world) + " clients joined.";
+  e.timeout_ms = 6000;
+  return e;
+}
+
+TEST(StoreWaitCheck, TheStoreHostWaitingForClientsIsNotTheCulprit) {
+  // testdata/torch/store_host_waits: no torchrun, rank 0 hosts the store;
+  // rank 2 sleeps. Rank 1 waits for key .../0 (rank 0's address), rank 0
+  // waits for clients, 2/3 joined: the one missing is rank 2, the only
+  // rank of 0..2 that is neither the host nor a waiter.
+  JobBuilder b;
+  b.Event(0, HostWait(2, 3)).FromLog(0).Event(1, ConnectWait("0", 0)).FromLog(1);
+  std::vector<Finding> fs = RunCheck(&StoreWaitCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  const Finding& f = fs[0];
+  EXPECT_EQ(f.kind, Kind::kMissingRank);
+  EXPECT_EQ(f.culprit_ranks, Ranks{2});
+  EXPECT_EQ(f.op, "init_process_group");
+  ASSERT_EQ(f.roles.size(), 3u);
+  EXPECT_EQ(f.roles[0].ranks, Ranks{0});
+  EXPECT_EQ(f.roles[1].ranks, Ranks{1});
+  EXPECT_EQ(f.roles[2].role, "never joined the store");
+  EXPECT_NE(f.summary.find("only 2 of 3 ranks joined"), std::string::npos) << f.summary;
+  EXPECT_NE(f.summary.find(": rank 2 never joined"), std::string::npos) << f.summary;
+}
+
+TEST(StoreWaitCheck, TwoMissingOfFourAreBothNamed) {
+  // World 4, ranks 2 and 3 late: "2/4 clients joined", rank 1 waits for
+  // rank 0's key; 4 - 2 = 2 missing, and exactly ranks 2 and 3 left no sign.
+  JobBuilder b;
+  b.Event(0, HostWait(2, 4)).FromLog(0).Event(1, ConnectWait("0", 0)).FromLog(1);
+  std::vector<Finding> fs = RunCheck(&StoreWaitCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].culprit_ranks, (Ranks{2, 3}));
+  EXPECT_EQ(fs[0].roles.back().role, "never joined the store");
+}
+
+TEST(StoreWaitCheck, WhenTheLogsCannotTellWhichClientIsMissingTheCandidatesAreNamed) {
+  // Only the host's file: "3/4 clients joined", one rank of 1..3 is
+  // missing and nothing says which: all three are candidates, and the
+  // summary says the logs cannot tell.
+  JobBuilder b;
+  b.Event(0, HostWait(3, 4)).FromLog(0);
+  std::vector<Finding> fs = RunCheck(&StoreWaitCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kUndecided);
+  EXPECT_TRUE(fs[0].culprit_ranks.empty());
+  EXPECT_EQ(fs[0].candidates, (Ranks{1, 2, 3}));
+  EXPECT_EQ(fs[0].roles.back().role, "may not have joined the store (candidates)");
+  EXPECT_NE(fs[0].summary.find("which 1 of them never joined the logs cannot tell"), std::string::npos)
+      << fs[0].summary;
+}
+
 }  // namespace
 }  // namespace hangdx::analyze
