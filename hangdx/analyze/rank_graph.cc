@@ -144,17 +144,13 @@ class RankGraphBuilder {
   // (neither completed nor retired: a retired gloo op failed, and its rank
   // is no longer in it); empty otherwise. Certainly: one rank's collective
   // cannot wait, and a record may give the pg's size (Group::size). With
-  // the world unknown a member may be a rank that left no file: none then.
+  // the world unknown the dumps given stand for it (GivenCandidates).
   std::vector<Rank> UnseenCandidates(const Instance& in) const {
     const Group& g = groups_[in.group];
     bool certain = g.members.size() == 1 || g.size > static_cast<int64_t>(g.members.size());
-    if (!g.inferred || !certain || in.problem() || world_.inferred || world_.size <= 0) return {};
-    if (in.arrived.size() != g.members.size()) return {};
-    for (size_t k = 0; k < in.arrived.size(); ++k)
-      for (uint32_t idx : in.ops(k)) {
-        const OpRecord& op = g.DumpOf(in.arrived[k])->ops[idx];
-        if (op.completed || op.retired) return {};
-      }
+    if (!g.inferred || !certain || in.problem()) return {};
+    if (world_.inferred || world_.size <= 0) return AllPending(in, g) ? GivenCandidates(g) : std::vector<Rank>{};
+    if (!AllPending(in, g)) return {};
     std::vector<Rank> out;
     for (Rank r = 0; r < world_.size; ++r) {
       if (g.MemberIndex(r) >= 0) continue;
@@ -162,6 +158,30 @@ class RankGraphBuilder {
       if (d && groups_.InNoSubGroup(*d, world_.size)) continue;
       out.push_back(r);
     }
+    return out;
+  }
+
+  // True when every recorded member of g reached `in` and its op there is
+  // neither completed nor retired (a retired gloo op failed: its rank is no
+  // longer in it).
+  bool AllPending(const Instance& in, const Group& g) const {
+    if (in.arrived.size() != g.members.size()) return false;
+    for (size_t k = 0; k < in.arrived.size(); ++k)
+      for (uint32_t idx : in.ops(k)) {
+        const OpRecord& op = g.DumpOf(in.arrived[k])->ops[idx];
+        if (op.completed || op.retired) return false;
+      }
+    return true;
+  }
+
+  // With the world unknown, the ranks whose dumps were given, less g's
+  // recorded members: the dumps may be the whole world (a 2-rank job whose
+  // gloo sub-groups blank pg_config), and a member that left no file is then
+  // not knowable anyway; the report says the world size was inferred.
+  std::vector<Rank> GivenCandidates(const Group& g) const {
+    std::vector<Rank> out;
+    for (const auto& d : job_.dumps)
+      if (d.rank >= 0 && g.MemberIndex(d.rank) < 0 && (out.empty() || out.back() != d.rank)) out.push_back(d.rank);
     return out;
   }
 

@@ -547,6 +547,10 @@ SCENARIOS = {s.name: s for s in [
     # every rank is still blocked at the deadline: dumps and faulthandler stacks.
     Scenario("h_sub", 3, sc_h_sub, timeout=60.0, deadline=6.0, stacks=True,
              doc="new_group([0,1]) gA, gB: rank 0 all_reduces on gA then gB, rank 1 on gB then gA; rank 2 in the barrier"),
+    # The same program in a world of 2 (fault A): no rank outside the
+    # sub-groups, so nothing in the dumps gives the world's size.
+    Scenario("h_sub2", 2, sc_h_sub, timeout=60.0, deadline=6.0, stacks=True,
+             doc="h_sub in a world of 2: rank 0 all_reduces on gA then gB, rank 1 on gB then gA"),
     Scenario("j2", 3, sc_j2, timeout=30.0, deadline=5.0,
              doc="rank 2 sleeps 1.2 s per step, 10 s in step 3; dump at +5 s, before the 30 s timeout"),
     Scenario("thread_crash", 3, sc_thread_crash, deadline=7.0, stacks=True,
