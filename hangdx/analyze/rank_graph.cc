@@ -143,7 +143,7 @@ class RankGraphBuilder {
   // At most this many candidates are listed for an OR wait on unrecorded
   // members: past it the list says nothing a user can act on, and a wait
   // per instance on most of a 100,000-rank world would make the graph
-  // quadratic. Such an instance gets no OR wait (as with the world unknown).
+  // quadratic. Such an instance gets no OR wait.
   static constexpr size_t kMaxUnseen = 64;
 
   // The ranks that can be the members of `in`'s pg that left no record of
@@ -151,18 +151,15 @@ class RankGraphBuilder {
   // (neither completed nor retired: a retired gloo op failed, and its rank
   // is no longer in it); empty otherwise, and when there are more than
   // kMaxUnseen. Certainly: one rank's collective cannot wait, and a record
-  // may give the pg's size (Group::size). With the world unknown a member
-  // may be a rank that left no file: none then.
+  // may give the pg's size (Group::size). The world may be inferred from
+  // the files: a rank below the highest given exists, and one that left no
+  // file is a sink (the pg may finish); ranks above it are not known, so
+  // the files stand for the world (a 2-rank job whose gloo sub-groups blank
+  // pg_config), and the report says the world size was inferred.
   std::vector<Rank> UnseenCandidates(const Instance& in) {
     const Group& g = groups_[in.group];
     bool certain = g.members.size() == 1 || g.size > static_cast<int64_t>(g.members.size());
-    if (!g.inferred || !certain || in.problem() || world_.inferred || world_.size <= 0) return {};
-    if (in.arrived.size() != g.members.size()) return {};
-    for (size_t k = 0; k < in.arrived.size(); ++k)
-      for (uint32_t idx : in.ops(k)) {
-        const OpRecord& op = g.DumpOf(in.arrived[k])->ops[idx];
-        if (op.completed || op.retired) return {};
-      }
+    if (!g.inferred || !certain || in.problem() || !AllPending(in, g)) return {};
     const std::vector<Rank>& world = SubGroupCandidates();
     if (world.size() > kMaxUnseen + g.members.size()) return {};
     std::vector<Rank> out;
@@ -173,17 +170,37 @@ class RankGraphBuilder {
   }
 
   // The ranks of the world that can be in a sub-group, ascending: all but
-  // those whose dump shows them in none (GroupTable::InNoSubGroup). Computed
-  // once, on first use: it is the same for every instance.
+  // those whose dump shows them in none (GroupTable::InNoSubGroup); with no
+  // world size at all, the ranks given. Computed once, on first use: it is
+  // the same for every instance.
   const std::vector<Rank>& SubGroupCandidates() {
     if (sub_candidates_) return *sub_candidates_;
     sub_candidates_.emplace();
+    if (world_.size <= 0) {
+      for (const auto& d : job_.dumps)
+        if (d.rank >= 0 && (sub_candidates_->empty() || sub_candidates_->back() != d.rank))
+          sub_candidates_->push_back(d.rank);
+      return *sub_candidates_;
+    }
     for (Rank r = 0; r < world_.size; ++r) {
       const RankDump* d = job_.Find(r);
       if (d && groups_.InNoSubGroup(*d, world_.size)) continue;
       sub_candidates_->push_back(r);
     }
     return *sub_candidates_;
+  }
+
+  // True when every recorded member of g reached `in` and its op there is
+  // neither completed nor retired (a retired gloo op failed: its rank is no
+  // longer in it).
+  bool AllPending(const Instance& in, const Group& g) const {
+    if (in.arrived.size() != g.members.size()) return false;
+    for (size_t k = 0; k < in.arrived.size(); ++k)
+      for (uint32_t idx : in.ops(k)) {
+        const OpRecord& op = g.DumpOf(in.arrived[k])->ops[idx];
+        if (op.completed || op.retired) return false;
+      }
+    return true;
   }
 
   void SnapshotEdges() {

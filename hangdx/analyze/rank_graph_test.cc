@@ -158,13 +158,43 @@ TEST(RankGraph, ARankInNoSubGroupIsNoUnrecordedMember) {
   EXPECT_TRUE(g.dead(n0));
 }
 
-TEST(RankGraph, UnrecordedMembersAreNotGuessedWithoutTheWorldOrWhenOneCanProgress) {
+TEST(RankGraph, WithTheWorldUnknownTheGivenRanksAreTheCandidates) {
   // The world not known (no --world-size, no default pg config listing it):
-  // a member may be a rank that left no file, so pg 1 gets no OR wait.
+  // the dumps given stand for it, so pg 1 waits for rank 1 or 2, pg 2 for
+  // rank 0 or 2, as with the world of 3 (every rank blocked: one component).
   model::Job unknown = HSubJob(false, -1);
   RankAnalysis a = BuildRankAnalysis(unknown, {});
-  EXPECT_EQ(a.graph.UnseenMembers(FindHSub(a, unknown).p1), nullptr);
-  EXPECT_TRUE(a.graph.components().empty());
+  auto [p0, p1, p2] = FindHSub(a, unknown);
+  ASSERT_NE(a.graph.UnseenMembers(p1), nullptr);
+  EXPECT_EQ(*a.graph.UnseenMembers(p1), (Ranks{1, 2}));
+  EXPECT_EQ(*a.graph.UnseenMembers(p2), (Ranks{0, 2}));
+  ASSERT_EQ(a.graph.components().size(), 1u);
+  EXPECT_EQ(a.graph.components()[0].size(), 3u);
+}
+
+TEST(RankGraph, TwoRanksInvertingSubGroupsWithTheWorldUnknownDeadlock) {
+  // Fault A: h_sub in a world of 2, gloo, world unknown. Rank 0 pending in
+  // pg 1 seq 1, rank 1 in pg 2 seq 1, each pg recorded by one rank: pg 1
+  // waits for rank 1 (the only other given rank), pg 2 for rank 0. Both
+  // blocked: one cycle of the two instance nodes.
+  JobBuilder b("gloo");
+  for (int r = 0; r < 2; ++r) b.Steps(r, "0", 1, 2);
+  b.Coll(0, "1", 1, "all_reduce", false).Coll(1, "2", 1, "all_reduce", false);
+  model::Job job = b.World(-1).Build();
+  RankAnalysis a = BuildRankAnalysis(job, {});
+  int p1 = a.instances.Find(a.groups.GroupOf(job.dumps[0], "1"), 1);
+  int p2 = a.instances.Find(a.groups.GroupOf(job.dumps[1], "2"), 1);
+  ASSERT_GE(p1, 0);
+  ASSERT_GE(p2, 0);
+  ASSERT_NE(a.graph.UnseenMembers(p1), nullptr);
+  EXPECT_EQ(*a.graph.UnseenMembers(p1), Ranks{1});
+  EXPECT_EQ(*a.graph.UnseenMembers(p2), Ranks{0});
+  int n1 = a.graph.InstanceNode(p1), n2 = a.graph.InstanceNode(p2);
+  ASSERT_EQ(a.graph.components().size(), 1u);
+  EXPECT_EQ(a.graph.components()[0], (std::vector<int>{std::min(n1, n2), std::max(n1, n2)}));
+}
+
+TEST(RankGraph, UnrecordedMembersAreNotGuessedWhenOneCanProgress) {
   // World of 4: rank 3 left no file, so it can be pg 1's other member (a
   // sink): pg 1 can finish, and nothing is deadlocked.
   model::Job four = HSubJob(false, 4);

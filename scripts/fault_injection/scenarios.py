@@ -432,6 +432,20 @@ def sc_h_sub(ctx):
     sleep_forever(ctx, "after the barrier")
 
 
+# p2p_tag. Fault C: a 2-rank world, rank 0 sends with tag 1, rank 1
+# receives with tag 2: the recv never matches (gloo pairs by tag), both hang.
+def sc_p2p_tag(ctx):
+    t = torch.ones(8)
+    dist.all_reduce(t)
+    if ctx.rank == 0:
+        ctx.log("send(tag=1) to 1")
+        dist.send(t, dst=1, tag=1)
+    else:
+        ctx.log("recv(tag=2) from 0")
+        dist.recv(t, src=0, tag=2)
+    sleep_forever(ctx, "after the p2p")
+
+
 class _BadShard(Exception):
     """What a data-loading thread raises on a record it cannot decode."""
 
@@ -577,6 +591,12 @@ SCENARIOS = {s.name: s for s in [
     # every rank is still blocked at the deadline: dumps and faulthandler stacks.
     Scenario("h_sub", 3, sc_h_sub, timeout=60.0, deadline=6.0, stacks=True,
              doc="new_group([0,1]) gA, gB: rank 0 all_reduces on gA then gB, rank 1 on gB then gA; rank 2 in the barrier"),
+    # The same program in a world of 2 (fault A): no rank outside the
+    # sub-groups, so nothing in the dumps gives the world's size.
+    Scenario("h_sub2", 2, sc_h_sub, timeout=60.0, deadline=6.0, stacks=True,
+             doc="h_sub in a world of 2: rank 0 all_reduces on gA then gB, rank 1 on gB then gA"),
+    Scenario("p2p_tag", 2, sc_p2p_tag, timeout=60.0, deadline=6.0, stacks=True,
+             doc="rank 0 send(tag=1) to 1, rank 1 recv(tag=2) from 0"),
     Scenario("j2", 3, sc_j2, timeout=30.0, deadline=5.0,
              doc="rank 2 sleeps 1.2 s per step, 10 s in step 3; dump at +5 s, before the 30 s timeout"),
     Scenario("thread_crash", 3, sc_thread_crash, deadline=7.0, stacks=True,

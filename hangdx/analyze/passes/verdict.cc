@@ -149,6 +149,22 @@ std::string LaggardNote(const RankAnalysis& a) {
   return "";
 }
 
+// True when the job shows a send/recv: a recorded P2P op, or a stack frame
+// in a torch.distributed P2P call. gloo's Flight Recorder may leave P2P out,
+// so the note on it only helps a job that does P2P; elsewhere it misleads.
+bool AnyP2P(const model::Job& job) {
+  static constexpr std::string_view kCalls[] = {"send", "recv", "isend", "irecv", "batch_isend_irecv"};
+  for (const auto& d : job.dumps) {
+    for (const auto& op : d.ops)
+      if (op.is_p2p) return true;
+    for (const auto& s : d.stacks)
+      for (const auto& f : s.frames)
+        for (std::string_view c : kCalls)
+          if (f.name == c) return true;
+  }
+  return false;
+}
+
 std::string NoFindingVerdict(const RankAnalysis& a) {
   const model::Job& job = a.job;
   if (job.dumps.empty() && !job.device.empty()) return DeviceOnlyVerdict(job);
@@ -160,7 +176,7 @@ std::string NoFindingVerdict(const RankAnalysis& a) {
   for (const auto& d : job.dumps)
     for (const auto& pg : a.History(d).pgs())
       for (std::string_view b : pg.backends) gloo = gloo || b == "gloo";
-  if (gloo)
+  if (gloo && AnyP2P(job))
     v += " (gloo records no P2P op in the Flight Recorder: a send/recv deadlock does not show here; read the ranks' "
          "stderr.)";
   // Every kept instance is a problem or still pending.
