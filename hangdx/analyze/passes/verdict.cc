@@ -149,22 +149,6 @@ std::string LaggardNote(const RankAnalysis& a) {
   return "";
 }
 
-// True when the job shows a send/recv: a recorded P2P op, or a stack frame
-// in a torch.distributed P2P call. gloo's Flight Recorder may leave P2P out,
-// so the note on it only helps a job that does P2P; elsewhere it misleads.
-bool AnyP2P(const model::Job& job) {
-  static constexpr std::string_view kCalls[] = {"send", "recv", "isend", "irecv", "batch_isend_irecv"};
-  for (const auto& d : job.dumps) {
-    for (const auto& op : d.ops)
-      if (op.is_p2p) return true;
-    for (const auto& s : d.stacks)
-      for (const auto& f : s.frames)
-        for (std::string_view c : kCalls)
-          if (f.name == c) return true;
-  }
-  return false;
-}
-
 std::string NoFindingVerdict(const RankAnalysis& a) {
   const model::Job& job = a.job;
   if (job.dumps.empty() && !job.device.empty()) return DeviceOnlyVerdict(job);
@@ -176,9 +160,12 @@ std::string NoFindingVerdict(const RankAnalysis& a) {
   for (const auto& d : job.dumps)
     for (const auto& pg : a.History(d).pgs())
       for (std::string_view b : pg.backends) gloo = gloo || b == "gloo";
-  if (gloo && AnyP2P(job))
-    v += " (gloo records no P2P op in the Flight Recorder: a send/recv deadlock does not show here; read the ranks' "
-         "stderr.)";
+  // Said even when no P2P op shows: gloo's dump cannot show one, so its
+  // absence proves nothing (testdata/torch/g: a send/send cycle whose dumps
+  // hold one all_reduce). Worded as a condition, not a claim.
+  if (gloo)
+    v += " (gloo records no P2P op in the Flight Recorder: if the job uses send/recv, a deadlock there does not show "
+         "here; read the ranks' stderr or stacks.)";
   // Every kept instance is a problem or still pending.
   if (!a.instances.list.empty()) v += " Some are still in progress." + LaggardNote(a);
   if (!a.world.without_dump.empty()) v += " No dump from " + RankWords(a.world.without_dump) + ".";

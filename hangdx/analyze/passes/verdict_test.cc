@@ -145,7 +145,9 @@ TEST(VerdictPass, NoFindingSaysWhatWasSeen) {
   for (int r = 0; r < 2; ++r) b.Steps(r, "0", 1, 3);
   // pg 0 is ranks 0-1 of a world of 3: nothing pending, rank 2 silent.
   EXPECT_EQ(VerdictOf(b.Members("0", {0, 1}).World(3).Build(), {}),
-            "No hang found: every process group's recorded collectives match on all 2 ranks seen. No dump from rank 2.");
+            "No hang found: every process group's recorded collectives match on all 2 ranks seen. (gloo records no "
+            "P2P op in the Flight Recorder: if the job uses send/recv, a deadlock there does not show here; read the "
+            "ranks' stderr or stacks.) No dump from rank 2.");
   JobBuilder n("nccl");
   for (int r = 0; r < 2; ++r) n.Steps(r, "0", 1, 3).Coll(r, "0", 4, "all_reduce", false);
   EXPECT_EQ(VerdictOf(n.Build(), {}),
