@@ -160,6 +160,13 @@ class RankGraphBuilder {
     const Group& g = groups_[in.group];
     bool certain = g.members.size() == 1 || g.size > static_cast<int64_t>(g.members.size());
     if (!g.inferred || !certain || in.problem() || !AllPending(in, g)) return {};
+    // With the world inferred, only gloo's Flight Recorder pgs, whose
+    // sub-group members are blanked (pg_config '[]'): a log's pg of unknown
+    // members is a communicator whose Init line is missing, and its other
+    // members recorded it under another name (cli_test nccl_no_init_line).
+    if (world_.inferred)
+      for (const RankDump* d : g.dump)
+        if (!d || !d->from_flight_recorder) return {};
     const std::vector<Rank>& world = SubGroupCandidates();
     if (world.size() > kMaxUnseen + g.members.size()) return {};
     std::vector<Rank> out;
