@@ -108,11 +108,10 @@ void UnexplainedTimeoutPass(const RankAnalysis& a, FindingSink* sink, Diagnosis*
               (op.empty() ? std::string("collective") : op) + ", but the data given does not show whom " +
               Verb(timed_out, "it waits", "they wait") + " for: " +
               (!missing.empty() ? "no log from " + RankWords(missing)
-               : !quiet.empty()   ? "the timeouts name no peer; " + RankWords(quiet) + ", seen, " +
-                                      Verb(quiet, "reports", "report") + " no timeout and likely never joined it" +
-                                      (a.world.inferred ? " (world size unknown: pass --world-size)" : "")
-                                  : std::string("the timeouts name no peer and no rank is missing among those seen") +
-                                      (a.world.inferred ? " (world size unknown: pass --world-size)" : ""));
+               : (!quiet.empty() ? "the timeouts name no peer; " + RankWords(quiet) + ", seen, " +
+                                       Verb(quiet, "reports", "report") + " no timeout and likely never joined it"
+                                 : std::string("the timeouts name no peer and no rank is missing among those seen")) +
+                     (a.world.inferred ? " (world size unknown: pass --world-size)" : ""));
   f.evidence = std::move(lines);
   f.details.push_back("a collective times out when some member does not join it; the members that did are these");
   if (!quiet.empty())
