@@ -18,6 +18,8 @@ const char* KindName(Kind kind) {
       return "straggler";
     case Kind::kP2pCycle:
       return "p2p_cycle";
+    case Kind::kP2pMismatch:
+      return "p2p_mismatch";
     case Kind::kWaitCycle:
       return "wait_cycle";
     case Kind::kStreamCycle:

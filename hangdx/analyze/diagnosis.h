@@ -23,6 +23,7 @@ enum class Kind {
   kCrashedRank,         // a rank with no dump that the others wait for
   kStraggler,           // a rank behind, but the wait has not timed out: not a hang
   kP2pCycle,            // circular wait of P2P ops
+  kP2pMismatch,         // sends and recvs that do not pair (tag, peer, size), seen without a cycle
   kWaitCycle,           // circular wait not only of P2P ops
   kStreamCycle,
   kOrderInversion,  // pgs sharing ranks, issued in different orders: a cycle across pgs

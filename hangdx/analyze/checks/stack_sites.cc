@@ -7,6 +7,7 @@
 #include "hangdx/analyze/checks/crashed_rank.h"
 #include "hangdx/analyze/checks/finding_util.h"
 #include "hangdx/analyze/checks/known_bug.h"
+#include "hangdx/analyze/checks/lost_peer.h"
 #include "hangdx/analyze/stack_threads.h"
 #include "hangdx/base/rank_set.h"
 
@@ -148,6 +149,87 @@ bool AddCrashed(const RankAnalysis& a, const std::map<Rank, Where>& where, Findi
   return true;
 }
 
+bool IsP2pOp(std::string_view op) {
+  return op == "send" || op == "recv" || op == "isend" || op == "irecv" || op == "batch_isend_irecv";
+}
+
+bool IsSendOp(std::string_view op) { return op == "send" || op == "isend"; }
+
+// True when `d`'s Flight Recorder shows every op finished and no P2P op
+// while its stack waits in a send or recv: gloo's recorder records no P2P op
+// (p2p_tag: both ranks' dumps end with a completed all_reduce), so the stack
+// is the only sign of where the rank waits.
+bool WaitsPastItsDump(const model::RankDump& d, const Where& w) {
+  if (!IsP2pOp(w.op)) return false;
+  return std::all_of(d.ops.begin(), d.ops.end(), [](const model::OpRecord& op) { return op.completed && !op.is_p2p; });
+}
+
+// Every rank with a stack blocked in a point-to-point call (send, recv,
+// batch_isend_irecv) and none elsewhere: no collective is involved, so a
+// collective_mismatch would mislead. Stacks carry no peer and no tag, so:
+// - sends and recvs at once (p2p_tag: rank 0 in send(tag=1), rank 1 in
+//   recv(tag=2)): a p2p_mismatch naming every such rank, the pairs do not
+//   match (tag, peer, size);
+// - one direction only in a world of two ranks (given, or recorded in a
+//   default pg's config): each can only wait for the other, a p2p_cycle
+//   0 -> 1 -> 0 (both send first: gloo's large send and
+//   NCCL's above the eager threshold wait for the recv);
+// - one direction only among more ranks: a p2p_mismatch naming all, the
+//   cycle itself is not visible.
+// Ranks of a given world that left no stack may be the peers: an undecided
+// naming them all as candidates then. False when a rank is not in P2P.
+bool P2pOnly(const RankAnalysis& a, const std::map<Rank, Where>& where, Finding* f) {
+  std::vector<Rank> ranks, senders;
+  for (const auto& [r, w] : where) {
+    if (!IsP2pOp(w.op)) return false;
+    ranks.push_back(r);
+    if (IsSendOp(w.op)) senders.push_back(r);
+  }
+  // A peer that died (a killed rank) is checks/lost_peer.h's, unless one of
+  // these ranks timed out in its P2P call: its exit then closed the
+  // connection the others report (g: rank 0's send timed out first).
+  if (ReportsLostPeer(a.job, ranks) && !AnyTimeoutEvent(a.job, ranks)) return false;
+  const bool both = !senders.empty() && senders.size() < ranks.size();
+  std::string sites;
+  for (const auto& role : f->roles) sites += (sites.empty() ? "" : "; ") + RankWords(role.ranks) + " in " + role.role;
+  f->summary = "the ranks' stacks are in point-to-point calls that do not complete: " + sites;
+  f->fix_hint =
+      "compare the peer, tag, size and dtype of each send with the recv meant to meet it (stacks show none of "
+      "them; NCCL's Flight Recorder records peers and sizes, gloo's records no P2P op); pair sends before recvs "
+      "by rank parity, or use batch_isend_irecv";
+  const std::vector<Rank>& unseen = a.world.without_dump;
+  if (!unseen.empty() && !a.world.inferred) {
+    f->kind = Kind::kUndecided;
+    f->candidates = ranks;
+    f->candidates.insert(f->candidates.end(), unseen.begin(), unseen.end());
+    std::sort(f->candidates.begin(), f->candidates.end());
+    f->summary += "; " + RankWords(unseen) + " of the " + std::to_string(a.world.size) +
+                  " ranks left no stack and may be the peers";
+    f->would_decide = "the stacks of " + RankWords(unseen) + ", or a record of each call's peer and tag";
+    return true;
+  }
+  f->culprit_ranks = ranks;
+  if (!both && ranks.size() == 2 && a.world.size == 2 && !a.world.inferred) {
+    f->kind = Kind::kP2pCycle;
+    f->cycle = ranks;
+    f->fix_hint =
+        "pair sends and recvs by parity (even ranks send first, odd ranks receive first) or post them together "
+        "with batch_isend_irecv";
+    f->summary = std::string("both ranks of the 2-rank world are blocked in a ") +
+                 (senders.empty() ? "recv" : "send") + ", each from or to the only other rank: " +
+                 std::to_string(ranks[0]) + " -> " + std::to_string(ranks[1]) + " -> " + std::to_string(ranks[0]) +
+                 " (" + sites + ")";
+    return true;
+  }
+  f->kind = Kind::kP2pMismatch;
+  if (both)
+    f->summary += ": sends and recvs that do not pair (a different tag, peer, size or dtype)";
+  else
+    f->summary += std::string(": every rank ") + (senders.empty() ? "receives, none sends" : "sends, none receives");
+  if (a.world.inferred) f->summary += " (world size unknown: the peers may be ranks that left no data)";
+  return true;
+}
+
 // Every rank with a stack blocked at one call site while ranks of a world
 // that was given (not inferred from the files) left no stack: the waiters
 // wait for those ranks. With the world inferred, the absent ranks are not
@@ -174,8 +256,10 @@ bool AbsentWithoutStack(const RankAnalysis& a, const Sides& sides, Finding* f) {
 void StackSitesCheck(const RankAnalysis& a, FindingSink* sink) {
   std::map<Rank, Where> where;
   for (const auto& d : a.job.dumps)
-    if (!d.stacks.empty() && d.ops.empty()) {  // dumps with entries speak for themselves
+    if (!d.stacks.empty()) {
       Where w = WhereOf(d);
+      // Dumps with entries speak for themselves, but for P2P past them.
+      if (!d.ops.empty() && !WaitsPastItsDump(d, w)) continue;
       // Only the traceback of a thread that died (ThreadError): no stack of
       // where the rank is now.
       if (!w.stack && ThreadError(d)) continue;
@@ -215,7 +299,7 @@ void StackSitesCheck(const RankAnalysis& a, FindingSink* sink) {
   f.op = where[sides.front().second.front()].op;
   for (const auto& [site, ranks] : sides) f.roles.push_back({site, ranks});
   if (!elsewhere.empty()) f.roles.push_back({"not in a collective", elsewhere});
-  if (!Decide(sides, elsewhere, &f) && !AbsentWithoutStack(a, sides, &f)) return;
+  if (!P2pOnly(a, where, &f) && !Decide(sides, elsewhere, &f) && !AbsentWithoutStack(a, sides, &f)) return;
   if (f.kind == Kind::kMissingRank)
     for (Rank r : elsewhere)  // alive, a helper thread dead: say so (checks/missing_rank.h does too)
       if (const model::RankDump* d = a.job.Find(r); d && ThreadError(*d)) f.summary += "; " + ThreadErrorWords(r, *d);

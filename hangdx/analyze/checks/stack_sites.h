@@ -6,7 +6,9 @@
 // collective_mismatch naming every side but the largest (a tie: the side
 // without the lowest rank is the reference, unless ranks of the job left no
 // stack: then an undecided naming both sides, since those ranks decide); one
-// site and ranks in no collective: a missing_rank naming those; no rank in a
+// site and ranks in no collective: a missing_rank naming those; every rank in
+// send or recv (P2P, which gloo's Flight Recorder never records): a
+// p2p_mismatch, or a p2p_cycle in a known 2-rank world; no rank in a
 // collective and every rank's thread active in the same innermost call
 // (cuModuleLoadData, a spinning kernel's launch): a resource_deadlock with no
 // culprit, the hang inside that call, unless the stacks match a known

@@ -67,6 +67,92 @@ TEST(StackSitesCheck, OneCallSiteOrRanksWithOpsSayNothing) {
   EXPECT_TRUE(RunCheck(&StackSitesCheck, ops.Build()).empty());
 }
 
+// testdata/torch/p2p_tag: rank 0 in send(tag=1), rank 1 in recv(tag=2);
+// the stacks show neither tag. Was collective_mismatch naming rank 0.
+TEST(StackSitesCheck, ASendAndARecvThatDoNotCompleteAreAP2pMismatchOfBoth) {
+  JobBuilder b;
+  b.Stack(0, {"send", "step"}).Stack(1, {"recv", "step"});
+  std::vector<Finding> fs = RunCheck(&StackSitesCheck, b.World(2).Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kP2pMismatch);
+  EXPECT_EQ(fs[0].culprit_ranks, (Ranks{0, 1}));
+  EXPECT_EQ(fs[0].summary,
+            "the ranks' stacks are in point-to-point calls that do not complete: rank 1 in recv in step; rank 0 in "
+            "send in step: sends and recvs that do not pair (a different tag, peer, size or dtype)");
+  // The world inferred from the two files: the same, and it says the peers
+  // may be elsewhere.
+  JobBuilder inferred;
+  inferred.Stack(0, {"send", "wrapper", "step"}).Stack(1, {"recv", "wrapper", "step"});
+  fs = RunCheck(&StackSitesCheck, inferred.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kP2pMismatch);
+  EXPECT_NE(fs[0].summary.find("world size unknown"), std::string::npos) << fs[0].summary;
+}
+
+// testdata/torch/g's timeouts: both ranks of a 2-rank world in send. Each
+// can only send to the other: a cycle. With more ranks (or the world not
+// known) the peers are not known: no cycle is claimed.
+TEST(StackSitesCheck, BothRanksOfATwoRankWorldInSendAreAP2pCycle) {
+  JobBuilder two;
+  for (int r = 0; r < 2; ++r) two.Stack(r, {"send", "step"});
+  std::vector<Finding> fs = RunCheck(&StackSitesCheck, two.World(2).Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kP2pCycle);
+  EXPECT_EQ(fs[0].cycle, (Ranks{0, 1}));
+  EXPECT_EQ(fs[0].culprit_ranks, (Ranks{0, 1}));
+  JobBuilder three;
+  for (int r = 0; r < 3; ++r) three.Stack(r, {"recv", "step"});
+  fs = RunCheck(&StackSitesCheck, three.World(3).Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kP2pMismatch);
+  EXPECT_EQ(fs[0].culprit_ranks, (Ranks{0, 1, 2}));
+  EXPECT_NE(fs[0].summary.find("every rank receives, none sends"), std::string::npos) << fs[0].summary;
+}
+
+// Ranks of a given world that left no stack may be the peers the P2P calls
+// wait for: undecided, every one a candidate.
+TEST(StackSitesCheck, P2pWaitsWithRanksWithoutAStackAreUndecided) {
+  JobBuilder b;
+  b.Stack(0, {"send", "step"}).Stack(1, {"recv", "step"});
+  std::vector<Finding> fs = RunCheck(&StackSitesCheck, b.World(4).Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kUndecided);
+  EXPECT_TRUE(fs[0].culprit_ranks.empty());
+  EXPECT_EQ(fs[0].candidates, (Ranks{0, 1, 2, 3}));
+}
+
+// gloo's Flight Recorder records no P2P op: a dump whose ops all finished
+// leaves the stack in send or recv as the only sign of where the rank
+// waits (p2p_tag's folder: dumps and stacks). A collective in the stack past
+// such a dump is still the dump's to tell.
+TEST(StackSitesCheck, AStackInP2pPastAFinishedDumpSpeaks) {
+  JobBuilder b;
+  b.Steps(0, "0", 1, 1).Stack(0, {"send", "step"}).Steps(1, "0", 1, 1).Stack(1, {"recv", "step"});
+  std::vector<Finding> fs = RunCheck(&StackSitesCheck, b.World(2).Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kP2pMismatch);
+  JobBuilder coll;
+  coll.Steps(0, "0", 1, 1).Stack(0, {"all_reduce", "a"}).Steps(1, "0", 1, 1).Stack(1, {"broadcast", "b"});
+  EXPECT_TRUE(RunCheck(&StackSitesCheck, coll.Build()).empty());
+}
+
+// A rank whose log says its peer is gone (a killed rank): the lost-peer
+// check tells it; the stacks are not a P2P mismatch.
+TEST(StackSitesCheck, P2pStacksOfRanksThatLostAPeerWithNoTimeoutAreNoP2pMismatch) {
+  JobBuilder b;
+  b.Stack(0, {"send", "step"}).Stack(1, {"recv", "step"});
+  b.Event(0, model::LogEvent::Kind::kPeerLost, "Connection closed by peer [127.0.0.1]:18823");
+  for (const Finding& f : RunCheck(&StackSitesCheck, b.World(2).Build())) EXPECT_NE(f.kind, Kind::kP2pMismatch);
+  // g: rank 0's send timed out, its exit closed rank 1's connection.
+  JobBuilder g;
+  g.Stack(0, {"send", "step"}).Stack(1, {"send", "step"});
+  g.Event(0, model::LogEvent::Kind::kTimeout, "Timed out waiting 4000ms for send operation to complete");
+  g.Event(1, model::LogEvent::Kind::kPeerLost, "Connection closed by peer [127.0.0.1]:18823");
+  std::vector<Finding> fs = RunCheck(&StackSitesCheck, g.World(2).Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kP2pCycle);
+}
+
 // testdata/torch/raise3_stacks without rank 3's file: ranks 0-2 in one
 // all_reduce. With the world given (4), rank 3 is the one they wait for;
 // with it inferred from the files (3), no rank is blamed, least of all a
