@@ -71,6 +71,10 @@ bool IsTimeoutEvent(const model::LogEvent& e) {
           (e.message.find("Timed out") != std::string::npos || e.message.find("timed out") != std::string::npos));
 }
 
+bool IsStoreConnectFailure(const model::LogEvent& e) {
+  return e.kind == model::LogEvent::Kind::kPeerLost && e.message_id.rfind("torch.socket.client_", 0) == 0;
+}
+
 bool AnyTimeoutEvent(const model::Job& job, const std::vector<model::Rank>& ranks) {
   for (model::Rank r : ranks)
     if (const model::RankDump* d = job.Find(r))

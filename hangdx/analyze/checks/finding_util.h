@@ -49,6 +49,13 @@ std::string FrameText(const model::RankDump& d, const model::OpRecord& op);
 // waiting 4000ms for send operation").
 bool IsTimeoutEvent(const model::LogEvent& e);
 
+// True when `e` is a TCPStore client's failure to reach the store server
+// ("The client socket has timed out after 6000ms while trying to connect to
+// (127.0.0.1, 29632).", "TCP client failed to connect/validate to host
+// ...": catalogue rows torch.socket.client_*). Event kind peer_lost, but
+// no connection ever existed: the server was never up or not reachable.
+bool IsStoreConnectFailure(const model::LogEvent& e);
+
 // True when a log of one of `ranks` reports a timeout or a crash.
 bool AnyTimeoutEvent(const model::Job& job, const std::vector<model::Rank>& ranks);
 

@@ -135,7 +135,8 @@ void LostPeerCheck(const RankAnalysis& a, FindingSink* sink) {
     if (a.Crashed(d.rank)) return;  // the crash itself is in the logs: its own finding
     bool lost = false;
     for (const auto& e : d.events) {
-      if (e.kind != LogEvent::Kind::kPeerLost) continue;
+      // A store client that never connected lost no peer: checks/store_wait.h.
+      if (e.kind != LogEvent::Kind::kPeerLost || IsStoreConnectFailure(e)) continue;
       lost = true;
       if (e.peer >= 0 && e.peer != d.rank) peers.insert(e.peer);
       if (addr.empty()) addr = e.peer_addr;

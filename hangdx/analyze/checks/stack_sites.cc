@@ -112,6 +112,10 @@ bool CommonCall(const RankAnalysis& a, const std::map<Rank, Where>& where, Findi
     ranks.push_back(r);
   }
   if (StacksMatchAKnownBug(a.job)) return false;
+  // A log that says the call failed (a timeout, a store it could not
+  // reach: store_host_waits_late_host's tracebacks in _create_c10d_store)
+  // shows a call that returned, by raising: the stack is where it raised.
+  if (AnyTimeoutEvent(a.job, ranks) || ReportsLostPeer(a.job, ranks)) return false;
   f->kind = Kind::kResourceDeadlock;
   f->op = call;
   f->roles.push_back({"in " + call, ranks});

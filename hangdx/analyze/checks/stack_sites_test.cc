@@ -189,6 +189,13 @@ TEST(StackSitesCheck, EveryRankInTheSameCallOutsideCollectivesIsAHangInsideIt) {
   model::Job idle = JobBuilder().Stack(0, {"poll", "dequeue"}).Stack(1, {"poll", "dequeue"}).Build();
   for (auto& d : idle.dumps) d.stacks[0].thread = "Thread 7 (idle): \"MainThread\"";
   EXPECT_TRUE(RunCheck(&StackSitesCheck, idle).empty());
+  // store_host_waits_late_host: the tracebacks of ranks whose logs say the
+  // call failed (a store they could not reach) are where they raised.
+  JobBuilder raised;
+  for (int r = 1; r < 3; ++r)
+    raised.Stack(r, {"_create_c10d_store", "init_process_group"})
+        .Event(r, model::LogEvent::Kind::kPeerLost, "The client socket has timed out after 6000ms");
+  EXPECT_TRUE(RunCheck(&StackSitesCheck, raised.Build()).empty());
 }
 
 TEST(StackSitesCheck, StacksOfRanksThatAllCrashedAreNoHangInsideTheCall) {

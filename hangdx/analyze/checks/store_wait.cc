@@ -187,6 +187,76 @@ Finding DescribeMissingClients(const PgWait& w, const HostWait& h, const std::se
   return f;
 }
 
+// The ranks whose TCPStore client could not reach the server at all, and
+// the address they tried.
+struct ConnectFailures {
+  std::vector<Rank> clients;
+  std::string addr;
+  std::vector<Evidence> lines;
+};
+
+ConnectFailures CollectConnectFailures(const RankAnalysis& a) {
+  ConnectFailures c;
+  for (const auto& d : a.job.dumps) {
+    if (d.rank < 0) continue;
+    for (const auto& e : d.events) {
+      if (!IsStoreConnectFailure(e)) continue;
+      if (c.addr.empty()) c.addr = e.peer_addr;
+      if (!c.clients.empty() && c.clients.back() == d.rank) continue;  // each client's first line only
+      c.clients.push_back(d.rank);
+      if (c.lines.size() < kEvidencePerSide)
+        c.lines.push_back({e.file, d.rank, -1, "line " + std::to_string(e.line) + ": " + e.message.substr(0, 300)});
+    }
+  }
+  return c;
+}
+
+// Store clients that never reached the server, and no server that says it
+// waits for clients (testdata/torch/store_host_waits_late_host: the host,
+// rank 0, sleeps before init_process_group). Under env:// init without
+// torchrun, rank 0 creates the server (torch/distributed/rendezvous.py,
+// _create_c10d_store: start_daemon = rank == 0; under torchrun's agent
+// store, is_master=False on every rank):
+// when rank 0 is not among the clients that failed and has not gone past
+// init (no recorded op), it is the rank that never came, a missing_rank.
+// When rank 0 failed to connect as well, the server is not a rank's
+// (torchrun's agent, a store of its own): undecided, naming no rank.
+Finding DescribeUnreachedStore(const RankAnalysis& a, const ConnectFailures& c) {
+  Finding f;
+  f.severity = Severity::kError;
+  f.hang = true;
+  f.pg_name = "0";
+  f.op = "init_process_group";
+  f.evidence = c.lines;
+  f.roles.push_back({"could not connect to the store", c.clients});
+  const std::string at = c.addr.empty() ? "" : " at " + c.addr;
+  f.summary = RankWords(c.clients) + " could not connect to the TCPStore server" + at +
+              " in init_process_group: the server never answered";
+  const model::RankDump* zero = a.job.Find(0);
+  bool zero_failed = std::binary_search(c.clients.begin(), c.clients.end(), Rank{0});
+  if (!zero_failed && !(zero && !zero->ops.empty())) {
+    f.kind = Kind::kMissingRank;
+    f.culprit_ranks = {0};
+    f.roles.push_back({"hosts the store (env:// init), never started it", {0}});
+    f.summary += "; rank 0, which creates the server under env:// init, had not started it (it started late, "
+                 "hung or died before init_process_group)";
+    f.details.push_back(
+        "under torchrun the server is the agent's on the first node, not rank 0's: if the job ran under "
+        "torchrun, look at that node's agent instead");
+    f.fix_hint = "look at what rank 0 did before init_process_group (a slow start, a crash, a download), and that "
+                 "MASTER_ADDR/MASTER_PORT name its host; the clients' timeouts are the consequence";
+    return f;
+  }
+  f.kind = Kind::kUndecided;
+  f.would_decide = "the log of the process that should host the store (rank 0 under env:// init, torchrun's agent on "
+                   "the first node): whether it started, and on which address";
+  f.summary += zero_failed ? "; rank 0 failed too, so the server is not a rank's (torchrun's agent, or a store of its own)"
+                           : "; rank 0 went past init_process_group, so the clients tried another address";
+  f.fix_hint = "check that the store's host is up and that MASTER_ADDR/MASTER_PORT (or the rendezvous endpoint) "
+               "name it and are reachable from every node (firewall, DNS)";
+  return f;
+}
+
 }  // namespace
 
 void StoreWaitCheck(const RankAnalysis& a, FindingSink* sink) {
@@ -210,6 +280,12 @@ void StoreWaitCheck(const RankAnalysis& a, FindingSink* sink) {
   // The host alone said something (no client's file, or no client reached
   // the pg's creation): its missing clients are still the finding.
   if (!host.hosts.empty() && !by_pg.count("0")) by_pg["0"].waiters.assign(host.hosts.begin(), host.hosts.end());
+  // Clients that never reached the store and no host that waits: the
+  // server was never up.
+  if (host.hosts.empty()) {
+    ConnectFailures c = CollectConnectFailures(a);
+    if (!c.clients.empty() && !by_pg.count("0")) sink->Add(DescribeUnreachedStore(a, c));
+  }
   for (auto& [pg, w] : by_pg) {
     std::vector<Rank> culprits;
     std::set<Rank> waiters(w.waiters.begin(), w.waiters.end());

@@ -142,5 +142,45 @@ TEST(StoreWaitCheck, WhenTheLogsCannotTellWhichClientIsMissingTheCandidatesAreNa
       << fs[0].summary;
 }
 
+// What the catalogue row torch.socket.client_timed_out gives for a store
+// client that could not reach the server.
+LogEvent ConnectTimedOut() {
+  LogEvent e;
+  e.kind = LogEvent::Kind::kPeerLost;
+  e.message_id = "torch.socket.client_timed_out";
+  e.message = "The client socket has timed out after 6000ms while trying to connect to (127.0.0.1, 29632).";
+  e.timeout_ms = 6000;
+  return e;
+}
+
+TEST(StoreWaitCheck, ClientsThatNeverReachedTheStoreNameRank0TheHost) {
+  // testdata/torch/store_host_waits_late_host: env:// init, rank 0 (the
+  // store host) sleeps 30 s; ranks 1 and 2 time out connecting. Was
+  // crashed_rank [0] ("lost their connection ... it most likely died"):
+  // no connection ever existed.
+  JobBuilder b;
+  b.Event(1, ConnectTimedOut()).FromLog(1).Event(1, ConnectTimedOut()).Event(2, ConnectTimedOut()).FromLog(2);
+  std::vector<Finding> fs = RunCheck(&StoreWaitCheck, b.World(3).Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kMissingRank);
+  EXPECT_EQ(fs[0].culprit_ranks, Ranks{0});
+  EXPECT_EQ(fs[0].roles[0].ranks, (Ranks{1, 2}));
+  ASSERT_EQ(fs[0].evidence.size(), 2u);  // each client's first line
+  EXPECT_EQ(fs[0].evidence[1].rank, 2);
+  EXPECT_EQ(fs[0].summary.rfind("ranks 1-2 could not connect to the TCPStore server", 0), 0u) << fs[0].summary;
+}
+
+TEST(StoreWaitCheck, WhenRank0FailedToConnectTooTheHostIsNoRank) {
+  // torchrun's agent hosts the store: every rank, rank 0 too, is a client.
+  JobBuilder b;
+  for (int r = 0; r < 3; ++r) b.Event(r, ConnectTimedOut()).FromLog(r);
+  std::vector<Finding> fs = RunCheck(&StoreWaitCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kUndecided);
+  EXPECT_TRUE(fs[0].culprit_ranks.empty());
+  EXPECT_TRUE(fs[0].candidates.empty());
+  EXPECT_NE(fs[0].summary.find("rank 0 failed too"), std::string::npos) << fs[0].summary;
+}
+
 }  // namespace
 }  // namespace hangdx::analyze
