@@ -432,6 +432,28 @@ def sc_h_sub(ctx):
     sleep_forever(ctx, "after the barrier")
 
 
+# sub_sleep. Fault A inside a sub-group: 4 ranks, new_group([0, 1]) and
+# new_group([2, 3]); a few steps of all_reduce on each pair and on the world,
+# then rank 1 sleeps in user code (a slow checkpoint on one rank) while rank 0
+# waits in the pair's all_reduce and ranks 2-3 go on to the world's
+# all_reduce and wait there. Dumps and stacks at +6 s, before the 60 s timeout.
+def sc_sub_sleep(ctx):
+    pairs = [dist.new_group([0, 1]), dist.new_group([2, 3])]
+    mine = pairs[ctx.rank // 2]
+    t = torch.ones(8)
+    for step in range(3):
+        ctx.log("step %d: all_reduce on the pair, then on the world" % step)
+        dist.all_reduce(t, group=mine)
+        dist.all_reduce(t)
+    if ctx.rank == 1:
+        ctx.log("sleeping in user code before the pair's all_reduce")
+        time.sleep(3600)
+    ctx.log("step 3: all_reduce on the pair, then on the world")
+    dist.all_reduce(t, group=mine)
+    dist.all_reduce(t)
+    sleep_forever(ctx, "after step 3")
+
+
 # p2p_tag. Fault C: a 2-rank world, rank 0 sends with tag 1, rank 1
 # receives with tag 2: the recv never matches (gloo pairs by tag), both hang.
 def sc_p2p_tag(ctx):
@@ -595,6 +617,9 @@ SCENARIOS = {s.name: s for s in [
     # sub-groups, so nothing in the dumps gives the world's size.
     Scenario("h_sub2", 2, sc_h_sub, timeout=60.0, deadline=6.0, stacks=True,
              doc="h_sub in a world of 2: rank 0 all_reduces on gA then gB, rank 1 on gB then gA"),
+    Scenario("sub_sleep", 4, sc_sub_sleep, timeout=60.0, deadline=6.0, stacks=True,
+             doc="pairs [0,1], [2,3]; after 3 steps rank 1 sleeps in user code; rank 0 waits in the pair's all_reduce, "
+                 "ranks 2-3 in the world's; dumps and stacks at +6 s"),
     Scenario("p2p_tag", 2, sc_p2p_tag, timeout=60.0, deadline=6.0, stacks=True,
              doc="rank 0 send(tag=1) to 1, rank 1 recv(tag=2) from 0"),
     Scenario("j2", 3, sc_j2, timeout=30.0, deadline=5.0,

@@ -55,6 +55,24 @@ using Sides = std::vector<std::pair<std::string, std::vector<Rank>>>;
 // Kind, culprits, summary and fix hint; false when all ranks are in one call
 // site (not decidable from stacks).
 bool Decide(const Sides& sides, const std::vector<Rank>& elsewhere, Finding* f) {
+  if (sides.size() >= 2 && !elsewhere.empty()) {
+    // Ranks in no collective hold up every collective they belong to, and
+    // stacks carry no pg: ranks at different sites may wait in different
+    // pgs (sub-groups) for them (testdata/torch/sub_sleep: rank 0 in its
+    // pair's all_reduce, ranks 2-3 in the world's, rank 1 asleep). Was a
+    // collective_mismatch naming rank 0.
+    f->kind = Kind::kMissingRank;
+    f->culprit_ranks = elsewhere;
+    std::string sites;
+    for (const auto& [site, ranks] : sides) sites += (sites.empty() ? "" : "; ") + RankWords(ranks) + " in " + site;
+    f->summary = RankWords(elsewhere) + " " + Verb(elsewhere, "is", "are") + " in no collective while the others are "
+                 "blocked in collectives at " + std::to_string(sides.size()) + " call sites (" + sites + ")";
+    f->details.push_back(
+        "stacks carry no pg: ranks at different call sites may wait in different pgs (sub-groups) for the ranks in "
+        "no collective, or some of them may have called another collective; the Flight Recorder dumps tell which");
+    f->fix_hint = "find what the absent ranks are doing instead (their stacks below)";
+    return true;
+  }
   if (sides.size() >= 2) {
     f->kind = Kind::kCollectiveMismatch;
     for (size_t k = 1; k < sides.size(); ++k)

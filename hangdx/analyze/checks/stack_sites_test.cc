@@ -42,6 +42,22 @@ TEST(StackSitesCheck, ARankInNoCollectiveIsTheMissingRank) {
   EXPECT_EQ(fs[0].summary, "ranks 0-2 are blocked in all_reduce in train_step while rank 3 is in no collective");
 }
 
+// testdata/torch/sub_sleep: rank 0 in its pair's all_reduce, ranks 2-3 in
+// the world's (another call site; stacks name no pg), rank 1 asleep. Was a
+// collective_mismatch naming rank 0.
+TEST(StackSitesCheck, ARankInNoCollectiveBesideTwoCallSitesIsTheMissingRank) {
+  JobBuilder b;
+  b.Stack(0, {"all_reduce", "pair_step"}).Stack(1, {"sleep", "checkpoint"});
+  for (int r = 2; r < 4; ++r) b.Stack(r, {"all_reduce", "world_step"});
+  std::vector<Finding> fs = RunCheck(&StackSitesCheck, b.Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kMissingRank);
+  EXPECT_EQ(fs[0].culprit_ranks, Ranks{1});
+  EXPECT_EQ(fs[0].summary,
+            "rank 1 is in no collective while the others are blocked in collectives at 2 call sites (ranks 2-3 in "
+            "all_reduce in world_step; rank 0 in all_reduce in pair_step)");
+}
+
 TEST(StackSitesCheck, ARankInNoCollectiveWhoseLogSaysItCrashedIsTheCrashedRank) {
   // The fresh-user tester's torchrun log: rank 1's traceback ends in an
   // OOM, ranks 0 and 2 are in all_reduce ("Connection closed by peer").
