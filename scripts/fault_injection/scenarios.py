@@ -454,6 +454,19 @@ def sc_sub_sleep(ctx):
     sleep_forever(ctx, "after step 3")
 
 
+# irecv2. Fault C: a 2-rank world, one all_reduce, then both ranks irecv
+# from the other and wait on it before sending: neither send is ever posted.
+def sc_irecv2(ctx):
+    t = torch.ones(8)
+    dist.all_reduce(t)
+    peer = 1 - ctx.rank
+    ctx.log("irecv from %d, then wait, then send" % peer)
+    req = dist.irecv(t, src=peer)
+    req.wait()
+    dist.send(t, dst=peer)
+    sleep_forever(ctx, "after the p2p")
+
+
 # p2p_tag. Fault C: a 2-rank world, rank 0 sends with tag 1, rank 1
 # receives with tag 2: the recv never matches (gloo pairs by tag), both hang.
 def sc_p2p_tag(ctx):
@@ -620,6 +633,8 @@ SCENARIOS = {s.name: s for s in [
     Scenario("sub_sleep", 4, sc_sub_sleep, timeout=60.0, deadline=6.0, stacks=True,
              doc="pairs [0,1], [2,3]; after 3 steps rank 1 sleeps in user code; rank 0 waits in the pair's all_reduce, "
                  "ranks 2-3 in the world's; dumps and stacks at +6 s"),
+    Scenario("irecv2", 2, sc_irecv2, timeout=60.0, deadline=6.0, stacks=True,
+             doc="both ranks irecv from the other and wait before sending; dumps and stacks at +6 s"),
     Scenario("p2p_tag", 2, sc_p2p_tag, timeout=60.0, deadline=6.0, stacks=True,
              doc="rank 0 send(tag=1) to 1, rank 1 recv(tag=2) from 0"),
     Scenario("j2", 3, sc_j2, timeout=30.0, deadline=5.0,

@@ -106,10 +106,14 @@ void AddStackEvidence(const std::map<Rank, Where>& where, Finding* f) {
 
 // The innermost frame of `st` with a name (gdb prints "??" for frames it
 // has no symbol for), "" when none.
-std::string InnermostNamed(const model::StackSample& st) {
+bool IsPythonFrame(const model::Frame& f) {
+  return f.filename.size() > 3 && f.filename.compare(f.filename.size() - 3, 3, ".py") == 0;
+}
+
+const model::Frame* InnermostNamed(const model::StackSample& st) {
   for (const auto& f : st.frames)
-    if (!f.name.empty() && f.name != "??" && f.name.rfind("___lldb_unnamed_symbol", 0) != 0) return f.name;
-  return "";
+    if (!f.name.empty() && f.name != "??" && f.name.rfind("___lldb_unnamed_symbol", 0) != 0) return &f;
+  return nullptr;
 }
 
 // Every rank with a stack in the same call outside any collective, its
@@ -120,13 +124,15 @@ std::string InnermostNamed(const model::StackSample& st) {
 // say. False when the ranks are not all in one such call, or when their
 // stacks match a known library bug (checks/known_bug.h says more).
 bool CommonCall(const RankAnalysis& a, const std::map<Rank, Where>& where, Finding* f) {
-  std::string call;
+  const model::Frame* at = nullptr;
   std::vector<Rank> ranks;
   for (const auto& [r, w] : where) {
     if (!w.stack || w.stack->thread.find("(idle)") != std::string::npos) return false;
-    std::string here = InnermostNamed(*w.stack);
-    if (here.empty() || (!call.empty() && here != call)) return false;
-    call = here;
+    const model::Frame* here = InnermostNamed(*w.stack);
+    if (!here || (at && here->name != at->name)) return false;
+    // One line of Python code: the same file and line too.
+    if (at && IsPythonFrame(*at) && (here->filename != at->filename || here->line != at->line)) return false;
+    at = here;
     ranks.push_back(r);
   }
   if (StacksMatchAKnownBug(a.job)) return false;
@@ -134,14 +140,24 @@ bool CommonCall(const RankAnalysis& a, const std::map<Rank, Where>& where, Findi
   // reach: store_host_waits_late_host's tracebacks in _create_c10d_store)
   // shows a call that returned, by raising: the stack is where it raised.
   if (AnyTimeoutEvent(a.job, ranks) || ReportsLostPeer(a.job, ranks)) return false;
+  const std::string call = at->name;
   f->kind = Kind::kResourceDeadlock;
   f->op = call;
   f->roles.push_back({"in " + call, ranks});
   f->summary = RankWords(ranks) + ", every rank with a stack, " + Verb(ranks, "is", "are") + " in " + call +
-               ", outside any collective: no rank waits for another; that call does not return on any of them";
+               ", outside any collective: the stacks show no rank waiting for another; that call does not return on any "
+               "of them";
   f->details.push_back(
       "if these stacks were taken while the job hung, the hang is inside " + call +
       " on every rank (a GPU kernel that does not finish, a driver or library call): not a rank's code path");
+  // A Python frame innermost (faulthandler, py-spy without --native): the
+  // call made from that line is not shown (testdata/torch/irecv2: both
+  // ranks in req.wait() of an irecv, a P2P deadlock; sglang#35822: a
+  // kernel that spins).
+  if (IsPythonFrame(*at))
+    f->details.push_back("the innermost frame is Python code (" + at->filename + ":" + std::to_string(at->line) +
+                         "): the call made from that line is not in the stack; a wait() on an isend/irecv request "
+                         "there is a P2P deadlock, a lock or a queue a deadlock in the program");
   f->fix_hint = "find what " + call +
                 " waits for on every rank: the GPU (nvidia-smi shows 100% utilisation for a spinning kernel), the "
                 "driver (dmesg), a lock; stacks with --native show the frames below it";
