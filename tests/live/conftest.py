@@ -48,18 +48,27 @@ def free_port():
 
 
 class Procs:
-    """Processes a test started; all are killed at its end, by pid."""
+    """Processes a test started, each in a session of its own; at the test's
+    end every process of those sessions is killed: a rank's children too
+    (torch's debug-server frontend forks one on rank 0, which outlived a
+    kill of the rank's pid: five torch_job.py processes were left running
+    after scripts/test.sh)."""
 
     def __init__(self):
         self.procs = []
 
     def start(self, args, **kw):
+        kw.setdefault("start_new_session", True)
         p = subprocess.Popen(args, **kw)
         self.procs.append(p)
         return p
 
     def stop_all(self):
         for p in self.procs:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)  # the session's group, also after its leader exited
+            except (ProcessLookupError, PermissionError):
+                pass
             if p.poll() is None:
                 p.kill()
         for p in self.procs:
