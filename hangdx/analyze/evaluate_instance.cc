@@ -114,7 +114,7 @@ bool SortMembers(const Group& g, Instance* in) {
       } else if (same && i > 0) {
         same = SameOps(g, *in, in->lead, i);
       }
-    } else if (!g.dump[m] || RecordsNothing(*g.dump[m])) {
+    } else if (!g.dump[m] || RecordsNoCollective(*g.dump[m])) {
       in->no_dump.push_back(r);
     } else if (list.empty() || list.back().first < in->seq) {
       // Reached nothing at or after this seq. A ring buffer that dropped

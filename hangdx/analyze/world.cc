@@ -151,6 +151,12 @@ bool RecordsNothing(const model::RankDump& d) {
   return !d.history || d.history->entries() == 0;
 }
 
+bool RecordsNoCollective(const model::RankDump& d) {
+  if (d.from_flight_recorder) return RecordsNothing(d);
+  return d.ops.empty() && d.pg_config.empty() && d.pg_status.empty() && !d.wait &&
+         (!d.history || d.history->entries() == 0);
+}
+
 bool Crashed(const model::Job& job, model::Rank r) {
   const model::RankDump* d = job.Find(r);
   if (!d) return false;

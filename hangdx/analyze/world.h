@@ -62,6 +62,15 @@ inline bool KilledByFaultSignal(const model::LogEvent& e) { return FaultSignal(e
 // without a dump for every (pg, seq), never as one that did not arrive.
 bool RecordsNothing(const model::RankDump& d);
 
+// True when `d` says nothing of which collectives its rank reached: a
+// Flight Recorder dump that records nothing (RecordsNothing), or a rank
+// known only from a stack dump or a log with no op, no pg and no wait state
+// (a faulthandler stack, a traceback). Such a rank counts as one without a
+// dump for every (pg, seq): beside the others' dumps it took part in every
+// seq they got past, never "did not arrive" at seq 1 (the fresh-user
+// tester's c_stacks dumps of ranks 0-1 with rank 2's stack).
+bool RecordsNoCollective(const model::RankDump& d);
+
 // True when exit event `e` says the process died without being asked to:
 // KilledByFaultSignal, Ray's worker exit type SYSTEM_ERROR (ray.core.actor_died:
 // "Worker exit type: SYSTEM_ERROR", from GenWorkerDiedCause in Ray's GCS actor

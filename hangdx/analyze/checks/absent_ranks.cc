@@ -44,6 +44,15 @@ std::vector<model::Rank> CrashedWaiters(const RankAnalysis& a, const Instance& i
   return out;
 }
 
+// True when rank r has a stack sample whose thread did not die and its log
+// reports no crash: the fresh-user tester's c_stacks dumps of ranks 0-1
+// with rank 2's faulthandler stack in broadcast (was "left no dump: it most
+// likely died").
+bool HasStackAndNoCrash(const RankAnalysis& a, model::Rank r) {
+  const model::RankDump* d = a.job.Find(r);
+  return d && !d->stacks.empty() && !a.Crashed(r) && d->events.empty();
+}
+
 }  // namespace
 
 bool LeftNothing(const model::Job& job, model::Rank r) {
@@ -67,8 +76,13 @@ AbsentRanks ClassifyAbsent(const RankAnalysis& a, const Instance& in) {
     if (t == RankNodeType::kIdle && LeftNothing(a.job, x)) t = RankNodeType::kNoDump;
     (t == RankNodeType::kIdle ? r.idle : t == RankNodeType::kNoDump ? r.dead : r.cascade).push_back(x);
   }
-  for (model::Rank x : in.no_dump)
-    if (!checked.count(x)) r.dead.push_back(x);
+  for (model::Rank x : in.no_dump) {
+    if (checked.count(x)) continue;
+    // No record of its collectives but a stack, and no crash in its log:
+    // it was alive when the stack was taken, elsewhere, not dead.
+    (HasStackAndNoCrash(a, x) ? r.idle : r.dead).push_back(x);
+  }
+  std::sort(r.idle.begin(), r.idle.end());
   std::sort(r.dead.begin(), r.dead.end());
   for (model::Rank x : r.dead) {
     if (a.job.unreadable.count(x)) r.unreadable.push_back(x);

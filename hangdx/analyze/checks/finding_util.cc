@@ -26,6 +26,9 @@ std::string WhereInstead(const RankAnalysis& a, model::Rank r) {
   std::string ended;
   if (const model::LogEvent* e = EndedByItself(*d))
     ended = "; its log shows its process ending (" + (e->message_id.empty() ? e->message : e->message_id) + ")";
+  if (d->ops.empty() && !d->from_flight_recorder)  // a stack dump or a log only
+    return "rank " + std::to_string(r) + ": no Flight Recorder dump; its " + (d->stacks.empty() ? "log" : "stack") +
+           " records no operation" + ended;
   if (d->ops.empty()) return "rank " + std::to_string(r) + ": its dump records no operations" + ended;
   const model::OpRecord& last = d->ops.back();
   // gloo marks a failed op retired like a finished one.

@@ -297,6 +297,30 @@ TEST(MissingRankCheck, ACrashedOrUnreadableRankIsAnotherChecksCase) {
   EXPECT_TRUE(RunCheck(&MissingRankCheck, job).empty());
 }
 
+// The fresh-user tester's c_stacks dumps of ranks 0-1 with only rank 2's
+// faulthandler stack (in broadcast): rank 2 took part in seqs 1-2, which
+// ranks 0-1 completed; it is absent at seq 3 only, and alive (a stack, no
+// crash), not dead. Was missing_rank at seq 1, then seq 2.
+TEST(MissingRankCheck, ARankKnownOnlyFromAStackIsAbsentWhereTheOthersStoppedAndAlive) {
+  JobBuilder b;
+  for (int r : {0, 1}) b.Steps(r, "0", 1, 2).Coll(r, "0", 3, "all_reduce", false);
+  b.Stack(2, {"broadcast", "step"});
+  AnalyzeOptions timed_out;
+  timed_out.assume_timed_out = true;
+  model::Job job = b.Members("0", {0, 1, 2}).World(3).Build();
+  job.dumps[2].pg_config.clear();  // a stack dump names no pg
+  job.dumps[2].pg_status.clear();
+  std::vector<Finding> fs = RunCheck(&MissingRankCheck, job, timed_out);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kMissingRank);
+  EXPECT_EQ(fs[0].seq, 3);
+  EXPECT_EQ(fs[0].culprit_ranks, Ranks{2});
+  std::string details;
+  for (const auto& d : fs[0].details) details += d + "\n";
+  EXPECT_NE(details.find("rank 2: no Flight Recorder dump; its stack records no operation"), std::string::npos)
+      << details;
+}
+
 TEST(MissingRankCheck, ARankWhoseDumpRecordsNothingIsNotShownDeadNorAbsent) {
   // bcast_unpickle_empty's dumps alone: ranks 1,2 record broadcast seq 1, 2
   // (failed ops, retired); rank 0's Flight Recorder was off (no entry, no
