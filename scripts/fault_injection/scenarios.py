@@ -467,6 +467,22 @@ def sc_irecv2(ctx):
     sleep_forever(ctx, "after the p2p")
 
 
+# bcast_src. Fault B without a recorded difference: 3 ranks, two
+# all_reduces, then ranks 0-1 broadcast(src=0) and rank 2 broadcast(src=1):
+# neither the Flight Recorder (no root in an entry) nor the stacks show src.
+# Rank 0 sends to 1 and 2, rank 1 receives from 0 and completes, rank 2
+# waits for rank 1, which never sends: ranks 0 and 2 time out (8 s).
+def sc_bcast_src(ctx):
+    t = torch.ones(8)
+    for step in range(2):
+        ctx.log("step %d: all_reduce" % step)
+        dist.all_reduce(t)
+    src = 1 if ctx.rank == 2 else 0
+    ctx.log("broadcast(src=%d)" % src)
+    dist.broadcast(t, src=src)
+    sleep_forever(ctx, "after the broadcast")
+
+
 # p2p_tag. Fault C: a 2-rank world, rank 0 sends with tag 1, rank 1
 # receives with tag 2: the recv never matches (gloo pairs by tag), both hang.
 def sc_p2p_tag(ctx):
@@ -635,6 +651,8 @@ SCENARIOS = {s.name: s for s in [
                  "ranks 2-3 in the world's; dumps and stacks at +6 s"),
     Scenario("irecv2", 2, sc_irecv2, timeout=60.0, deadline=6.0, stacks=True,
              doc="both ranks irecv from the other and wait before sending; dumps and stacks at +6 s"),
+    Scenario("bcast_src", 3, sc_bcast_src, timeout=8.0, deadline=14.0,
+             doc="ranks 0-1 broadcast(src=0), rank 2 broadcast(src=1); 8 s timeout, dumps at +14 s"),
     Scenario("p2p_tag", 2, sc_p2p_tag, timeout=60.0, deadline=6.0, stacks=True,
              doc="rank 0 send(tag=1) to 1, rank 1 recv(tag=2) from 0"),
     Scenario("j2", 3, sc_j2, timeout=30.0, deadline=5.0,

@@ -1,6 +1,8 @@
 #include "hangdx/analyze/passes/unexplained_timeout.h"
 
 #include <algorithm>
+#include <map>
+#include <string_view>
 
 #include "hangdx/analyze/checks/finding_util.h"
 #include "hangdx/base/rank_set.h"
@@ -20,6 +22,36 @@ std::string CollectiveInTraceback(const model::RankDump& d) {
   return "";
 }
 
+// The highest collective seq `d` records per pg, its op completed when
+// `completed_only`.
+std::map<std::string_view, int64_t> LastSeqs(const model::RankDump& d, bool completed_only) {
+  std::map<std::string_view, int64_t> out;
+  for (const auto& op : d.ops) {
+    if (op.collective_seq < 0 || op.is_p2p || (completed_only && !op.completed)) continue;
+    int64_t& top = out.try_emplace(op.pg_name, -1).first->second;
+    top = std::max(top, op.collective_seq);
+  }
+  return out;
+}
+
+// True when `d`'s Flight Recorder shows it completed a pg's collective at
+// or past the last one some rank that timed out recorded in that pg: it
+// took part in the collective the others timed out in (the fresh-user
+// tester's bcast_src: ranks 0 and 2 time out in broadcast seq 3 with a
+// different src, rank 1's dump has it completed). Was "rank 1 ... likely
+// never joined it".
+bool CompletedWhereOthersTimedOut(const RankAnalysis& a, const model::RankDump& d, const std::vector<Rank>& timed_out) {
+  if (d.ops.empty()) return false;
+  std::map<std::string_view, int64_t> mine = LastSeqs(d, true);
+  for (Rank t : timed_out) {
+    const model::RankDump* o = a.job.Find(t);
+    if (!o) continue;
+    for (const auto& [pg, seq] : LastSeqs(*o, false))
+      if (auto it = mine.find(pg); it != mine.end() && it->second >= seq) return true;
+  }
+  return false;
+}
+
 // The ranks with data that report no timeout and lost no peer, ascending
 // (`timed_out` is ascending: dumps come by rank). A rank whose connection
 // to a peer closed was in the collective too (gloo's "Connection closed by
@@ -31,7 +63,7 @@ std::vector<Rank> QuietRanks(const RankAnalysis& a, const std::vector<Rank>& tim
     if (std::binary_search(timed_out.begin(), timed_out.end(), d.rank)) continue;
     bool in_it = std::any_of(d.events.begin(), d.events.end(),
                              [](const model::LogEvent& e) { return e.kind == K::kPeerLost || e.kind == K::kAbort; });
-    if (!in_it) out.push_back(d.rank);
+    if (!in_it && !CompletedWhereOthersTimedOut(a, d, timed_out)) out.push_back(d.rank);
   }
   return out;
 }
@@ -101,7 +133,14 @@ void UnexplainedTimeoutPass(const RankAnalysis& a, FindingSink* sink, Diagnosis*
     quiet.clear();
   }
   if (!missing.empty()) f.would_decide = "the logs or Flight Recorder dumps of " + RankWords(missing);
+  std::vector<Rank> joined;  // completed it by their dumps
+  if (missing.empty() && quiet.empty())
+    for (const auto& d : a.job.dumps)
+      if (!std::binary_search(timed_out.begin(), timed_out.end(), d.rank) &&
+          CompletedWhereOthersTimedOut(a, d, timed_out))
+        joined.push_back(d.rank);
   f.roles.push_back({"timed out", timed_out});
+  if (!joined.empty()) f.roles.push_back({"completed it (Flight Recorder)", joined});
   if (!missing.empty()) f.roles.push_back({"no log", missing});
   if (!quiet.empty()) f.roles.push_back({"no timeout", quiet});
   f.summary = RankWords(timed_out) + " " + Verb(timed_out, "reports", "report") + " a timed-out " +
@@ -112,12 +151,26 @@ void UnexplainedTimeoutPass(const RankAnalysis& a, FindingSink* sink, Diagnosis*
                                        Verb(quiet, "reports", "report") + " no timeout and likely never joined it"
                                  : std::string("the timeouts name no peer and no rank is missing among those seen")) +
                      (a.world.inferred ? " (world size unknown: pass --world-size)" : ""));
+  if (!joined.empty()) {
+    // Every rank reached the collective and some completed it: the ranks
+    // disagree on what the recorder does not keep (gloo's and NCCL's
+    // entries name no root), or a message was lost.
+    f.candidates = timed_out;
+    f.candidates.insert(f.candidates.end(), joined.begin(), joined.end());
+    std::sort(f.candidates.begin(), f.candidates.end());
+    f.summary += "; by the Flight Recorder " + RankWords(joined) +
+                 " completed it, so every rank reached it and the ranks disagree on what the recorder does not keep: "
+                 "a root (src or dst) or a peer";
+    f.would_decide = "the src/dst (root) each rank passed to this " + (op.empty() ? std::string("collective") : op) +
+                     " (the program, or TORCH_DISTRIBUTED_DEBUG=DETAIL, whose fingerprints compare the ranks' calls)";
+  }
   f.evidence = std::move(lines);
   f.details.push_back("a collective times out when some member does not join it; the members that did are these");
   if (!quiet.empty())
     f.details.push_back("a rank in the collective times out with the others; one that reports no timeout was "
                         "elsewhere (its main thread's stack, e.g. py-spy dump, shows where)");
-  f.fix_hint = !quiet.empty()  ? "look at what " + RankWords(quiet) + " did instead of the collective"
+  f.fix_hint = !joined.empty() ? "make every rank pass the same src/dst (root) to this collective"
+               : !quiet.empty()  ? "look at what " + RankWords(quiet) + " did instead of the collective"
                : missing.empty() ? "collect the logs (or Flight Recorder dumps) of every rank of the job"
                                : "collect the log (or Flight Recorder dump) of the missing ranks: one of them "
                                  "never joined the collective";

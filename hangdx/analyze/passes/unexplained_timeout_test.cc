@@ -112,5 +112,43 @@ TEST(UnexplainedTimeoutPass, ASeenRankWithNoTimeoutIsTheSuspect) {
   EXPECT_TRUE(s2.entries()[0].finding.culprit_ranks.empty());
 }
 
+// testdata/torch/bcast_src: ranks 0 and 2 time out in broadcast seq 3 (rank 2
+// passed another src); rank 1's Flight Recorder has it completed. Rank 1
+// joined it: not a suspect; every rank reached it, so the answer names the
+// three as candidates and asks for the root each passed. Was "rank 1 ...
+// likely never joined it".
+TEST(UnexplainedTimeoutPass, ARankWhoseDumpCompletedTheCollectiveIsNoSuspect) {
+  using K = model::LogEvent::Kind;
+  JobBuilder b;
+  for (int r = 0; r < 3; ++r) b.Steps(r, "0", 1, 2).Coll(r, "0", 3, "broadcast");
+  b.Event(0, K::kTimeout, "Timed out waiting 8000ms for send operation to complete");
+  b.Event(2, K::kTimeout, "Timed out waiting 8000ms for recv operation to complete");
+  model::Job job = b.Members("0", {0, 1, 2}).Build();
+  RankAnalysis a = BuildRankAnalysis(job, {});
+  FindingSink sink;
+  UnexplainedTimeoutPass(a, &sink, nullptr);
+  ASSERT_EQ(sink.entries().size(), 1u);
+  const Finding& f = sink.entries()[0].finding;
+  EXPECT_EQ(f.kind, Kind::kUndecided);
+  EXPECT_TRUE(f.culprit_ranks.empty());
+  EXPECT_EQ(f.candidates, (Ranks{0, 1, 2}));
+  ASSERT_EQ(f.roles.size(), 2u);
+  EXPECT_EQ(f.roles[1].ranks, Ranks{1});
+  EXPECT_NE(f.summary.find("by the Flight Recorder rank 1 completed it"), std::string::npos) << f.summary;
+  EXPECT_EQ(f.fix_hint, "make every rank pass the same src/dst (root) to this collective");
+  // Rank 1's dump ends before seq 3: it never reached it, the suspect.
+  JobBuilder c;
+  for (int r : {0, 2}) c.Steps(r, "0", 1, 2).Coll(r, "0", 3, "broadcast");
+  c.Steps(1, "0", 1, 2);
+  c.Event(0, K::kTimeout, "Timed out waiting 8000ms for send operation to complete");
+  c.Event(2, K::kTimeout, "Timed out waiting 8000ms for recv operation to complete");
+  model::Job behind = c.Members("0", {0, 1, 2}).Build();
+  RankAnalysis ab = BuildRankAnalysis(behind, {});
+  FindingSink s2;
+  UnexplainedTimeoutPass(ab, &s2, nullptr);
+  ASSERT_EQ(s2.entries().size(), 1u);
+  EXPECT_EQ(s2.entries()[0].finding.culprit_ranks, Ranks{1});
+}
+
 }  // namespace
 }  // namespace hangdx::analyze
