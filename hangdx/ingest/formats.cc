@@ -107,6 +107,19 @@ std::string FormatNames() {
   return s;
 }
 
+bool IsFlightRecorderDumpName(std::string_view path) {
+  size_t slash = path.find_last_of('/');
+  std::string_view base = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  // TORCH_FR_DUMP_TEMP_FILE (TORCH_NCCL_DEBUG_INFO_TEMP_FILE before 2.5)
+  // defaults to /tmp/nccl_trace_rank_ and the rank is appended; users and
+  // the docs use fr_trace_rank_.
+  size_t at = base.find("trace_rank_");
+  if (at == std::string_view::npos) return false;
+  // The rank follows, sometimes after a host name (nccl_trace_rank_node02_5).
+  std::string_view rest = base.substr(at + std::string_view("trace_rank_").size());
+  return rest.find_first_of("0123456789") != std::string_view::npos;
+}
+
 ArtifactResult ReadArtifact(const Artifact& given, RecordSink* out) {
   using Outcome = ArtifactResult::Outcome;
   ArtifactResult res;
@@ -115,6 +128,18 @@ ArtifactResult ReadArtifact(const Artifact& given, RecordSink* out) {
   constexpr std::string_view kBom = "\xEF\xBB\xBF";
   Artifact in = given;
   if (in.data.substr(0, kBom.size()) == kBom) in.data.remove_prefix(kBom.size());
+  if (in.data.empty() && IsFlightRecorderDumpName(in.path)) {
+    // A dump torch began and never finished (the rank was killed while
+    // writing it, or the disk was full): PyTorch writes a pickle even with
+    // the recorder off (pg_config {}, no entries), never 0 bytes. Unreadable,
+    // like a truncated dump, not "records nothing" (the fresh-user tester's
+    // empty fr_trace_rank_2 had turned a hang into exit 0).
+    out->Diag(Sev::kWarning,
+              "empty Flight Recorder dump (0 bytes): its rank was killed while writing it, or the disk was full",
+              -1, 0);
+    res.outcome = Outcome::kUnreadable;
+    return res;
+  }
   if (in.data.empty()) {
     // A note, not a warning: an empty file claims nothing, and launchers
     // leave them as a matter of course (torchrun --log-dir writes a

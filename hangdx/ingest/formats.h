@@ -77,6 +77,12 @@ const Format* FindFormat(std::string_view name);
 std::string FormatNames();
 
 // What reading one file came to.
+// True when `path`'s file name is a Flight Recorder dump's as torch writes
+// it: "<prefix>trace_rank_" and a rank after it, maybe after a host name
+// (the default TORCH_FR_DUMP_TEMP_FILE /tmp/nccl_trace_rank_<N>,
+// fr_trace_rank_<N>[.json], nccl_trace_rank_node02_5).
+bool IsFlightRecorderDumpName(std::string_view path);
+
 struct ArtifactResult {
   enum class Outcome { kUsed, kSkipped, kUnreadable } outcome = Outcome::kUsed;
   // The exclusive format that read it; nullptr for text (any number of text

@@ -90,6 +90,30 @@ TEST(Formats, UnknownJsonAndBinaryAreSkippedNamingTheFormats) {
   EXPECT_EQ(diags[0].severity, model::Diagnostic::Severity::kInfo);
 }
 
+// torch writes a pickle even with the recorder off: a 0-byte file named as
+// a Flight Recorder dump is one whose writing was cut short, unreadable (the
+// fresh-user tester's empty fr_trace_rank_2 had made a hang exit 0).
+TEST(Formats, AnEmptyFlightRecorderDumpIsUnreadableAnEmptyLogIsSkipped) {
+  for (const char* name : {"dumps/fr_trace_rank_2", "/tmp/nccl_trace_rank_12", "fr_trace_rank_3.json"}) {
+    model::DiagnosticSink sink;
+    DumpBuilder out(name, &sink);
+    ArtifactResult r = ReadArtifact(Artifact{"", name, 2}, &out);
+    EXPECT_EQ(r.outcome, ArtifactResult::Outcome::kUnreadable) << name;
+    std::vector<model::Diagnostic> diags = sink.Take();
+    ASSERT_EQ(diags.size(), 1u) << name;
+    EXPECT_EQ(diags[0].severity, model::Diagnostic::Severity::kWarning);
+    EXPECT_NE(diags[0].message.find("empty Flight Recorder dump (0 bytes)"), std::string::npos);
+  }
+  for (const char* name : {"attempt_0/1/stdout.log", "trace_rank_.log", "my_trace_rank_x", "trace_rank_7/stdout.log"}) {
+    model::DiagnosticSink sink;
+    DumpBuilder out(name, &sink);
+    EXPECT_EQ(ReadArtifact(Artifact{"", name, -1}, &out).outcome, ArtifactResult::Outcome::kSkipped) << name;
+  }
+  EXPECT_TRUE(IsFlightRecorderDumpName("a/b/nccl_trace_rank_container-node02_5"));
+  EXPECT_FALSE(IsFlightRecorderDumpName("a/trace_rank_1/stdout.log"));
+  EXPECT_TRUE(IsFlightRecorderDumpName("a/b/nccl_trace_rank_5"));
+}
+
 TEST(Formats, UnusableExclusiveFileIsUnreadable) {
   ArtifactResult r;
   std::vector<model::Diagnostic> diags;

@@ -241,7 +241,8 @@ void LoadOne(const std::string& path, int64_t rank_hint, const LoadOptions& opt,
   res->read.rank = rank_hint >= 0 ? rank_hint : got.dumps.size() == 1 ? got.dumps[0].rank : -1;
   res->fr_pickle = read.format && read.format->name == kFrPickle;
   if (read.outcome == ArtifactResult::Outcome::kUnreadable) {
-    res->unreadable_rank = got.unreadable_rank;
+    // The rank the parser read from it, else its name's (an empty dump).
+    res->unreadable_rank = got.unreadable_rank >= 0 ? got.unreadable_rank : rank_hint;
     return;  // what an unusable file gave in part is not used
   }
   res->dumps = std::move(got.dumps);
