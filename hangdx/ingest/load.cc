@@ -278,16 +278,37 @@ void LoadOneGuarded(const std::string& path, int64_t rank_hint, const LoadOption
 // The rank each input's name suggests (InferRanks over the files to read,
 // so that a FIFO or a dangling link in a folder does not change how its
 // files' names are read), or what --rank says; -1 for what is not read.
+// `path` made absolute and resolved (symlinks, "..", "./"), so that two
+// spellings of one file compare equal; lexically normalised when it cannot
+// be resolved.
+std::string PathKey(const std::string& path) {
+  std::error_code ec;
+  fs::path abs = fs::absolute(path, ec);
+  if (ec) return path;
+  fs::path canon = fs::weakly_canonical(abs, ec);
+  return (ec ? abs.lexically_normal() : canon).string();
+}
+
+// --rank's files by PathKey: `--rank $PWD/d/f=0` names d/f given as "d"
+// (the fresh-user tester's "--rank names a file that is not among the
+// inputs" for a file that was).
+std::map<std::string, int64_t> RankOfByKey(const LoadOptions& opt) {
+  std::map<std::string, int64_t> out;
+  for (const auto& [path, rank] : opt.rank_of) out.emplace(PathKey(path), rank);
+  return out;
+}
+
 std::vector<int64_t> RankHints(const std::vector<WalkEntry>& inputs, const LoadOptions& opt) {
   std::vector<std::string> readable;
   for (const WalkEntry& e : inputs)
     if (e.kind == WalkEntry::Kind::kFile) readable.push_back(e.path);
   std::vector<int64_t> inferred = InferRanks(readable);
   std::vector<int64_t> hints(inputs.size(), -1);
+  std::map<std::string, int64_t> rank_of = RankOfByKey(opt);
   for (size_t i = 0, k = 0; i < inputs.size(); ++i) {
     if (inputs[i].kind != WalkEntry::Kind::kFile) continue;
-    auto it = opt.rank_of.find(inputs[i].path);
-    hints[i] = it != opt.rank_of.end() ? it->second : inferred[k];
+    auto it = rank_of.empty() ? rank_of.end() : rank_of.find(PathKey(inputs[i].path));
+    hints[i] = it != rank_of.end() ? it->second : inferred[k];
     ++k;
   }
   return hints;
@@ -486,9 +507,12 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
   std::vector<WalkEntry> inputs = WalkInputs(paths, &diags);
   std::vector<std::string> files;
   for (const WalkEntry& e : inputs) files.push_back(e.path);
-  for (const auto& [path, rank] : opt.rank_of)
-    if (std::find(files.begin(), files.end(), path) == files.end())
-      diags.Add(Sev::kWarning, path, "--rank names a file that is not among the inputs");
+  if (!opt.rank_of.empty()) {
+    std::set<std::string> keys;
+    for (const auto& f : files) keys.insert(PathKey(f));
+    for (const auto& [path, rank] : opt.rank_of)
+      if (!keys.count(PathKey(path))) diags.Add(Sev::kWarning, path, "--rank names a file that is not among the inputs");
+  }
   std::vector<int64_t> hints = RankHints(inputs, opt);
   job.files = files;
   std::vector<FileResult> results(files.size());

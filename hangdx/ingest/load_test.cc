@@ -215,6 +215,20 @@ TEST(LoadJob, RankOverride) {
   EXPECT_EQ(job->dumps[0].rank, 7);
 }
 
+// --rank names the file however it is spelt: the fresh-user tester's
+// "--rank $PWD/d/f=0" with the folder given as "d" (and "./d" with "d/f")
+// was "not among the inputs".
+TEST(LoadJob, RankOverrideMatchesTheFileNotItsSpelling) {
+  std::string dir = std::string(HANGDX_SOURCE_DIR) + "/hangdx/ingest/formats/flight_recorder/testdata";
+  LoadOptions opt;
+  opt.rank_of[dir + "/./../testdata/gloo_rank1.json"] = 7;
+  auto job = LoadJob({dir + "/gloo_rank1.json"}, opt);
+  ASSERT_TRUE(job.ok());
+  ASSERT_EQ(job->dumps.size(), 1u);
+  EXPECT_EQ(job->dumps[0].rank, 7);
+  for (const auto& d : job->diagnostics) EXPECT_EQ(d.message.find("--rank names a file"), std::string::npos) << d.message;
+}
+
 TEST(LoadJob, AFileWithNothingPlacedIsNotUsed) {
   // Tester REPORT.md 19.2: a dump whose rank nothing tells counted as used.
   // Two copies of gloo_rank1.json: one named for rank 1, one named "dump.json".
