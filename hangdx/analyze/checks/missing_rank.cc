@@ -53,6 +53,26 @@ Sides SidesOf(const RankAnalysis& a, const Instance& in, AbsentRanks absent) {
   return s;
 }
 
+// "their stacks show them in point-to-point calls (rank 0 in send, rank 1
+// in recv), which gloo's Flight Recorder does not record" when every rank
+// of `ranks` has a stack in send / recv / isend / irecv / batch_isend_irecv
+// (the fresh-user tester's send_norecv: "never arrived and is not blocked in
+// any recorded collective", then their send and recv stacks); "" otherwise.
+std::string InP2pWords(const RankAnalysis& a, const std::vector<Rank>& ranks) {
+  std::string where;
+  for (Rank r : ranks) {
+    const model::RankDump* d = a.job.Find(r);
+    const model::StackSample* st = d ? SpeakingThread(*d) : nullptr;
+    CollectiveCall c = st ? CollectiveIn(*st) : CollectiveCall{};
+    if (!c.found() || !(c.op == "send" || c.op == "recv" || c.op == "isend" || c.op == "irecv" ||
+                        c.op == "batch_isend_irecv"))
+      return "";
+    where += (where.empty() ? "" : ", ") + RankWords({r}) + " in " + c.op;
+  }
+  return std::string(ranks.size() == 1 ? "its stack shows it" : "their stacks show them") +
+         " in point-to-point calls (" + where + "), which gloo's Flight Recorder does not record";
+}
+
 // Fills kind, culprits, severity, summary and fix hint, by the rules in the header.
 void Decide(const RankAnalysis& a, const Instance& in, const Sides& s, Finding* f) {
   const Group& g = a.groups[in.group];
@@ -90,9 +110,13 @@ void Decide(const RankAnalysis& a, const Instance& in, const Sides& s, Finding* 
   } else if (!s.idle.empty()) {
     f->kind = Kind::kMissingRank;
     std::string no_line = RankWords(s.unlogged) + ", of which there is no line in the logs given";
+    std::string p2p = InP2pWords(a, s.idle);
     f->summary =
         waits + ") for " +
-        (a.dump_based       ? RankWords(s.idle) + ", which never arrived and is not blocked in any recorded collective"
+        (a.dump_based       ? RankWords(s.idle) + ", which never arrived" +
+                            (p2p.empty() ? " and " + std::string(Verb(s.idle, "is", "are")) +
+                                               " not blocked in any recorded collective"
+                                         : ": " + p2p)
          : s.logged.empty() ? no_line
                             : RankWords(s.logged) + ", which never arrived (its log shows no wait in it)" +
                                   (s.unlogged.empty() ? "" : ", and " + no_line));
@@ -111,7 +135,9 @@ void Decide(const RankAnalysis& a, const Instance& in, const Sides& s, Finding* 
     }
     bool all_ended = !s.idle.empty();
     for (Rank r : s.idle) all_ended = all_ended && a.job.Find(r) && EndedByItself(*a.job.Find(r));
-    f->fix_hint = all_ended ? "the absent rank's process ended while the others still wait: find why it left the "
+    f->fix_hint = !p2p.empty() ? "pair each send with the recv meant for it (peer, tag, size): the ranks blocked in "
+                                 "send/recv never reach the collective the others wait in"
+                  : all_ended ? "the absent rank's process ended while the others still wait: find why it left the "
                               "loop early (uneven data per rank, a rank-dependent break or return, a caught error)"
                   : thread_died
                       ? "fix the exception that ended the absent rank's thread (its traceback), and make the main "

@@ -321,6 +321,25 @@ TEST(MissingRankCheck, ARankKnownOnlyFromAStackIsAbsentWhereTheOthersStoppedAndA
       << details;
 }
 
+// The fresh-user tester's send_norecv: rank 0 sends to 1, rank 1 receives
+// from 2, rank 2 goes on to all_reduce seq 3. gloo records no P2P op: the
+// absent ranks' stacks say where they are.
+TEST(MissingRankCheck, AbsentRanksWhoseStacksAreInP2pAreSaidToBeThere) {
+  JobBuilder b;
+  for (int r : {0, 1, 2}) b.Steps(r, "0", 1, 2);
+  b.Coll(2, "0", 3, "all_reduce", false);
+  b.Stack(0, {"send", "step"}).Stack(1, {"recv", "step"});
+  AnalyzeOptions timed_out;
+  timed_out.assume_timed_out = true;
+  std::vector<Finding> fs = RunCheck(&MissingRankCheck, b.Members("0", {0, 1, 2}).Build(), timed_out);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].culprit_ranks, (Ranks{0, 1}));
+  EXPECT_EQ(fs[0].summary,
+            "rank 2 waits in all_reduce (pg 0 (default_pg) seq 3) for ranks 0-1, which never arrived: their stacks "
+            "show them in point-to-point calls (rank 0 in send, rank 1 in recv), which gloo's Flight Recorder does "
+            "not record");
+}
+
 TEST(MissingRankCheck, ARankWhoseDumpRecordsNothingIsNotShownDeadNorAbsent) {
   // bcast_unpickle_empty's dumps alone: ranks 1,2 record broadcast seq 1, 2
   // (failed ops, retired); rank 0's Flight Recorder was off (no entry, no
