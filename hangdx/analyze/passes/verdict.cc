@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "hangdx/analyze/checks/finding_util.h"
+#include "hangdx/analyze/stack_threads.h"
 #include "hangdx/base/rank_set.h"
 
 namespace hangdx::analyze {
@@ -95,8 +96,31 @@ bool AnyOp(const model::Job& job) {
 // set-up line): "their collectives match" would claim what was not seen.
 // Ranks whose process shut down in order are named: at the end of a
 // program that is the normal case, and the user sees what was read.
+// Stack dumps only, every rank's speaking thread in one collective (the
+// fresh-user tester's tri_cycle stacks: three ranks in all_reduce of three
+// sub-groups): "records no collective" was false. The op, "" otherwise.
+std::string OneCollectiveOfStacks(const model::Job& job) {
+  std::string op;
+  for (const auto& d : job.dumps) {
+    if (d.stacks.empty() || !d.events.empty() || !d.ops.empty()) return "";
+    const model::StackSample* st = SpeakingThread(d);
+    CollectiveCall c = st ? CollectiveIn(*st) : CollectiveCall{};
+    if (!c.found() || (!op.empty() && c.Words() != op)) return "";
+    op = c.Words();
+  }
+  return op;
+}
+
 std::string NoOpVerdict(const model::Job& job) {
   using K = model::LogEvent::Kind;
+  if (std::string op = OneCollectiveOfStacks(job); !op.empty() && job.dumps.size() >= 2) {
+    std::vector<model::Rank> ranks;
+    for (const auto& d : job.dumps) ranks.push_back(d.rank);
+    return "Undecided: " + RankWords(ranks) + ", every rank with a stack, " + Verb(ranks, "is", "are") +
+           " in " + op + " and none elsewhere; stacks name no pg, so if they were taken while the job hung, a rank "
+           "whose stack was not given, sub-groups used in different orders, or a collective that does not finish "
+           "(network, NCCL) can each be the cause: Flight Recorder dumps (TORCH_FR_BUFFER_SIZE) tell which.";
+  }
   std::vector<model::Rank> ranks, ended;
   bool claims = false;  // an event that says something went wrong
   // The first exit with a failing code (torchrun's root cause "exitcode : 3"

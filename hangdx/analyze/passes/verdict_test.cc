@@ -120,6 +120,22 @@ TEST(VerdictPass, LogsThatRecordNoCollectiveDoNotClaimTheyMatch) {
             "(torch.c10d.pg_not_destroyed).");
 }
 
+// The fresh-user tester's tri_cycle stacks: every rank in all_reduce (three
+// sub-groups in a cycle), stacks only. Was "records no collective".
+TEST(VerdictPass, StacksAllInOneCollectiveAreUndecidedNotNoCollective) {
+  model::testing::JobBuilder b;
+  for (int r = 0; r < 3; ++r) b.Stack(r, {"all_reduce", "step"});
+  std::string v = VerdictOf(b.Build(), {});
+  EXPECT_EQ(v.rfind("Undecided: ranks 0-2, every rank with a stack, are in all_reduce and none elsewhere; stacks "
+                    "name no pg",
+                    0),
+            0u)
+      << v;
+  model::testing::JobBuilder two_ops;
+  two_ops.Stack(0, {"all_reduce", "step"}).Stack(1, {"save", "step"});
+  EXPECT_EQ(VerdictOf(two_ops.Build(), {}).rfind("No hang found", 0), 0u);
+}
+
 TEST(VerdictPass, NoFindingNamesTheRankThatIssuedFewerCollectives) {
   // NCCL INFO enqueue lines of 3 ranks (scheduled ops, no completion): ranks
   // 0-1 issued seqs 1-7, rank 2 stopped after 5. No hang is proven; the note
