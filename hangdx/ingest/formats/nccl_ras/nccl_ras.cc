@@ -215,8 +215,20 @@ bool ParseNcclRas(const Artifact& in, RecordSink* out) {
     if (!blocks.empty()) OnBlockLine(t, &blocks.back(), &list);
   }
 
+  // A communicator listed twice (RAS lists each once) is used once, and
+  // the rank entries every block expands to (the unlisted ranks of a count
+  // group are filled in) are bounded per file: the ASan fuzz campaign's
+  // 3 KB input repeated one 64,033-rank block five times (1.7 s, 262 MB).
+  constexpr int64_t kMaxRankEntries = int64_t{1} << 18;
+  int64_t entries = 0;
+  std::set<std::string> seen;
   for (const auto& b : blocks) {
     if (b.counts.empty() && b.error_ranks.empty()) continue;
+    if (!seen.insert(b.hash).second) {
+      out->Diag(Sev::kWarning, "RAS communicator " + b.hash + " is listed again (line " + std::to_string(b.line) +
+                                   "); only its first block is used");
+      continue;
+    }
     auto sz = ranks_per_comm.find(b.group);
     int64_t size = sz != ranks_per_comm.end() ? sz->second : -1;
     // Every rank of the communicator becomes a dump: bounded, so that a
@@ -231,6 +243,12 @@ bool ParseNcclRas(const Artifact& in, RecordSink* out) {
                     " ranks; its ranks are communicator ranks, not global ranks, so its operation counts are not used");
       continue;
     }
+    if (entries + size > kMaxRankEntries) {
+      out->Diag(Sev::kWarning, "RAS communicator " + b.hash + ": the report's communicators add up to more than " +
+                                   std::to_string(kMaxRankEntries) + " rank entries; this one and the rest are not used");
+      break;
+    }
+    entries += size;
     EmitBlock(b, size, out);
   }
   return true;
