@@ -555,7 +555,10 @@ bool Watcher::NeverSeen() {
     line << "no rank registered a worker server in the TCPStore " << opt_.store << " (keys " << opt_.store_prefix
          << "/rank<N>: does the job call torch.distributed.debug.start_debug_server()?)";
   else
-    line << "no rank pushed a report to " << opt_.listen;
+    // The address bound (":0" asks for a free port), as "listening on" said.
+    line << "no rank pushed a report to "
+         << (server_ ? opt_.listen.substr(0, opt_.listen.rfind(':')) + ":" + std::to_string(server_->port())
+                     : opt_.listen);
   line << "; exit 2\n";
   return true;
 }

@@ -407,7 +407,7 @@ def test_bad_arguments_are_refused(hangdx_bin, tmp_path, args, message):
 @pytest.mark.parametrize("args, message", [
     (["--store", "127.0.0.1:%(port)d", "--world-size", "2"], "the TCPStore 127.0.0.1:%(port)d never answered"),
     (["--workers", "http://127.0.0.1:%(port)d"], "rank 0 (http://127.0.0.1:%(port)d) does not answer: connection refused"),
-    (["--listen", "127.0.0.1:%(listen)d"], "no rank pushed a report"),
+    (["--listen", "127.0.0.1:%(listen)d"], "no rank pushed a report to 127.0.0.1:%(listen)d"),
 ])
 def test_a_watch_that_never_saw_the_job_says_so_and_exits_2(hangdx_bin, args, message):
     ports = {"port": free_port(), "listen": free_port()}  # nothing listens on "port"
@@ -418,3 +418,13 @@ def test_a_watch_that_never_saw_the_job_says_so_and_exits_2(hangdx_bin, args, me
     assert message % ports in r.stderr, r.stderr
     assert "the job was never seen" in r.stderr, r.stderr
     assert time.time() - t0 < 5
+
+
+def test_a_push_watch_on_port_0_names_the_port_it_bound(hangdx_bin):
+    """The fresh-user tester's --listen 127.0.0.1:0: the end said "no rank
+    pushed a report to 127.0.0.1:0" after "listening on 127.0.0.1:39083"."""
+    r = subprocess.run([hangdx_bin, "watch", "--listen", "127.0.0.1:0", *FAST, "--duration", "1"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2, r.stderr
+    bound = r.stderr.split("listening on ", 1)[1].split()[0]
+    assert bound != "127.0.0.1:0" and "no rank pushed a report to " + bound + ";" in r.stderr, r.stderr
