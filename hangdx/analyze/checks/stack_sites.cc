@@ -104,12 +104,13 @@ void AddStackEvidence(const std::map<Rank, Where>& where, Finding* f) {
   }
 }
 
-// The innermost frame of `st` with a name (gdb prints "??" for frames it
-// has no symbol for), "" when none.
+// True for a frame of Python code (its file ends in ".py").
 bool IsPythonFrame(const model::Frame& f) {
   return f.filename.size() > 3 && f.filename.compare(f.filename.size() - 3, 3, ".py") == 0;
 }
 
+// The innermost frame of `st` with a name (gdb prints "??" for frames it
+// has no symbol for), nullptr when none.
 const model::Frame* InnermostNamed(const model::StackSample& st) {
   for (const auto& f : st.frames)
     if (!f.name.empty() && f.name != "??" && f.name.rfind("___lldb_unnamed_symbol", 0) != 0) return &f;

@@ -195,10 +195,23 @@ struct ConnectFailures {
   std::vector<Evidence> lines;
 };
 
+// True when `d`'s client gave up on the store: its last connect failure is
+// not one attempt that is retried (torch's "- retrying (try=0 ..." and
+// "failed to connect to ... (errno: 111" lines precede a connect that may
+// then succeed), and it recorded no op (a rank that went on connected).
+bool GaveUpOnTheStore(const model::RankDump& d) {
+  if (!d.ops.empty()) return false;
+  const LogEvent* last = nullptr;
+  for (const auto& e : d.events)
+    if (IsStoreConnectFailure(e)) last = &e;
+  return last && last->message_id != "torch.socket.client_connect_retrying" &&
+         last->message_id != "torch.socket.client_failed_to_connect";
+}
+
 ConnectFailures CollectConnectFailures(const RankAnalysis& a) {
   ConnectFailures c;
   for (const auto& d : a.job.dumps) {
-    if (d.rank < 0) continue;
+    if (d.rank < 0 || !GaveUpOnTheStore(d)) continue;
     for (const auto& e : d.events) {
       if (!IsStoreConnectFailure(e)) continue;
       if (c.addr.empty()) c.addr = e.peer_addr;

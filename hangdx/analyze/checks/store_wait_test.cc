@@ -170,6 +170,16 @@ TEST(StoreWaitCheck, ClientsThatNeverReachedTheStoreNameRank0TheHost) {
   EXPECT_EQ(fs[0].summary.rfind("ranks 1-2 could not connect to the TCPStore server", 0), 0u) << fs[0].summary;
 }
 
+TEST(StoreWaitCheck, AClientThatRetriedAndWentOnDidNotGiveUp) {
+  // Clients started before the host: "- retrying (try=0 ...)", then the
+  // connect succeeds and the rank records its collectives. No finding.
+  LogEvent retry = ConnectTimedOut();
+  retry.message_id = "torch.socket.client_connect_retrying";
+  JobBuilder b;
+  b.Event(1, ConnectTimedOut()).Event(1, retry).Event(2, ConnectTimedOut()).Steps(2, "0", 1, 3);
+  EXPECT_TRUE(RunCheck(&StoreWaitCheck, b.World(3).Build()).empty());
+}
+
 TEST(StoreWaitCheck, WhenRank0FailedToConnectTooTheHostIsNoRank) {
   // torchrun's agent hosts the store: every rank, rank 0 too, is a client.
   JobBuilder b;
