@@ -34,6 +34,10 @@ bool NotACollectiveHome(std::string_view file) {
 
 }  // namespace
 
+bool CollectiveCall::p2p() const {
+  return op == "send" || op == "recv" || op == "isend" || op == "irecv" || op == "batch_isend_irecv";
+}
+
 std::string CollectiveCall::Words() const {
   return ddp_backward ? "DDP backward (gradient " + op + ")" : op;
 }

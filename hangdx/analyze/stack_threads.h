@@ -26,6 +26,10 @@ struct CollectiveCall {
   // each bucket and waits for them (op is then "all_reduce").
   bool ddp_backward = false;
   bool found() const { return frame >= 0; }
+  // A point-to-point call: send, recv, isend, irecv, batch_isend_irecv.
+  bool p2p() const;
+  // send or isend.
+  bool sends() const { return op == "send" || op == "isend"; }
   // "all_reduce", or "DDP backward (gradient all_reduce)".
   std::string Words() const;
 };

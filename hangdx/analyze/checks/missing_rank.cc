@@ -64,9 +64,7 @@ std::string InP2pWords(const RankAnalysis& a, const std::vector<Rank>& ranks) {
     const model::RankDump* d = a.job.Find(r);
     const model::StackSample* st = d ? SpeakingThread(*d) : nullptr;
     CollectiveCall c = st ? CollectiveIn(*st) : CollectiveCall{};
-    if (!c.found() || !(c.op == "send" || c.op == "recv" || c.op == "isend" || c.op == "irecv" ||
-                        c.op == "batch_isend_irecv"))
-      return "";
+    if (!c.p2p()) return "";
     where += (where.empty() ? "" : ", ") + RankWords({r}) + " in " + c.op;
   }
   return std::string(ranks.size() == 1 ? "its stack shows it" : "their stacks show them") +

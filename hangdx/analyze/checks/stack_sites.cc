@@ -21,6 +21,7 @@ namespace {
 // (analyze/stack_threads.h), the collective that thread is in and its call
 // site.
 struct Where {
+  CollectiveCall call;   // the collective or P2P call, found() false when none
   std::string op, site;  // op "" when in no collective
   std::string words;     // the op as a finding says it: "all_reduce", "DDP backward (gradient all_reduce)"
   const model::StackSample* stack = nullptr;
@@ -44,6 +45,7 @@ Where WhereOf(const model::RankDump& d) {
   if (!w.stack) return w;
   CollectiveCall c = CollectiveIn(*w.stack);
   if (!c.found()) return w;
+  w.call = c;
   w.op = c.op;
   w.words = c.Words();
   w.site = CallSite(*w.stack, c);
@@ -188,18 +190,12 @@ bool AddCrashed(const RankAnalysis& a, const std::map<Rank, Where>& where, Findi
   return true;
 }
 
-bool IsP2pOp(std::string_view op) {
-  return op == "send" || op == "recv" || op == "isend" || op == "irecv" || op == "batch_isend_irecv";
-}
-
-bool IsSendOp(std::string_view op) { return op == "send" || op == "isend"; }
-
 // True when `d`'s Flight Recorder shows every op finished and no P2P op
 // while its stack waits in a send or recv: gloo's recorder records no P2P op
 // (p2p_tag: both ranks' dumps end with a completed all_reduce), so the stack
 // is the only sign of where the rank waits.
 bool WaitsPastItsDump(const model::RankDump& d, const Where& w) {
-  if (!IsP2pOp(w.op)) return false;
+  if (!w.call.p2p()) return false;
   return std::all_of(d.ops.begin(), d.ops.end(), [](const model::OpRecord& op) { return op.completed && !op.is_p2p; });
 }
 
@@ -220,9 +216,9 @@ bool WaitsPastItsDump(const model::RankDump& d, const Where& w) {
 bool P2pOnly(const RankAnalysis& a, const std::map<Rank, Where>& where, Finding* f) {
   std::vector<Rank> ranks, senders;
   for (const auto& [r, w] : where) {
-    if (!IsP2pOp(w.op)) return false;
+    if (!w.call.p2p()) return false;
     ranks.push_back(r);
-    if (IsSendOp(w.op)) senders.push_back(r);
+    if (w.call.sends()) senders.push_back(r);
   }
   // A peer that died (a killed rank) is checks/lost_peer.h's, unless one of
   // these ranks timed out in its P2P call: its exit then closed the

@@ -34,36 +34,56 @@ std::map<std::string_view, int64_t> LastSeqs(const model::RankDump& d, bool comp
   return out;
 }
 
-// True when `d`'s Flight Recorder shows it completed a pg's collective at
-// or past the last one some rank that timed out recorded in that pg: it
-// took part in the collective the others timed out in (the fresh-user
-// tester's bcast_src: ranks 0 and 2 time out in broadcast seq 3 with a
-// different src, rank 1's dump has it completed). Was "rank 1 ... likely
-// never joined it".
-bool CompletedWhereOthersTimedOut(const RankAnalysis& a, const model::RankDump& d, const std::vector<Rank>& timed_out) {
-  if (d.ops.empty()) return false;
-  std::map<std::string_view, int64_t> mine = LastSeqs(d, true);
-  for (Rank t : timed_out) {
-    const model::RankDump* o = a.job.Find(t);
-    if (!o) continue;
-    for (const auto& [pg, seq] : LastSeqs(*o, false))
-      if (auto it = mine.find(pg); it != mine.end() && it->second >= seq) return true;
-  }
-  return false;
+// Per pg, the lowest of the last collective seqs the ranks that timed out
+// recorded: the collective they timed out in is there or later.
+std::map<std::string_view, int64_t> TimedOutFloor(const RankAnalysis& a, const std::vector<Rank>& timed_out) {
+  std::map<std::string_view, int64_t> floor;
+  for (Rank t : timed_out)
+    if (const model::RankDump* o = a.job.Find(t))
+      for (const auto& [pg, seq] : LastSeqs(*o, false)) {
+        auto [it, fresh] = floor.try_emplace(pg, seq);
+        if (!fresh) it->second = std::min(it->second, seq);
+      }
+  return floor;
 }
 
-// The ranks with data that report no timeout and lost no peer, ascending
-// (`timed_out` is ascending: dumps come by rank). A rank whose connection
-// to a peer closed was in the collective too (gloo's "Connection closed by
-// peer" on the side that did not time out first).
-std::vector<Rank> QuietRanks(const RankAnalysis& a, const std::vector<Rank>& timed_out) {
+// The ranks that did not time out whose Flight Recorder shows a pg's
+// collective completed at or past the floor of the ranks that did: they
+// took part in the collective the others timed out in (the fresh-user
+// tester's bcast_src: ranks 0 and 2 time out in broadcast seq 3 with a
+// different src, rank 1's dump has it completed; was "rank 1 ... likely
+// never joined it"). Ascending.
+std::vector<Rank> JoinedRanks(const RankAnalysis& a, const std::vector<Rank>& timed_out) {
+  std::vector<Rank> out;
+  std::map<std::string_view, int64_t> floor = TimedOutFloor(a, timed_out);
+  if (floor.empty()) return out;
+  for (const auto& d : a.job.dumps) {
+    if (d.ops.empty() || std::binary_search(timed_out.begin(), timed_out.end(), d.rank)) continue;
+    for (const auto& [pg, seq] : LastSeqs(d, true))
+      if (auto it = floor.find(pg); it != floor.end() && seq >= it->second) {
+        out.push_back(d.rank);
+        break;
+      }
+  }
+  return out;
+}
+
+// The ranks with data that report no timeout, lost no peer and are not
+// `joined`, ascending (`timed_out` and `joined` are ascending: dumps come
+// by rank). A rank whose connection to a peer closed was in the collective
+// too (gloo's "Connection closed by peer" on the side that did not time out
+// first).
+std::vector<Rank> QuietRanks(const RankAnalysis& a, const std::vector<Rank>& timed_out,
+                             const std::vector<Rank>& joined) {
   using K = model::LogEvent::Kind;
   std::vector<Rank> out;
   for (const auto& d : a.job.dumps) {
-    if (std::binary_search(timed_out.begin(), timed_out.end(), d.rank)) continue;
+    if (std::binary_search(timed_out.begin(), timed_out.end(), d.rank) ||
+        std::binary_search(joined.begin(), joined.end(), d.rank))
+      continue;
     bool in_it = std::any_of(d.events.begin(), d.events.end(),
                              [](const model::LogEvent& e) { return e.kind == K::kPeerLost || e.kind == K::kAbort; });
-    if (!in_it && !CompletedWhereOthersTimedOut(a, d, timed_out)) out.push_back(d.rank);
+    if (!in_it) out.push_back(d.rank);
   }
   return out;
 }
@@ -123,8 +143,11 @@ void UnexplainedTimeoutPass(const RankAnalysis& a, FindingSink* sink, Diagnosis*
   // With every rank seen, a rank whose data shows no timeout while the
   // others' collective timed out did not join it (or still waits under a
   // longer timeout): the suspects, under the same bound.
-  std::vector<Rank> quiet;
-  if (missing.empty()) quiet = QuietRanks(a, timed_out);
+  std::vector<Rank> quiet, joined;  // joined: completed it by their dumps
+  if (missing.empty()) {
+    joined = JoinedRanks(a, timed_out);
+    quiet = QuietRanks(a, timed_out, joined);
+  }
   if (!quiet.empty() && quiet.size() <= timed_out.size()) {
     f.culprit_ranks = quiet;
     f.candidates = quiet;
@@ -133,12 +156,7 @@ void UnexplainedTimeoutPass(const RankAnalysis& a, FindingSink* sink, Diagnosis*
     quiet.clear();
   }
   if (!missing.empty()) f.would_decide = "the logs or Flight Recorder dumps of " + RankWords(missing);
-  std::vector<Rank> joined;  // completed it by their dumps
-  if (missing.empty() && quiet.empty())
-    for (const auto& d : a.job.dumps)
-      if (!std::binary_search(timed_out.begin(), timed_out.end(), d.rank) &&
-          CompletedWhereOthersTimedOut(a, d, timed_out))
-        joined.push_back(d.rank);
+  if (!quiet.empty()) joined.clear();  // a suspect is named: its finding, not a root disagreement
   f.roles.push_back({"timed out", timed_out});
   if (!joined.empty()) f.roles.push_back({"completed it (Flight Recorder)", joined});
   if (!missing.empty()) f.roles.push_back({"no log", missing});
