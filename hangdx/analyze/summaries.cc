@@ -65,6 +65,16 @@ RankSummary RankSummaryOf(const RankAnalysis& a, Rank r) {
   return s;
 }
 
+// True when `e` goes from a collective to a rank that may be one of its
+// pg's members no record shows (RankGraph::UnseenMembers): an OR wait on
+// a candidate, drawn as one wait among others.
+bool MayWait(const RankAnalysis& a, const RankGraphEdge& e) {
+  const RankNode& n = a.graph.node(e.from);
+  if (n.type != RankNodeType::kInstance) return false;
+  const std::vector<Rank>* unseen = a.graph.UnseenMembers(n.instance);
+  return unseen != nullptr && unseen->size() > 1 && std::binary_search(unseen->begin(), unseen->end(), e.via);
+}
+
 void RankEdges(const RankAnalysis& a, Diagnosis* out) {
   std::set<std::pair<int, int>> cyc_edges;
   for (const auto& comp : a.graph.components())
@@ -88,7 +98,7 @@ void RankEdges(const RankAnalysis& a, Diagnosis* out) {
         label = a.NodeLabel(e.from);
         labelled = e.from;
       }
-      out->edges.push_back({w, e.via, label, cyc_edges.count({e.from, e.to}) > 0});
+      out->edges.push_back({w, e.via, MayWait(a, e) ? label + ", if a member" : label, cyc_edges.count({e.from, e.to}) > 0});
     }
   }
 }

@@ -497,6 +497,22 @@ def sc_p2p_tag(ctx):
     sleep_forever(ctx, "after the p2p")
 
 
+# tri_cycle. Fault C across three sub-groups: 3 ranks, gA=[0,1], gB=[1,2],
+# gC=[0,2] (created in the same order everywhere), one all_reduce on the
+# world, then rank 0 all_reduces on gA then gC, rank 1 on gB then gA, rank 2
+# on gC then gB: rank 0 waits in gA for rank 1, which waits in gB for rank 2,
+# which waits in gC for rank 0, a 3-rank cycle with no 2-rank one in it.
+def sc_tri_cycle(ctx):
+    groups = {"gA": dist.new_group([0, 1]), "gB": dist.new_group([1, 2]), "gC": dist.new_group([0, 2])}
+    t = torch.ones(8)
+    dist.all_reduce(t)
+    order = {0: ["gA", "gC"], 1: ["gB", "gA"], 2: ["gC", "gB"]}[ctx.rank]
+    for name in order:
+        ctx.log("all_reduce on %s" % name)
+        dist.all_reduce(t, group=groups[name])
+    sleep_forever(ctx, "after both sub-group all_reduces")
+
+
 class _BadShard(Exception):
     """What a data-loading thread raises on a record it cannot decode."""
 
@@ -649,6 +665,9 @@ SCENARIOS = {s.name: s for s in [
     Scenario("sub_sleep", 4, sc_sub_sleep, timeout=60.0, deadline=6.0, stacks=True,
              doc="pairs [0,1], [2,3]; after 3 steps rank 1 sleeps in user code; rank 0 waits in the pair's all_reduce, "
                  "ranks 2-3 in the world's; dumps and stacks at +6 s"),
+    Scenario("tri_cycle", 3, sc_tri_cycle, timeout=60.0, deadline=6.0, stacks=True,
+             doc="gA=[0,1], gB=[1,2], gC=[0,2]: rank 0 all_reduces on gA then gC, rank 1 gB then gA, "
+                 "rank 2 gC then gB: a 3-rank cycle; dumps and stacks at +6 s"),
     Scenario("irecv2", 2, sc_irecv2, timeout=60.0, deadline=6.0, stacks=True,
              doc="both ranks irecv from the other and wait before sending; dumps and stacks at +6 s"),
     Scenario("bcast_src", 3, sc_bcast_src, timeout=8.0, deadline=14.0,

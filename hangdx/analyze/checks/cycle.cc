@@ -134,10 +134,11 @@ std::vector<Rank> MinoritySide(const RankAnalysis& a, const std::vector<int>& co
   return out;
 }
 
-// For each collective of the cycle whose pg has members no record shows
+// For each collective of `cyc` whose pg has members no record shows
 // (RankGraph::UnseenMembers): why it is taken to wait for the ranks that
-// can be those members, and which ranks cannot be.
-void AddUnseenMemberDetails(const RankAnalysis& a, const std::vector<int>& cyc, Finding* f) {
+// can be those members, and which ranks cannot be. `open`: the cycle is
+// not named (OpenCycle), so no "cycle shown".
+void AddUnseenMemberDetails(const RankAnalysis& a, const std::vector<int>& cyc, bool open, Finding* f) {
   for (int v : cyc) {
     const RankNode& n = a.graph.node(v);
     if (n.type != RankNodeType::kInstance) continue;
@@ -160,7 +161,8 @@ void AddUnseenMemberDetails(const RankAnalysis& a, const std::vector<int>& cyc, 
     if (!excluded.empty())
       d += "; not " + RankWords(excluded) + ", whose dump lists the world in gloo's pg_config '' (a rank that " +
            "created the backend of a new_group lists none there): in no sub-group";
-    if (unseen->size() > 1) d += "; which of them is not known: the cycle shown is one that they allow";
+    if (unseen->size() > 1)
+      d += open ? "; which of them is not known" : "; which of them is not known: the cycle shown is one that they allow";
     f->details.push_back(d);
   }
 }
@@ -183,17 +185,69 @@ std::vector<int> Witness(const RankAnalysis& a, const std::vector<int>& comp) {
   return a.graph.graph().WitnessCycle(comp);
 }
 
+// The collectives of `comp` that wait for unrecorded members of their pg
+// that could be any of several ranks (RankGraph::UnseenMembers).
+std::vector<int> OpenMemberNodes(const RankAnalysis& a, const std::vector<int>& comp) {
+  std::vector<int> out;
+  for (int v : comp) {
+    const RankNode& n = a.graph.node(v);
+    if (n.type != RankNodeType::kInstance) continue;
+    const std::vector<Rank>* unseen = a.graph.UnseenMembers(n.instance);
+    if (unseen && unseen->size() > 1) out.push_back(v);
+  }
+  return out;
+}
+
+// The nodes to report when the cycle cannot be named: `cyc` goes through a
+// collective whose pg's members are not known, and another such collective
+// of the component is off it (gloo sub-groups gA=[0,1], gB=[1,2], gC=[0,2]
+// each recorded by one rank: 0 -> 1 -> 0 and 0 -> 1 -> 2 -> 0 are both
+// allowed, and calling rank 2 a bystander of the first is a guess). Then
+// every rank blocked in those collectives is in the deadlock, whichever the
+// members are: each waits only for ranks blocked in another of them.
+// Returns the cycle's nodes and those collectives, in node order; empty
+// when the cycle stands.
+std::vector<int> OpenCycle(const RankAnalysis& a, const std::vector<int>& comp, const std::vector<int>& cyc) {
+  std::vector<int> open = OpenMemberNodes(a, comp);
+  auto on_cycle = [&](int v) { return std::find(cyc.begin(), cyc.end(), v) != cyc.end(); };
+  if (std::none_of(open.begin(), open.end(), on_cycle) || std::all_of(open.begin(), open.end(), on_cycle))
+    return {};
+  std::vector<int> out = cyc;
+  out.insert(out.end(), open.begin(), open.end());
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// "rank 0 in pg 1 seq 1 all_reduce, rank 1 in pg 2 seq 1 all_reduce and ...".
+std::string Blocked(const RankAnalysis& a, const std::vector<int>& nodes) {
+  std::string s;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    s += std::string(i == 0 ? "" : i + 1 == nodes.size() ? " and " : ", ") + RankWords(a.Waiters(nodes[i])) + " in " +
+         a.NodeLabel(nodes[i]);
+  return s;
+}
+
 Finding CycleFinding(const RankAnalysis& a, const std::vector<int>& comp) {
   std::vector<int> cyc = Witness(a, comp);
   CycleShape shape = ShapeOf(a, cyc);
+  std::vector<int> open = OpenCycle(a, comp, cyc);
   Finding f;
   f.kind = shape.kind;
   f.cycle = shape.order;
   f.culprit_ranks = shape.order;
+  for (int v : open) {
+    std::vector<Rank> w = a.Waiters(v);
+    f.culprit_ranks.insert(f.culprit_ranks.end(), w.begin(), w.end());
+  }
   std::sort(f.culprit_ranks.begin(), f.culprit_ranks.end());
   f.culprit_ranks.erase(std::unique(f.culprit_ranks.begin(), f.culprit_ranks.end()), f.culprit_ranks.end());
+  if (!open.empty()) {
+    f.cycle.clear();  // which cycle it is depends on members no record shows
+    f.roles.push_back({"blocked in a pg whose other members are not recorded", f.culprit_ranks});
+  }
   bool undecided_side = false;
-  if (f.kind == Kind::kOrderInversion) {
+  if (f.kind == Kind::kOrderInversion && open.empty()) {
     std::vector<Rank> minority = MinoritySide(a, comp);
     if (!minority.empty()) {
       f.culprit_ranks = minority;
@@ -219,14 +273,23 @@ Finding CycleFinding(const RankAnalysis& a, const std::vector<int>& comp) {
                      : f.kind == Kind::kOrderInversion
                          ? "circular wait across process groups issued in different orders"
                          : "circular wait";
-  f.summary = std::string(what) + ": " + cycle_text;
-  if (cyc.size() <= 4) f.summary += " (" + chain + ")";
-  f.details.push_back(chain);
+  if (open.empty()) {
+    f.summary = std::string(what) + ": " + cycle_text;
+    if (cyc.size() <= 4) f.summary += " (" + chain + ")";
+    f.details.push_back(chain);
+  } else {
+    f.summary = std::string(what) + " among " + RankWords(f.culprit_ranks) + ": " + Blocked(a, open) +
+                ", each waiting for members of its pg that no record shows, and every rank that can be one is "
+                "blocked in another of them; which cycle they form is not known";
+    f.details.push_back("the cycles those members allow include " + cycle_text + " (" + chain +
+                        "); the pgs' ranks in the program (its new_group calls) tell which");
+  }
   if (undecided_side)
     f.details.push_back("as many ranks wait in each pg of the cycle: which of " + RankWords(f.culprit_ranks) +
                         " issued the pgs in the odd order cannot be told from these ranks; look at each");
-  AddUnseenMemberDetails(a, cyc, &f);
-  AddCycleEvidence(a, cyc, &f);
+  const std::vector<int>& reported = open.empty() ? cyc : open;
+  AddUnseenMemberDetails(a, reported, !open.empty(), &f);
+  AddCycleEvidence(a, reported, &f);
   if (shape.groups.size() >= 2) f.pg_name.clear(), f.seq = -1;
   f.fix_hint = f.kind == Kind::kP2pCycle
                    ? "order sends and receives by rank parity (even ranks send first), or use batch_isend_irecv"

@@ -154,6 +154,36 @@ TEST(CycleCheck, SubGroupsRecordedByOneRankEachWhenAnyRankCanBeTheirMembers) {
             "of them is not known: the cycle shown is one that they allow");
 }
 
+TEST(CycleCheck, ThreeSubGroupsRecordedByOneRankEachNameNoCycle) {
+  // testdata/torch/tri_cycle as a job: gloo, world of 3, gA=[0,1] (pg 1),
+  // gB=[1,2] (pg 2), gC=[0,2] (pg 3); rank 0 waits in pg 1, rank 1 in pg 2,
+  // rank 2 in pg 3, each pg recorded by its waiter alone. pg 1's other
+  // member is rank 1 or 2, pg 2's rank 0 or 2, pg 3's rank 0 or 1: by hand,
+  // 0 -> 1 -> 0 (pg 2 = {1, 0}) and 0 -> 1 -> 2 -> 0 (the program's) are
+  // both allowed, and in every reading each rank waits only for the other
+  // two, all blocked: all three are in the deadlock and no cycle is named.
+  JobBuilder b("gloo");
+  for (int r = 0; r < 3; ++r) b.Steps(r, "0", 1, 1);
+  b.Coll(0, "1", 1, "all_reduce", false).Coll(1, "2", 1, "all_reduce", false).Coll(2, "3", 1, "all_reduce", false);
+  std::vector<Finding> fs = RunCheck(&CycleCheck, b.World(3).Build());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].kind, Kind::kOrderInversion);
+  EXPECT_EQ(fs[0].culprit_ranks, (Ranks{0, 1, 2}));
+  EXPECT_TRUE(fs[0].cycle.empty());
+  EXPECT_EQ(fs[0].summary,
+            "circular wait across process groups issued in different orders among ranks 0-2: rank 0 in pg 1 seq 1 "
+            "all_reduce, rank 1 in pg 2 seq 1 all_reduce and rank 2 in pg 3 seq 1 all_reduce, each waiting for "
+            "members of its pg that no record shows, and every rank that can be one is blocked in another of them; "
+            "which cycle they form is not known");
+  ASSERT_EQ(fs[0].details.size(), 4u);
+  EXPECT_EQ(fs[0].details[0].substr(0, 60), "the cycles those members allow include 0 -> 1 -> 0 (rank 0 i");
+  EXPECT_EQ(fs[0].details[3],
+            "pg 3's members are not recorded and only rank 2 records it: a collective of one rank cannot wait, so it "
+            "has members that left no record of it: among ranks 0-1, each blocked elsewhere: it cannot finish; which "
+            "of them is not known");
+  EXPECT_EQ(fs[0].evidence.size(), 3u);
+}
+
 TEST(CycleCheck, OnlyRanksInBothPgsCountForTheMinority) {
   // The tester's finding 0: tp pgs 1 = {0,1} and 2 = {2,3} under the default
   // pg 0. Rank 3 skipped pg 2's seq 2 and waits in pg 0 seq 3 with ranks
