@@ -22,8 +22,10 @@ namespace hangdx::analyze {
 
 // The largest world whose ranks without data are listed one by one when
 // --world-size or a default pg config gives it (a larger one with few
-// ranks with data is left unknown, with a warning).
-inline constexpr int64_t kMaxListedWorld = int64_t{1} << 16;
+// ranks with data is left unknown, with a warning). 2^17 so that the
+// 100,000-rank jobs the tool is for are listed when --world-size gives them
+// (measured: three dumps with --world-size 100000, JSON, 0.65 s, 176 MB).
+inline constexpr int64_t kMaxListedWorld = int64_t{1} << 17;
 
 struct World {
   int64_t size = -1;                      // ranks 0 .. size-1 form the world; -1: unknown (not guessed)

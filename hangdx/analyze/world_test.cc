@@ -134,6 +134,15 @@ TEST(ResolveWorld, AGivenWorldFarPastTheDataIsNotListedRankByRank) {
   World f = ResolveWorld(fits, &diags);
   EXPECT_EQ(f.size, kMaxListedWorld);
   EXPECT_EQ(f.without_dump.size(), static_cast<size_t>(kMaxListedWorld - 1));
+  // A 100,000-rank job with one dump: 99,999 ranks without one, 1 to 99,999.
+  model::Job big = JobBuilder().Steps(0, "0", 1, 1).World(100000).Build();
+  World b = ResolveWorld(big, &diags);
+  EXPECT_EQ(b.size, 100000);
+  EXPECT_FALSE(b.inferred);
+  ASSERT_EQ(b.without_dump.size(), 99999u);
+  EXPECT_EQ(b.without_dump.front(), 1);
+  EXPECT_EQ(b.without_dump.back(), 99999);
+  EXPECT_TRUE(diags.Take().empty());
 }
 
 TEST(Crashed, OnlyACrashEventMakesARankDead) {

@@ -298,7 +298,9 @@ std::map<std::string, int64_t> RankOfByKey(const LoadOptions& opt) {
   return out;
 }
 
-std::vector<int64_t> RankHints(const std::vector<WalkEntry>& inputs, const LoadOptions& opt) {
+// `*given` gets the inputs whose rank --rank gave.
+std::vector<int64_t> RankHints(const std::vector<WalkEntry>& inputs, const LoadOptions& opt,
+                               std::set<std::string>* given) {
   std::vector<std::string> readable;
   for (const WalkEntry& e : inputs)
     if (e.kind == WalkEntry::Kind::kFile) readable.push_back(e.path);
@@ -309,6 +311,7 @@ std::vector<int64_t> RankHints(const std::vector<WalkEntry>& inputs, const LoadO
     if (inputs[i].kind != WalkEntry::Kind::kFile) continue;
     auto it = rank_of.empty() ? rank_of.end() : rank_of.find(PathKey(inputs[i].path));
     hints[i] = it != rank_of.end() ? it->second : inferred[k];
+    if (it != rank_of.end()) given->insert(inputs[i].path);
     ++k;
   }
   return hints;
@@ -328,12 +331,14 @@ void NotRead(const WalkEntry& e, FileResult* res) {
 // Merges a second artifact of the same rank into *have: live wait states,
 // stacks and log events add up; of two Flight Recorder dumps the one with
 // more entries is kept (the pickle on a tie: it carries stack frames);
+// -- unless --rank gave one of them that rank and not the other: the user's
+// word wins over a file's name (`given`: the files --rank placed);
 // otherwise ops merge by (pg, seq) (MergeRankOps), the Flight Recorder dump
 // (else the artifact with more ops) being the base. `*have_pickle` says
 // whether *have's base is a Flight Recorder pickle (updated), `d_pickle`
 // the same of `d`.
-void MergeRank(model::RankDump* have, bool* have_pickle, model::RankDump d, bool d_pickle, model::DiagnosticSink* diags,
-               size_t* duplicates) {
+void MergeRank(model::RankDump* have, bool* have_pickle, model::RankDump d, bool d_pickle,
+               const std::set<std::string>& given, model::DiagnosticSink* diags, size_t* duplicates) {
   auto absorb_extras = [](model::RankDump* into, model::RankDump& from) {
     if (from.wait && !into->wait) into->wait = std::move(from.wait);
     for (auto& s : from.stacks) into->stacks.push_back(std::move(s));
@@ -350,9 +355,12 @@ void MergeRank(model::RankDump* have, bool* have_pickle, model::RankDump d, bool
     // Entries of the dump itself, not records merged into it from logs.
     size_t own = std::count_if(have->ops.begin(), have->ops.end(), [](const auto& op) { return op.source < 0; });
     take = d.ops.size() > own || (d.ops.size() == own && d_pickle && !*have_pickle);
+    bool have_given = given.count(have->file) > 0, d_given = given.count(d.file) > 0;
+    if (have_given != d_given) take = d_given;
     diags->Add(Sev::kWarning, take ? have->file : d.file,
                "rank " + std::to_string(d.rank) + " has two Flight Recorder dumps; using " +
-                   (take ? d.file : have->file) + " and ignoring this one",
+                   (take ? d.file : have->file) + (have_given != d_given ? " (its rank given by --rank)" : "") +
+                   " and ignoring this one",
                d.rank);
     if (take) {
       // Keep the other dump's extras, drop its entries.
@@ -513,7 +521,8 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
     for (const auto& [path, rank] : opt.rank_of)
       if (!keys.count(PathKey(path))) diags.Add(Sev::kWarning, path, "--rank names a file that is not among the inputs");
   }
-  std::vector<int64_t> hints = RankHints(inputs, opt);
+  std::set<std::string> given;  // files placed by --rank
+  std::vector<int64_t> hints = RankHints(inputs, opt, &given);
   job.files = files;
   std::vector<FileResult> results(files.size());
   int threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::thread::hardware_concurrency());
@@ -601,7 +610,7 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
         ExpandDump(have.dump, &diags, &cache);
         ExpandDump(&d, &diags, &cache);
       }
-      MergeRank(have.dump, have.pickle, std::move(d), r.fr_pickle, &diags, &job.inputs.duplicates);
+      MergeRank(have.dump, have.pickle, std::move(d), r.fr_pickle, given, &diags, &job.inputs.duplicates);
     }
   }
   job.dumps = by_rank.Take();

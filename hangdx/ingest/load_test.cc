@@ -229,6 +229,30 @@ TEST(LoadJob, RankOverrideMatchesTheFileNotItsSpelling) {
   for (const auto& d : job->diagnostics) EXPECT_EQ(d.message.find("--rank names a file"), std::string::npos) << d.message;
 }
 
+// Two Flight Recorder dumps for rank 0: gloo_rank0.json (5 entries) by its
+// name and gloo_rank1.json (4 entries) by --rank. The user's word wins in
+// either order, though the named one has more entries.
+TEST(LoadJob, RankOverrideWinsOverAFileNamedForTheSameRank) {
+  std::string dir = std::string(HANGDX_SOURCE_DIR) + "/hangdx/ingest/formats/flight_recorder/testdata";
+  std::string named = dir + "/gloo_rank0.json", given = dir + "/gloo_rank1.json";
+  for (bool given_first : {false, true}) {
+    LoadOptions opt;
+    opt.rank_of[given] = 0;
+    auto job = LoadJob(given_first ? std::vector<std::string>{given, named} : std::vector<std::string>{named, given},
+                       opt);
+    ASSERT_TRUE(job.ok());
+    ASSERT_EQ(job->dumps.size(), 1u);
+    EXPECT_EQ(job->dumps[0].rank, 0);
+    EXPECT_EQ(job->dumps[0].file, given);
+    EXPECT_EQ(job->dumps[0].ops.size(), 4u);
+    bool said = false;
+    for (const auto& d : job->diagnostics)
+      said = said || (d.file == named && d.message == "rank 0 has two Flight Recorder dumps; using " + given +
+                                                           " (its rank given by --rank) and ignoring this one");
+    EXPECT_TRUE(said) << "given first: " << given_first;
+  }
+}
+
 TEST(LoadJob, AFileWithNothingPlacedIsNotUsed) {
   // Tester REPORT.md 19.2: a dump whose rank nothing tells counted as used.
   // Two copies of gloo_rank1.json: one named for rank 1, one named "dump.json".

@@ -219,8 +219,12 @@ std::string RenderText(const Diagnosis& d, size_t max_findings) {
     for (const auto& [r, file] : d.unreadable) bad.push_back(r);
     o += "; unreadable: " + TextRanks(bad);
   }
-  if (!d.ranks_without_dump.empty())
-    o += "; without: " + TextRanks(d.ranks_without_dump) +
+  // A rank whose only file was unreadable is named once, as unreadable.
+  std::vector<int64_t> without;
+  for (int64_t r : d.ranks_without_dump)
+    if (!d.unreadable.count(r)) without.push_back(r);
+  if (!without.empty())
+    o += "; without: " + TextRanks(without) +
          (d.world_size_inferred ? " (world size " + std::to_string(d.world_size) + " inferred; set --world-size)" : "");
   o += "\n";
   if (d.ranks.size() > kClassesFrom) o += ClassLines(ClassifyRanks(d));

@@ -38,6 +38,18 @@ TEST(Report, TextFirstLineIsTheVerdict) {
   EXPECT_NE(t.find("trace_0 (rank 0, record 4)"), std::string::npos) << t;
 }
 
+// Ranks 1-3 have no usable dump; rank 2's file was unreadable: it is named
+// once, as unreadable, and the text's "without:" lists 1 and 3.
+TEST(Report, AnUnreadableRankIsNotAlsoWithout) {
+  analyze::Diagnosis d = Sample();
+  d.world_size = 4;
+  d.ranks_without_dump = {1, 2, 3};
+  d.unreadable[2] = "trace_2";
+  d.world_size_inferred = false;
+  std::string t = RenderText(d);
+  EXPECT_NE(t.find("Ranks with data: 0; unreadable: 2; without: 1,3\n"), std::string::npos) << t;
+}
+
 TEST(Report, JsonSchema) {
   auto j = ToJson(Sample());
   EXPECT_EQ(j["schema_version"], kSchemaVersion);

@@ -585,8 +585,10 @@ model::OpState ParseState(std::string_view s) {
 // or one far out of step with its pg's other records (a dump of n entries
 // spans at most n seqs of a pg, since the ring buffer records every
 // collective in order; one renumbered 10^12 among 1-4 is matched with
-// nobody). Each kind gives one warning per file naming the first record and
-// counting the others.
+// nobody), or one no job reaches (past 2^40: a million collectives a second
+// for twelve days; a dump of one record has no other record to be far from,
+// so this is the only word on it). Each kind gives one warning per file
+// naming the first record and counting the others.
 class SeqCheck {
  public:
   // Notes collective `op` (P2P ops and ops without a collective_seq_id are
@@ -595,6 +597,10 @@ class SeqCheck {
     if (op.is_p2p) return;
     if (op.collective_seq < 0) {
       if (negative_++ == 0) first_negative_ = Seen{Pg(op.pg_name), op.record_id, op.collective_seq};
+      return;
+    }
+    if (op.collective_seq > kMaxSeq) {
+      if (huge_++ == 0) first_huge_ = Seen{Pg(op.pg_name), op.record_id, op.collective_seq};
       return;
     }
     seen_.push_back(Seen{Pg(op.pg_name), op.record_id, op.collective_seq});
@@ -606,6 +612,9 @@ class SeqCheck {
     if (negative_ > 0)
       warn(Describe(first_negative_) + " is negative (a collective's seq counts up from 0): it is matched with no " +
            "other rank's record, so a mismatch there goes unseen" + More(negative_));
+    if (huge_ > 0)
+      warn(Describe(first_huge_) + " is past 2^40, more collectives than any job issues (a corrupt record?): it " +
+           "is matched with no other rank's record" + More(huge_));
     // Each pg's median seq: a genuine record is within `entries` of it.
     std::vector<std::vector<int64_t>> by_pg(pgs_.size());
     for (const Seen& s : seen_) by_pg[s.pg].push_back(s.seq);
@@ -656,8 +665,9 @@ class SeqCheck {
   std::unordered_map<std::string, uint32_t> index_;  // name -> its index in pgs_
   uint32_t last_ = 0;                                // the pg of the last record (most follow one of their pg)
   std::vector<Seen> seen_;                           // collectives with a seq >= 0
-  size_t negative_ = 0;
-  Seen first_negative_;
+  static constexpr int64_t kMaxSeq = int64_t{1} << 40;
+  size_t negative_ = 0, huge_ = 0;
+  Seen first_negative_, first_huge_;
 };
 
 template <typename N>
@@ -880,14 +890,18 @@ class Converter {
     model::Interner& pool = pool_;
     op.profiling_name = Str(s);
     model::ParseProfilingName(&op);
+    // True when field i holds an integer (read into *out); a value that is
+    // not one is warned about once here, and not judged again as a seq.
     auto int_field = [&](Field i, const char* key, int64_t* out) {
       N f = field[i];
-      if (f.present() && !f.null() && !f.integer(out)) Warn(std::string("field '") + key + "' is not an integer");
+      if (!f.present() || f.null()) return false;
+      if (f.integer(out)) return true;
+      Warn(std::string("field '") + key + "' is not an integer");
+      return false;
     };
     int_field(kRecordId, "record_id", &op.record_id);
     int_field(kPgId, "pg_id", &op.pg_id);
-    int_field(kCollectiveSeq, "collective_seq_id", &op.collective_seq);
-    seq_given_ = field[kCollectiveSeq].present() && !field[kCollectiveSeq].null();
+    seq_given_ = int_field(kCollectiveSeq, "collective_seq_id", &op.collective_seq);
     int_field(kP2pSeq, "p2p_seq_id", &op.p2p_seq);
     int_field(kOpId, "op_id", &op.op_id);
     int_field(kTimeCreated, "time_created_ns", &op.time_created_ns);

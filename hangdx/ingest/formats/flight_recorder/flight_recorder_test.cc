@@ -246,6 +246,33 @@ TEST(FlightRecorder, NegativeOrFarOutOfStepSeqsAreNamed) {
                      "seq 4; 6 entries span at most as many seqs): it is matched with no other rank's record"}));
 }
 
+TEST(FlightRecorder, SeqsNoJobReachesOrNoIntegerAreNamedOnce) {
+  // A dump of one record has no other record to be far from: a seq of 2^50
+  // (past 2^40) is named for what it is. A seq that is not an integer is
+  // named once, as not an integer, and not also as the seq -1 it left.
+  auto entry = [](int record, const std::string& seq) {
+    return R"({"record_id": )" + std::to_string(record) + R"(, "process_group": ["0", "default_pg"], )" +
+           R"("collective_seq_id": )" + seq + R"(, "profiling_name": "nccl:all_reduce", "state": "scheduled"})";
+  };
+  auto messages = [](const std::string& json) {
+    model::RankDump d;
+    std::vector<model::Diagnostic> diags;
+    EXPECT_TRUE(Parse(ParseFlightRecorderJson, R"({"version": "2.10", "entries": [)" + json + "]}", "x.json", &d,
+                      &diags));
+    std::vector<std::string> got;
+    for (const auto& g : diags) got.push_back(g.message);
+    return got;
+  };
+  EXPECT_EQ(messages(entry(0, "1125899906842624")),
+            (std::vector<std::string>{"record 0: collective_seq_id 1125899906842624 of pg 0 is past 2^40, more "
+                                      "collectives than any job issues (a corrupt record?): it is matched with no "
+                                      "other rank's record"}));
+  EXPECT_EQ(messages(entry(0, "[7]")),
+            (std::vector<std::string>{"field 'collective_seq_id' is not an integer"}));
+  // 2^40 itself is still a seq (the far check alone judges it).
+  EXPECT_TRUE(messages(entry(0, "1099511627776")).empty());
+}
+
 }  // namespace
 }  // namespace hangdx::ingest
 
