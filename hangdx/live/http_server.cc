@@ -484,6 +484,7 @@ struct HttpServer::Impl {
   std::unique_ptr<HardenedServer> server;
   std::thread thread;
   int port = 0;
+  std::atomic<bool> listen_returned{false};  // the listening thread is done
 };
 
 HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -492,6 +493,12 @@ int HttpServer::port() const { return impl_->port; }
 
 void HttpServer::Stop() {
   if (!impl_->server) return;
+  // httplib's stop() does nothing until listen_after_bind has marked the
+  // server running: a watch stopped right after its start (a test, a
+  // --duration of 0) waited for ever in the join below. So wait for the
+  // thread to be running (or done) first.
+  while (!impl_->server->is_running() && !impl_->listen_returned)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   impl_->server->stop();
   if (impl_->thread.joinable()) impl_->thread.join();
   impl_->server.reset();
@@ -608,7 +615,11 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const ServerOptions& opt
   impl->port = port;
   if (*listening >= 0) ::listen(*listening, 4096);
   HardenedServer* raw = impl->server.get();
-  impl->thread = std::thread([raw] { raw->listen_after_bind(); });
+  std::atomic<bool>* returned = &impl->listen_returned;
+  impl->thread = std::thread([raw, returned] {
+    raw->listen_after_bind();
+    *returned = true;
+  });
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }
 

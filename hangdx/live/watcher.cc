@@ -1144,12 +1144,37 @@ HttpResponse Watcher::HandleReport(const HttpRequest& req) {
       int64_t seen = pushed_world_size_.load();
       while (r.world_size > seen && !pushed_world_size_.compare_exchange_weak(seen, r.world_size)) {
       }
+      NoteWorldPushed(r.rank, r.world_size);
     }
   }
   json answer = {{"ok", true}};
   if (duplicate) answer["duplicate"] = true;
   if (want) answer["want"] = json::array({"stacks"});
   return JsonResponse(200, answer);
+}
+
+// Ranks of one job push one world size; two sizes mean two jobs sharing
+// a watch (a wrong --listen address in one of them) or a rank restarted
+// with another size. The largest is used; each new disagreeing size is
+// logged once and /status lists them, so the mix is not silent.
+void Watcher::NoteWorldPushed(Rank rank, int64_t world) {
+  std::string others;
+  int64_t largest = world;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (worlds_pushed_.count(world)) return;
+    if (worlds_pushed_.size() == 8) {
+      ++worlds_pushed_more_;
+      return;
+    }
+    worlds_pushed_.insert(world);
+    if (worlds_pushed_.size() < 2) return;
+    for (int64_t w : worlds_pushed_)
+      if (w != world) others += (others.empty() ? "" : ", ") + std::to_string(w);
+    largest = *worlds_pushed_.rbegin();
+  }
+  log() << "hangdx watch: rank " << rank << " reports a world of " << world << " ranks, other ranks " << others
+        << ": two jobs pushing to one watch? The largest, " << largest << ", is used\n";
 }
 
 HttpResponse Watcher::Findings() const {
@@ -1188,7 +1213,10 @@ HttpResponse Watcher::Status_() const {
   json j = {{"role", role},
             {"job", opt_.job},
             {"uptime_s", Secs(now - started_)},
-            {"world_size", opt_.world_size},
+            {"world_size", opt_.world_size > 0 ? opt_.world_size : pushed_world_size_.load()},
+            {"world_size_from", opt_.world_size > 0           ? "--world-size"
+                                : pushed_world_size_.load() > 0 ? "reports"
+                                                                : "unknown"},
             {"ranks", std::max(known.size(), detector_.ranks_seen())},
             {"ranks_seen", detector_.ranks_seen()},
             {"ranks_silent", silent.size() <= 1000 ? json(silent) : json(silent.size())},
@@ -1202,6 +1230,10 @@ HttpResponse Watcher::Status_() const {
             {"pgs", std::move(pgs)},
             {"findings", found_.size()},
             {"state", store_->Describe()}};
+  if (worlds_pushed_.size() > 1) {
+    j["world_sizes_pushed"] = json(std::vector<int64_t>(worlds_pushed_.begin(), worlds_pushed_.end()));
+    if (worlds_pushed_more_) j["world_sizes_pushed_more"] = worlds_pushed_more_;
+  }
   return JsonResponse(200, j);
 }
 

@@ -151,6 +151,9 @@ class Watcher {
   HttpResponse HandleReport(const HttpRequest& request);
   HttpResponse Status_() const;
   HttpResponse Findings() const;
+  // Notes that `rank` pushed world size `world` (1 .. 2^24); logs a size
+  // that disagrees with those pushed before. Takes mu_.
+  void NoteWorldPushed(Rank rank, int64_t world);
   void RunHooks(const std::string& record_json);
   int64_t WallMs(Clock::time_point t) const;
   Clock::time_point FromWallMs(int64_t ms) const;
@@ -196,6 +199,8 @@ class Watcher {
   Clock::time_point end_ = Clock::time_point::max();  // --duration
   std::atomic<bool> stop_{false};
   std::atomic<int64_t> pushed_world_size_{-1};  // the largest world size a pushing rank sent
+  std::set<int64_t> worlds_pushed_;             // the distinct world sizes pushed, at most 8 (guarded by mu_)
+  int64_t worlds_pushed_more_ = 0;              // reports naming a ninth or later distinct size
   bool exit_now_ = false;
   size_t last_ok_ = 0, last_failed_ = 0, rounds_ = 0;
   double last_round_s_ = 0, last_p50_s_ = 0, last_p99_s_ = 0;

@@ -354,6 +354,42 @@ size_t Occurrences(const std::string& text, const std::string& what) {
   return n;
 }
 
+// Two ranks pushing world sizes 4 and 8 (two jobs on one watch): the
+// largest is used, /status says where it came from and lists both, and the
+// log names the disagreement once, however often it is repeated. The
+// watch is destroyed without Run: its server stopped right after its start
+// (httplib ignored that stop, and the join waited for ever).
+TEST_F(WatcherTest, PushedWorldSizesThatDisagreeAreSaid) {
+  WatchOptions o = Options(nullptr);
+  o.listen = "127.0.0.1:0";
+  Watcher w(o);
+  ASSERT_TRUE(w.Start().ok()) << log.str();
+  auto request = [&](const std::string& method, const std::string& path, const std::string& body) {
+    HttpRequest r;
+    r.method = method;
+    r.path = path;
+    r.body = body;
+    return w.Handle(r);
+  };
+  auto status = [&] { return json::parse(request("GET", "/status", "").body); };
+  EXPECT_EQ(status()["world_size_from"], "unknown");
+  int seq = 0;
+  for (int round = 0; round < 3; ++round)
+    for (auto [rank, world] : {std::pair{0, 4}, std::pair{1, 8}}) {
+      json beat = {{"hangdx_report", 1}, {"rank", rank}, {"pid", 7}, {"seq", ++seq}, {"world_size", world}};
+      ASSERT_EQ(request("POST", "/v1/report", beat.dump()).status, 200);
+    }
+  json s = status();
+  EXPECT_EQ(s["world_size"], 8);
+  EXPECT_EQ(s["world_size_from"], "reports");
+  EXPECT_EQ(s["world_sizes_pushed"], json::array({4, 8}));
+  EXPECT_EQ(Occurrences(log.str(), "rank 1 reports a world of 8 ranks, other ranks 4: two jobs pushing to one "
+                                   "watch? The largest, 8, is used"),
+            1u)
+      << log.str();
+}
+
+
 // Pushed reports take the first look: the finding comes from the Flight
 // Recorder the ranks pushed, then their stacks complete the bundle, which
 // `hangdx analyze BUNDLE` reads back to the same finding.
