@@ -41,6 +41,60 @@ std::string BaseName(const std::string& path) {
   return base;
 }
 
+// Whether base[at, at + n) is n digits whose value lies in [lo, hi].
+bool DigitsIn(const std::string& base, size_t at, size_t n, int lo, int hi) {
+  if (at + n > base.size()) return false;
+  int v = 0;
+  for (size_t i = at; i < at + n; ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(base[i]))) return false;
+    v = v * 10 + (base[i] - '0');
+  }
+  return v >= lo && v <= hi;
+}
+
+// The length of the date (and time) that starts at base[at], 0 if none:
+// YYYY-MM-DD (or _ .), YYYYMMDD, each optionally followed by a time
+// (HH-MM-SS, HH:MM:SS, HHMMSS after - _ T or a space). Only at a digit
+// run's start.
+size_t DateAt(const std::string& base, size_t at) {
+  if (at > 0 && std::isdigit(static_cast<unsigned char>(base[at - 1]))) return 0;
+  if (!DigitsIn(base, at, 4, 1970, 2099)) return 0;
+  size_t end = 0;
+  char sep = at + 4 < base.size() ? base[at + 4] : 0;
+  if ((sep == '-' || sep == '_' || sep == '.') && DigitsIn(base, at + 5, 2, 1, 12) && at + 7 < base.size() &&
+      base[at + 7] == sep && DigitsIn(base, at + 8, 2, 1, 31))
+    end = at + 10;
+  else if (DigitsIn(base, at + 4, 2, 1, 12) && DigitsIn(base, at + 6, 2, 1, 31))
+    end = at + 8;
+  if (!end || (end < base.size() && std::isdigit(static_cast<unsigned char>(base[end])))) return 0;
+  char t = end < base.size() ? base[end] : 0;
+  if (t == '-' || t == '_' || t == 'T' || t == ' ') {
+    size_t h = end + 1;
+    if (DigitsIn(base, h, 2, 0, 23) && h + 2 < base.size() && (base[h + 2] == '-' || base[h + 2] == ':') &&
+        DigitsIn(base, h + 3, 2, 0, 59) && h + 5 < base.size() && base[h + 5] == base[h + 2] &&
+        DigitsIn(base, h + 6, 2, 0, 60))
+      end = h + 8;
+    else if (DigitsIn(base, h, 2, 0, 23) && DigitsIn(base, h + 2, 2, 0, 59) && DigitsIn(base, h + 4, 2, 0, 60) &&
+             !(h + 6 < base.size() && std::isdigit(static_cast<unsigned char>(base[h + 6]))))
+      end = h + 6;
+  }
+  return end - at;
+}
+
+// `base` with the digits of dates and times replaced by '#': a file named
+// for the day it was written ("train-2026-12-04.log", "job_20261204-101500")
+// does not carry its rank there (the fresh-user tester's date-stamped log
+// was taken as rank 4 and grew the world past the one the dumps record).
+std::string WithoutDates(std::string base) {
+  for (size_t at = 0; at < base.size(); ++at) {
+    size_t n = DateAt(base, at);
+    for (size_t i = at; i < at + n; ++i)
+      if (std::isdigit(static_cast<unsigned char>(base[i]))) base[i] = '#';
+    if (n) at += n - 1;
+  }
+  return base;
+}
+
 // The number a file name labels as the rank: the digits right after the
 // last "rank" (any case; "rank3", "rank_3", "rank-3", "rank=3"), -1 when
 // there is none. A label beats position: in "rank2.20250101T120020" (a
@@ -63,7 +117,7 @@ int64_t LabeledRank(const std::string& path) {
 
 int64_t RankFromFileName(const std::string& path) {
   if (int64_t r = LabeledRank(path); r >= 0) return r;
-  std::string base = BaseName(path);
+  std::string base = WithoutDates(BaseName(path));
   size_t end = base.size();
   size_t begin = end;
   while (begin > 0 && std::isdigit(static_cast<unsigned char>(base[begin - 1]))) --begin;
@@ -74,7 +128,7 @@ int64_t RankFromFileName(const std::string& path) {
 // The digit runs of a file name (extension removed), e.g.
 // "trace_rank_3_attempt_1" -> {3, 1}.
 std::vector<int64_t> DigitRuns(const std::string& path) {
-  std::string base = BaseName(path);
+  std::string base = WithoutDates(BaseName(path));
   std::vector<int64_t> runs;
   for (size_t i = 0; i < base.size();) {
     if (!std::isdigit(static_cast<unsigned char>(base[i]))) {

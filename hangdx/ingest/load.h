@@ -47,7 +47,10 @@ struct LoadOptions {
 // Infers the global rank from a dump's file name: the last run of digits of
 // the base name once known extensions (.pkl .pickle .json .txt .log) are
 // removed, e.g. "nccl_trace_rank_container-node02_5" -> 5,
-// "fr_trace_rank_12.json" -> 12. Returns -1 when the name ends in no digits.
+// "fr_trace_rank_12.json" -> 12. Dates and times are not ranks:
+// "train-2026-12-04.log" and "job_20261204-101500.log" give -1, and
+// "rank3_2026-12-04" 3 (a "rank" label always wins). Returns -1 when the
+// name ends in no digits.
 int64_t RankFromFileName(const std::string& path);
 
 // Ranks of dump files from their names: RankFromFileName for each, except

@@ -22,6 +22,21 @@ TEST(RankFromFileName, Prefixes) {
   EXPECT_EQ(RankFromFileName("README"), -1);
 }
 
+// Dates and times in a name are not ranks (the fresh-user tester's
+// train-2026-12-04.log was rank 4); numbers beside them still are.
+TEST(RankFromFileName, DatesAreNotRanks) {
+  EXPECT_EQ(RankFromFileName("d/train-2026-12-04.log"), -1);
+  EXPECT_EQ(RankFromFileName("d/job_20261204-101500.log"), -1);
+  EXPECT_EQ(RankFromFileName("d/job_2026-12-04T10:15:00.log"), -1);
+  EXPECT_EQ(RankFromFileName("d/worker_2026-12-04_7.log"), 7);
+  EXPECT_EQ(RankFromFileName("d/rank3_2026-12-04.log"), 3);
+  EXPECT_EQ(RankFromFileName("d/rank2.20250101T120020"), 2);
+  // Not dates: month 13, a digit run longer than a date, a bare 4-digit number.
+  EXPECT_EQ(RankFromFileName("d/trace-2026-13-04.log"), 4);
+  EXPECT_EQ(RankFromFileName("d/trace_202612045.log"), 202612045);
+  EXPECT_EQ(RankFromFileName("d/worker-2026.log"), 2026);
+}
+
 TEST(InferRanks, FolderWideNumberPosition) {
   EXPECT_EQ(InferRanks({"d/fr_rank_0_attempt_1", "d/fr_rank_1_attempt_1", "d/fr_rank_2_attempt_1"}),
             (std::vector<int64_t>{0, 1, 2}));
