@@ -1,6 +1,7 @@
 #include "hangdx/ingest/formats/flight_recorder/direct_pickle.h"
 
 #include <bit>
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -15,6 +16,7 @@ namespace {
 using K = PickleValue::Kind;
 constexpr int8_t kUnset = -2;  // slot_field_: not looked up yet
 constexpr bool kLittleEndian = std::endian::native == std::endian::little;
+
 
 HANGDX_HOT uint64_t LE(const char* p, size_t n) {
   uint64_t v = 0;
@@ -79,19 +81,23 @@ HANGDX_HOT bool Int(const char*& p, const char* end, int64_t* i) {
 // address taken, so it stays in registers through the hot loop.
 template <class F>
 HANGDX_HOT bool DirectDecoder::OutOfLine(Cur& c, F f) {
-  cur_ = c;
+  // The position alone goes and comes back (cur_.end is set by Decode, the
+  // memo read where it lives): copying the whole cursor had the compiler
+  // keep it packed in vector registers in the hot loop.
+  cur_.p = c.p;
+  cur_.memo = fp_->memo_.data();
+  cur_.memo_n = fp_->memo_.size();
   const bool ok = f();
-  c = cur_;
+  c.p = cur_.p;
+  c.memo = fp_->memo_.data();
+  c.memo_n = fp_->memo_.size();
   return ok;
 }
 
 void DirectDecoder::Reset() {
-  slot_field_.clear();
-  for (int k = 0; k < 2; ++k) {
-    e_.sizes[k].dims.Release();
-    e_.sizes[k].lens.Release();
-    e_.dtypes[k].Release();
-  }
+  // 256 slots at least: a key read back by BINGET (one byte) needs no
+  // bounds check.
+  slot_field_.assign(256, kUnset);
   e_.frames.Release();
   e_.loose.Release();
 }
@@ -100,9 +106,14 @@ void DirectDecoder::Reset() {
 HANGDX_HOT bool DirectDecoder::FromMemo(Cur& c, uint64_t k, Val* v) {
   if (k >= c.memo_n) return false;
   const FlatValue& m = c.memo[k];
-  if (m.kind() != K::kStr) return OtherFromMemo(m, k, v);
+  if (m.kind() != K::kStr) {
+    if (!OtherFromMemo(m, k)) return false;
+    *v = val_;
+    return true;
+  }
   v->kind = Val::kStr;
-  v->s = std::string_view(m.u_.p, m.n_);
+  v->sp = m.u_.p;
+  v->sn = m.n_;
   v->slot = static_cast<uint32_t>(k);
   return true;
 }
@@ -148,13 +159,16 @@ HANGDX_HOT bool DirectDecoder::Simple(Cur& c, Val* v) {
     }
     case 'X':
     case 0x8c:
-      return OutOfLine(c, [&] { return NewText(v); });
+      if (!OutOfLine(c, [&] { return NewText(); })) return false;
+      *v = val_;
+      return true;
     default:
       return false;
   }
 }
 
-bool DirectDecoder::OtherFromMemo(const FlatValue& m, uint64_t k, Val* v) {
+bool DirectDecoder::OtherFromMemo(const FlatValue& m, uint64_t k) {
+  Val* const v = &val_;
   v->slot = static_cast<uint32_t>(k);
   switch (m.kind()) {
     case K::kNone:
@@ -180,22 +194,24 @@ bool DirectDecoder::OtherFromMemo(const FlatValue& m, uint64_t k, Val* v) {
 }
 
 // BINUNICODE or SHORT_BINUNICODE at cur_.p, memoised when a memo opcode follows.
-bool DirectDecoder::NewText(Val* v) {
+bool DirectDecoder::NewText() {
   Cur& c = cur_;
+  Val* const v = &val_;
   const size_t w = *c.p == 'X' ? 4 : 1;
   const size_t left = static_cast<size_t>(c.end - c.p) - 1;
   if (left < w) return false;
   const uint64_t n = LE(c.p + 1, w);
   if (left - w < n) return false;
   v->kind = Val::kStr;
-  v->s = std::string_view(c.p + 1 + w, n);
+  v->sp = c.p + 1 + w;
+  v->sn = n;
   v->slot = DirectEntry::kNoSlot;
   c.p += 1 + w + n;
   if (c.p < c.end && IsMemoOp(*c.p)) {
     FlatValue s;
     s.kind_ = static_cast<uint8_t>(K::kStr);
     s.n_ = static_cast<uint32_t>(n);
-    s.u_.p = v->s.data();
+    s.u_.p = v->sp;
     v->slot = static_cast<uint32_t>(c.memo_n);
     return Memo(s);
   }
@@ -219,100 +235,124 @@ bool DirectDecoder::Memo(const FlatValue& v) {
   return true;
 }
 
-// input_sizes / output_sizes: None, or a list of lists of integers.
-HANGDX_HOT bool DirectDecoder::ShapeList(Cur& c, DirectEntry::Shapes* out) {
+// input_sizes / output_sizes: None, or a list of lists of integers; its
+// bytes and counts noted (DirectEntry::Shapes reads them on demand).
+HANGDX_HOT bool DirectDecoder::ShapeList(Cur& c, int which) {
   const char* p = c.p;
   const char* const end = c.end;
+  const char* const start = p;
+  uint32_t shapes = 0, dims = 0;
   if (p < end && *p == 'N') {
-    c.p = p + 1;
-    return true;
-  }
-  if (!Opens(p, end, ']')) return false;
-  p += 2;
-  for (;;) {
-    if (p >= end) return false;
-    if (*p == 'e') {
-      ++p;
-      break;
-    }
+    ++p;
+  } else {
     if (!Opens(p, end, ']')) return false;
     p += 2;
-    uint32_t n = 0;
     for (;;) {
       if (p >= end) return false;
       if (*p == 'e') {
         ++p;
         break;
       }
-      int64_t d;
-      if (!Int(p, end, &d)) return false;
-      out->dims.push_back(d);
-      ++n;
+      if (!Opens(p, end, ']')) return false;
+      p += 2;
+      ++shapes;
+      for (;;) {
+        if (p >= end) return false;
+        if (*p == 'e') {
+          ++p;
+          break;
+        }
+        int64_t d;
+        if (!Int(p, end, &d)) return false;
+        ++dims;
+      }
     }
-    out->lens.push_back(n);
+    if (!NotMemoised(p, end)) return false;  // a memoised list: the generic way
   }
+  e_.sizes[which] = std::string_view(start, static_cast<size_t>(p - start));
+  e_.shape_count[which] = shapes;
+  e_.dim_count[which] = dims;
   c.p = p;
-  return NotMemoised(p, end);
+  return true;
 }
 
 // input_dtypes / output_dtypes: None, a bare string, or a list of strings.
 HANGDX_HOT bool DirectDecoder::DtypeList(Cur& c, int which) {
-  DirectBuf<std::string_view>& out = e_.dtypes[which];
   if (c.p >= c.end) return false;
+  const char* const start = c.p;
+  uint32_t n = 0;
+  Val v{};
   if (*c.p == 'N') {
     ++c.p;
-    return true;
-  }
-  Val v;
-  if (*c.p != ']') {  // PyTorch's own tests pass a bare dtype string
+  } else if (*c.p != ']') {  // PyTorch's own tests pass a bare dtype string
     if (!Simple(c, &v) || v.kind != Val::kStr) return false;
-    out.push_back(v.s);
+    n = 1;
     e_.bare_dtypes[which] = true;
-    return true;
-  }
-  if (!Opens(c.p, c.end, ']')) return false;
-  c.p += 2;
-  for (;;) {
-    if (c.p >= c.end) return false;
-    if (*c.p == 'e') {
-      ++c.p;
-      break;
+  } else {
+    if (!Opens(c.p, c.end, ']')) return false;
+    c.p += 2;
+    for (;;) {
+      if (c.p >= c.end) return false;
+      if (*c.p == 'e') {
+        ++c.p;
+        break;
+      }
+      if (!Simple(c, &v) || v.kind != Val::kStr) return false;
+      ++n;
     }
-    if (!Simple(c, &v) || v.kind != Val::kStr) return false;
-    out.push_back(v.s);
+    if (!NotMemoised(c.p, c.end)) return false;
   }
-  return NotMemoised(c.p, c.end);
+  e_.dtypes[which] = std::string_view(start, static_cast<size_t>(c.p - start));
+  e_.dtype_count[which] = n;
+  return true;
 }
 
 // frames: a list whose dicts are the frames (mostly memoised ones read
 // back), its other items skipped as ReadEntry skips them; or no list (no
-// frames).
+// frames). While every item is read back by BINGET the list is plain (its
+// bytes say it all); from the first other one, its dicts are listed.
 HANGDX_HOT bool DirectDecoder::FrameList(Cur& c) {
   if (c.p >= c.end) return false;
   if (*c.p != ']') {
-    Val v;
+    Val v{};
     return Simple(c, &v) && v.kind != Val::kRef;  // no frames; a memoised list: the generic way
   }
   if (!Opens(c.p, c.end, ']')) return false;
+  const char* const start = c.p;
   c.p += 2;
   e_.given |= DirectEntry::Bit(fr::kFrames);
+  bool plain = true;
+  uint32_t items = 0;
+  uint64_t cost = 0;
   for (;;) {
     if (c.p >= c.end) return false;
     if (*c.p == 'e') {
       ++c.p;
       break;
     }
-    if (e_.frame_items == std::numeric_limits<uint32_t>::max() / 2) return false;
-    ++e_.frame_items;
+    if (items == std::numeric_limits<uint32_t>::max() / 2) return false;
+    ++items;
     const size_t k = c.end - c.p >= 2 ? U(c.p[1]) : c.memo_n;
-    if (*c.p == 'h' && k < c.memo_n && c.memo[k].is_dict()) {  // a frame read back: most items
-      e_.frames.push_back(static_cast<uint32_t>(k));
-      e_.max_cost += c.memo[k].size();
+    if (*c.p == 'h' && k < c.memo_n) {  // read back: most items, a frame met before
+      if (c.memo[k].is_dict()) {
+        cost += c.memo[k].size();
+        if (!plain) e_.frames.push_back(static_cast<uint32_t>(k));
+      }
       c.p += 2;
-    } else if (!OutOfLine(c, [&] { return FrameItem(); })) {
-      return false;
+      continue;
     }
+    if (plain) {  // list the dicts so far (all read back), then this one's way
+      plain = false;
+      e_.memo = c.memo;
+      e_.frames_bytes = std::string_view(start, static_cast<size_t>(c.p - start));
+      e_.FrameDicts(&e_.frames);
+    }
+    if (!OutOfLine(c, [&] { return FrameItem(); })) return false;
   }
+  e_.frames_bytes = std::string_view(start, static_cast<size_t>(c.p - start));
+  e_.frames_plain = plain;
+  e_.frame_items = items;
+  e_.max_cost += cost;
   return NotMemoised(c.p, c.end);
 }
 
@@ -321,7 +361,7 @@ HANGDX_HOT bool DirectDecoder::FrameList(Cur& c) {
 bool DirectDecoder::FrameItem() {
   Cur& c = cur_;
   if (*c.p == '}') return FrameDict();
-  Val v;
+  Val v{};
   if (!Simple(c, &v)) return false;
   if (v.kind == Val::kRef && c.memo[v.slot].is_dict()) {
     e_.frames.push_back(v.slot);
@@ -343,8 +383,8 @@ bool DirectDecoder::FrameDict() {
     switch (v.kind) {
       case Val::kStr:
         f.kind_ = static_cast<uint8_t>(K::kStr);
-        f.n_ = static_cast<uint32_t>(v.s.size());
-        f.u_.p = v.s.data();
+        f.n_ = static_cast<uint32_t>(v.sn);
+        f.u_.p = v.sp;
         break;
       case Val::kFloat:
         f.kind_ = static_cast<uint8_t>(K::kFloat);
@@ -366,7 +406,7 @@ bool DirectDecoder::FrameDict() {
       ++c.p;
       break;
     }
-    Val k, v;
+    Val k{}, v{};
     if (!Simple(c, &k) || k.kind != Val::kStr || !Simple(c, &v) || v.kind == Val::kRef) return false;
     scratch_.push_back(flat(k));
     scratch_.push_back(flat(v));
@@ -396,34 +436,101 @@ bool DirectDecoder::FrameDict() {
   return true;
 }
 
-// The value of `field` (-1: a key hangdx does not read), as ReadEntry
-// reads it; false for anything it would warn of or read otherwise.
-HANGDX_HOT bool DirectDecoder::Value(Cur& c, int field) {
+// The value of `field` (-1: a key hangdx does not read): the values
+// torch writes inline here (an integer field's BININT* / LONG1 or None, a
+// bool, a string read back, the (name, desc) pair read back), the lists
+// by their readers, anything else by Value.
+HANGDX_HOT bool DirectDecoder::Common(Cur& c, int field) {
   DirectEntry& e = e_;
+  if (c.p >= c.end) return false;
+  const char op = *c.p;
+  // A string read back at c.p + at: its Text, or false.
+  auto text = [&](size_t at, DirectEntry::Text* out) {
+    if (c.end - c.p < static_cast<std::ptrdiff_t>(at + 2) || c.p[at] != 'h') return false;
+    const size_t k = U(c.p[at + 1]);
+    if (k >= c.memo_n || c.memo[k].kind() != K::kStr) return false;
+    *out = {std::string_view(c.memo[k].u_.p, c.memo[k].n_), static_cast<uint32_t>(k)};
+    return true;
+  };
+  DirectEntry::Text* out = nullptr;
   switch (field) {
+    case fr::kRecordId:
+    case fr::kPgId:
+    case fr::kCollectiveSeq:
+    case fr::kP2pSeq:
+    case fr::kOpId:
+    case fr::kTimeCreated:
+    case fr::kTimeStarted:
+    case fr::kTimeCompleted:
+    case fr::kTimeout:
+      if (op == 'N') {  // None: the field stays unset
+        ++c.p;
+        return true;
+      }
+      if (!Int(c.p, c.end, &e.ints[field])) return Value(c, field);
+      e.given |= DirectEntry::Bit(field);
+      return true;
+    case fr::kRetired:
+    case fr::kIsP2p:
+      if (U(op) != 0x88 && U(op) != 0x89) return Value(c, field);
+      e.ints[field] = U(op) == 0x88;
+      e.given |= DirectEntry::Bit(field);
+      ++c.p;
+      return true;
+    case fr::kProcessGroup:  // h name h desc TUPLE2, not memoised
+      if (c.end - c.p < 5 || U(c.p[4]) != 0x86 || !text(0, &e.pg_name) || !text(2, &e.pg_desc) ||
+          !NotMemoised(c.p + 5, c.end))
+        return Value(c, field);
+      c.p += 5;
+      e.given |= DirectEntry::Bit(field);
+      return true;
     case fr::kInputSizes:
     case fr::kOutputSizes:
-      return ShapeList(c, &e.sizes[field == fr::kOutputSizes]);
+      return ShapeList(c, field == fr::kOutputSizes);
     case fr::kInputDtypes:
     case fr::kOutputDtypes:
       return DtypeList(c, field == fr::kOutputDtypes);
     case fr::kFrames:
       return FrameList(c);
+    case fr::kProfilingName:
+    case fr::kThreadName:
+    case fr::kThreadId:
+    case fr::kState:
+      out = field == fr::kProfilingName ? &e.profiling_name
+            : field == fr::kThreadName  ? &e.thread_name
+            : field == fr::kThreadId    ? &e.thread_id
+                                        : &e.state;
+      break;
+    default:
+      return Value(c, field);
+  }
+  if (!text(0, out)) return Value(c, field);
+  if (field == fr::kState && fr::ParseState(out->s) == model::OpState::kUnknown) return false;  // warned of
+  e.given |= DirectEntry::Bit(field);
+  c.p += 2;
+  return true;
+}
+
+// Common's general way: the value of `field` as ReadEntry reads it,
+// false for anything it would warn of or read otherwise.
+HANGDX_HOT bool DirectDecoder::Value(Cur& c, int field) {
+  DirectEntry& e = e_;
+  switch (field) {  // the lists are Common's alone
     case fr::kProcessGroup: {  // (name, desc): TUPLE2 of two strings
-      Val a, b;
+      Val a{}, b{};
       if (!Simple(c, &a) || a.kind != Val::kStr || !Simple(c, &b) || b.kind != Val::kStr) return false;
       if (c.p >= c.end || U(*c.p) != 0x86) return false;
       ++c.p;
       if (!NotMemoised(c.p, c.end)) return false;
-      e.pg_name = {a.s, a.slot};
-      e.pg_desc = {b.s, b.slot};
+      e.pg_name = {a.s(), a.slot};
+      e.pg_desc = {b.s(), b.slot};
       e.given |= DirectEntry::Bit(field);
       return true;
     }
     default:
       break;
   }
-  Val v;
+  Val v{};
   if (!Simple(c, &v)) return false;
   const uint32_t bit = field >= 0 ? DirectEntry::Bit(field) : 0;
   switch (field) {
@@ -434,11 +541,11 @@ HANGDX_HOT bool DirectDecoder::Value(Cur& c, int field) {
     case fr::kThreadId:
     case fr::kState:  // a string or ignored; an unknown state is warned of
       if (v.kind != Val::kStr) return field != fr::kProfilingName;
-      if (field == fr::kState && fr::ParseState(v.s) == model::OpState::kUnknown) return false;
+      if (field == fr::kState && fr::ParseState(v.s()) == model::OpState::kUnknown) return false;
       (field == fr::kProfilingName ? e.profiling_name
        : field == fr::kThreadName  ? e.thread_name
        : field == fr::kThreadId    ? e.thread_id
-                                   : e.state) = {v.s, v.slot};
+                                   : e.state) = {v.s(), v.slot};
       e.given |= bit;
       return true;
     case fr::kRetired:
@@ -470,6 +577,7 @@ size_t DirectDecoder::Decode(FlatPickle* fp, std::string_view d, size_t at) {
   items0_ = fp->items_.size();
   id0_ = fp->next_id_;
   Cur c{d.data() + at, d.data() + d.size(), fp->memo_.data(), fp->memo_.size()};
+  cur_.end = c.end;
   if (!Entry(c)) {
     Restore();
     return 0;
@@ -488,7 +596,9 @@ void DirectDecoder::Restore() {
   fp_->kept_.resize(kept0_);
   fp_->items_.resize(items0_);
   fp_->next_id_ = id0_;
-  if (slot_field_.size() > memo0_) slot_field_.resize(memo0_);  // keys of slots now gone
+  // Keys of slots now gone.
+  if (slot_field_.size() > memo0_) slot_field_.resize(std::max<size_t>(memo0_, 256));
+  for (size_t k = memo0_; k < 256; ++k) slot_field_[k] = kUnset;
 }
 
 // `}` `(` key value ... `u`: the pairs, each key naming its field.
@@ -502,14 +612,14 @@ bool DirectDecoder::Entry(Cur& in) {
   e.max_cost = 0;
   e.frames.clear();
   e.loose.clear();
+  e.frames_bytes = {};
+  e.frames_plain = false;
   for (int k = 0; k < 2; ++k) {
-    e.sizes[k].dims.clear();
-    e.sizes[k].lens.clear();
-    e.dtypes[k].clear();
+    e.sizes[k] = e.dtypes[k] = {};
+    e.shape_count[k] = e.dim_count[k] = e.dtype_count[k] = 0;
     e.bare_dtypes[k] = false;
   }
-  const int8_t* fields = slot_field_.data();
-  size_t known = slot_field_.size();
+  const int8_t* fields = slot_field_.data();  // 256 at least (Reset)
   uint64_t pairs = 0;
   uint32_t seen = 0;
   for (;;) {
@@ -519,27 +629,27 @@ bool DirectDecoder::Entry(Cur& in) {
       ++c.p;
       break;
     }
-    if (*c.p == 'h' && c.end - c.p >= 2 && U(c.p[1]) < known && fields[U(c.p[1])] != kUnset) {
+    if (*c.p == 'h' && c.end - c.p >= 2 && fields[U(c.p[1])] != kUnset) {
       field = fields[U(c.p[1])];  // a key read back, its field known: most keys
       c.p += 2;
     } else {
-      if (!OutOfLine(c, [&] { return Key(&field); })) return false;
+      if (!OutOfLine(c, [&] { return Key(); })) return false;
+      field = key_field_;
       fields = slot_field_.data();
-      known = slot_field_.size();
     }
     ++pairs;
     if (field >= 0) {
       if (seen & DirectEntry::Bit(field)) return false;  // a repeated key: the converter takes the last
       seen |= DirectEntry::Bit(field);
     }
-    if (!Value(c, field)) return false;
+    if (!Common(c, field)) return false;
   }
   if (pairs > std::numeric_limits<uint32_t>::max() / 2) return false;
   e.pairs = static_cast<uint32_t>(pairs);
   e.seen = seen;
   e.max_cost += e.pairs + e.frame_items;
   for (int k = 0; k < 2; ++k)
-    e.max_cost += e.sizes[k].lens.size() + e.sizes[k].dims.size() + (e.bare_dtypes[k] ? 0 : e.dtypes[k].size());
+    e.max_cost += uint64_t{e.shape_count[k]} + e.dim_count[k] + (e.bare_dtypes[k] ? 0 : e.dtype_count[k]);
   in = c;
   // Without a profiling_name the converter skips it with a warning. The
   // entry is complete when the next opcode starts another one or closes
@@ -550,16 +660,67 @@ bool DirectDecoder::Entry(Cur& in) {
 // A key other than a known one read back: a new string (its field looked
 // up by content, and noted for its memo slot), or one read back for the
 // first time. False for anything but a string.
-bool DirectDecoder::Key(int* field) {
+bool DirectDecoder::Key() {
   Cur& c = cur_;
-  Val v;
+  Val v{};
   if (!Simple(c, &v) || v.kind != Val::kStr) return false;  // only a string key names a field
-  *field = fr::FieldOf(v.s);
+  key_field_ = fr::FieldOf(v.s());
   if (v.slot != DirectEntry::kNoSlot) {  // its slot names the field from now on
     if (slot_field_.size() <= v.slot) slot_field_.resize(v.slot + 1, kUnset);
-    slot_field_[v.slot] = static_cast<int8_t>(*field);
+    slot_field_[v.slot] = static_cast<int8_t>(key_field_);
   }
   return true;
 }
 
+// The readers on demand of what Decode checked and noted: they read
+// the same bytes again, valid by then.
+
+void DirectEntry::Shapes(int k, model::Shapes* out) const {
+  out->clear();
+  const std::string_view b = sizes[k];
+  if (b.empty() || b[0] == 'N') return;
+  const char* p = b.data() + 2;  // past `](`
+  const char* const end = b.data() + b.size();
+  while (*p != 'e') {
+    p += 2;  // `](`
+    model::Shape& shape = out->emplace_back();
+    while (*p != 'e') {
+      int64_t d = 0;
+      Int(p, end, &d);
+      shape.push_back(d);
+    }
+    ++p;
+  }
+}
+
+void DirectEntry::Dtypes(int k, model::Dtypes* out) const {
+  out->clear();
+  const std::string_view b = dtypes[k];
+  if (b.empty() || b[0] == 'N') return;
+  const char* p = b.data();
+  auto text = [&] {  // one string opcode at p (and its memo opcode)
+    const unsigned char op = U(*p);
+    if (op == 'h' || op == 'j') {
+      const size_t w = op == 'h' ? 1 : 4;
+      out->emplace_back(memo[LE(p + 1, w)].s());
+      p += 1 + w;
+      return;
+    }
+    const size_t w = op == 'X' ? 4 : 1, n = LE(p + 1, w);
+    out->emplace_back(p + 1 + w, n);
+    p += 1 + w + n;
+    if (p < b.data() + b.size() && IsMemoOp(*p)) p += *p == 'q' ? 2 : *p == 'r' ? 5 : 1;
+  };
+  if (b[0] != ']') return text();
+  for (p += 2; *p != 'e';) text();
+}
+
+void DirectEntry::FrameDicts(DirectBuf<uint32_t>* out) const {
+  const std::string_view b = frames_bytes;
+  for (const char* p = b.data() + 2; p + 1 < b.data() + b.size() && *p == 'h'; p += 2)
+    if (memo[U(p[1])].is_dict()) out->push_back(U(p[1]));
+}
+
 }  // namespace hangdx::ingest
+
+#undef HANGDX_HOT

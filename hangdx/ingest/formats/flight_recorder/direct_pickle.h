@@ -73,35 +73,45 @@ struct DirectEntry {
     std::string_view s;
     uint32_t slot;
   };
-  // A shape list: shape k has lens[k] dimensions, in dims one after the other.
-  struct Shapes {
-    DirectBuf<int64_t> dims;
-    DirectBuf<uint32_t> lens;
-  };
   // frames: a memoised dict's memo slot, or kLoose + its index in loose.
   static constexpr uint32_t kLoose = uint32_t{1} << 31;
   const FlatPickle* doc = nullptr;  // where the frame dicts' items are (FlatPickle::Items)
-  const FlatValue* memo = nullptr;  // the memo (its memoised frame dicts)
+  const FlatValue* memo = nullptr;  // the memo (its strings and memoised frame dicts)
   uint32_t pairs = 0;               // the dict's items (PickleValue::size())
   uint32_t seen = 0;                // keys present
   // Values that count: a number or bool of an integer or boolean field, a
   // number of duration_ms, a string of a string field, the (name, desc)
-  // tuple, a list (or a bare string: dtypes) of the sizes, dtypes, frames.
+  // tuple, a list of the frames.
   uint32_t given = 0;
   int64_t ints[fr::kFieldCount];  // integer and boolean fields (a bool as 0 / 1)
   double duration_ms = 0;
   Text profiling_name, state, thread_name, thread_id, pg_name, pg_desc;
-  Shapes sizes[2];                          // input, output
-  DirectBuf<std::string_view> dtypes[2];    // input, output (a bare string: one)
-  bool bare_dtypes[2] = {false, false};     // given as a string, not a list
-  uint32_t frame_items = 0;                 // items of the frames list, dicts or not
-  DirectBuf<uint32_t> frames;               // its dicts, in order (kLoose: a dict not memoised)
-  DirectBuf<FlatValue> loose;               // the dicts not memoised
+  // The sizes and dtypes (input, output) as their bytes ("" when absent,
+  // "N" for None), which Shapes and Dtypes read: the converter keeps what
+  // it made of the same bytes (entries repeat a few), and reads the others.
+  std::string_view sizes[2], dtypes[2];
+  uint32_t shape_count[2] = {0, 0}, dim_count[2] = {0, 0}, dtype_count[2] = {0, 0};
+  bool bare_dtypes[2] = {false, false};  // a dtype given as a string, not a list
+  // The frames list's bytes; plain: its items are all read back by BINGET
+  // (frames met before, or values skipped), so the same bytes give the same
+  // stack. Else `frames` lists its dicts, in order.
+  std::string_view frames_bytes;
+  bool frames_plain = false;
+  uint32_t frame_items = 0;      // items of the frames list, dicts or not
+  DirectBuf<uint32_t> frames;    // when not plain: its dicts (kLoose: a dict not memoised)
+  DirectBuf<FlatValue> loose;    // the dicts not memoised
   // The most of the converter's WorkBudget that reading it spends:
   // ReadEntry spends the entry's size, each shape list's size and
   // dimensions, each dtype list's size (a bare string nothing), the frames
   // list's size and each new frame dict's size (at most all of them).
   uint64_t max_cost = 0;
+
+  // The shapes of sizes[k] (k: 0 input, 1 output).
+  void Shapes(int k, model::Shapes* out) const;
+  // The dtypes of dtypes[k].
+  void Dtypes(int k, model::Dtypes* out) const;
+  // The frame dicts of the frames list, in order (as `frames`).
+  void FrameDicts(DirectBuf<uint32_t>* out) const;
 };
 
 // Decodes the entries of one pickle at a time (FlatPickle owns one).
@@ -131,37 +141,45 @@ class DirectDecoder {
     const FlatValue* memo;
     size_t memo_n;
   };
-  // A simple value: a scalar, a string, or a memoised container.
+  // A simple value: a scalar, a string, or a memoised container. No
+  // member is set on construction (a string_view's would be, each time).
   struct Val {
     enum Kind : uint8_t { kNone, kInt, kBool, kFloat, kStr, kRef } kind;
     uint32_t slot;  // kStr: its memo slot or kNoSlot; kRef: the container's
     int64_t i;
     double f;
-    std::string_view s;
+    const char* sp;  // kStr: the string
+    size_t sn;
+    std::string_view s() const { return std::string_view(sp, sn); }
   };
   // The hot path (inlined into Entry, its cursor a local)...
   bool Entry(Cur& c);
+  bool Common(Cur& c, int field);
   bool Value(Cur& c, int field);
   bool Simple(Cur& c, Val* v);
   bool FromMemo(Cur& c, uint64_t k, Val* v);
-  bool ShapeList(Cur& c, DirectEntry::Shapes* out);
+  bool ShapeList(Cur& c, int which);
   bool DtypeList(Cur& c, int which);
   bool FrameList(Cur& c);
   // ... and the rest, out of line on cur_ (OutOfLine).
   template <class F>
   bool OutOfLine(Cur& c, F f);
-  bool OtherFromMemo(const FlatValue& m, uint64_t k, Val* v);
-  bool NewText(Val* v);
+  bool OtherFromMemo(const FlatValue& m, uint64_t k);  // into val_
+  bool NewText();  // into val_
   bool Memo(const FlatValue& v);
-  bool Key(int* field);
+  bool Key();  // into key_field_
   bool FrameItem();
   bool FrameDict();
   void Restore();
 
   FlatPickle* fp_ = nullptr;
   Cur cur_{};  // the cursor of the out-of-line steps
+  Val val_{};  // what NewText read
+  int key_field_ = -1;  // what Key read
   DirectEntry e_;
-  std::vector<int8_t> slot_field_;  // by memo key: the fr::Field of its string, -1 none, kUnset not looked up
+  // By memo key: the fr::Field of its string, -1 none, kUnset not looked
+  // up; 256 slots at least (Reset).
+  std::vector<int8_t> slot_field_ = std::vector<int8_t>(256, -2);
   std::vector<FlatValue> scratch_;  // a frame dict's items while it is read
   size_t memo0_ = 0, kept0_ = 0, items0_ = 0;
   uint32_t id0_ = 0;

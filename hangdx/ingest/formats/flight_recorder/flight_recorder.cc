@@ -391,17 +391,6 @@ bool ReadShapes(N n, WorkBudget* budget, std::vector<model::Shape>* out) {
   return true;
 }
 
-// Whether the direct decoder's shape list `raw` holds exactly `last`.
-bool SameRawShapes(const DirectEntry::Shapes& raw, const model::Shapes& last) {
-  if (raw.lens.size() != last.size()) return false;
-  const int64_t* d = raw.dims.data();
-  for (size_t i = 0; i < last.size(); ++i) {
-    if (last[i].size() != raw.lens[i] || !std::equal(last[i].begin(), last[i].end(), d)) return false;
-    d += raw.lens[i];
-  }
-  return true;
-}
-
 // Whether shapes field `n` holds exactly `last`, each dimension read as
 // ReadShapes reads it; *cost: what ReadShapes would spend of the budget.
 template <typename N>
@@ -969,36 +958,22 @@ class Converter {
       op.pg_desc = SlotStr(e.pg_desc);
     }
     if (op.pg_name.empty() && op.pg_id >= 0) NameByPgId(&op);
-    for (int k = 0; k < 2; ++k) {  // as ReadEntry's shapes(): the recent values first
-      const DirectEntry::Shapes& raw = e.sizes[k];
-      Recent<model::Shapes>& recent = recent_shapes_[k];
-      model::Ref<model::Shapes>& to = k ? op.output_sizes : op.input_sizes;
-      budget_.Spend(raw.lens.size() + raw.dims.size());
-      if (const auto* hit = recent.Find([&](const model::Shapes& v) { return SameRawShapes(raw, v); })) {
-        to = *hit;
-        continue;
-      }
-      shapes_.clear();
-      const int64_t* d = raw.dims.data();
-      for (uint32_t len : raw.lens) {
-        shapes_.emplace_back(d, d + len);
-        d += len;
-      }
-      to = recent.Put(pool_.InternCopy(shapes_));
-    }
-    for (int k = 0; k < 2; ++k) {  // as ReadEntry's strings()
-      const DirectBuf<std::string_view>& raw = e.dtypes[k];
-      Recent<model::Dtypes>& recent = recent_dtypes_[k];
-      model::Ref<model::Dtypes>& to = k ? op.output_dtypes : op.input_dtypes;
-      budget_.Spend(e.bare_dtypes[k] ? 0 : raw.size());
-      if (const auto* hit = recent.Find([&](const model::Dtypes& v) {
-            return v.size() == raw.size() && std::equal(v.begin(), v.end(), raw.begin());
-          })) {
-        to = *hit;
-        continue;
-      }
-      dtypes_.assign(raw.begin(), raw.end());
-      to = recent.Put(pool_.InternCopy(dtypes_));
+    // The sizes and dtypes by their bytes: the same bytes, the same value
+    // (strings read back from the same memo slots), interned once. What
+    // they spend is what ReadEntry spends on them.
+    for (int k = 0; k < 2; ++k) {
+      budget_.Spend(uint64_t{e.shape_count[k]} + e.dim_count[k]);
+      (k ? op.output_sizes : op.input_sizes) =
+          by_bytes_shapes_.Get(e.sizes[k], [&] {
+            e.Shapes(k, &shapes_);
+            return pool_.InternCopy(shapes_);
+          });
+      budget_.Spend(e.bare_dtypes[k] ? 0 : e.dtype_count[k]);
+      (k ? op.output_dtypes : op.input_dtypes) =
+          by_bytes_dtypes_.Get(e.dtypes[k], [&] {
+            e.Dtypes(k, &dtypes_);
+            return pool_.InternCopy(dtypes_);
+          });
     }
     if (given(kState)) op.state = ParseState(e.state.s);
     if (given(kRetired)) op.retired = e.ints[kRetired] != 0;
@@ -1009,12 +984,92 @@ class Converter {
     if (given(kThreadId)) op.thread_id = SlotStr(e.thread_id);
     if (given(kFrames)) {
       budget_.Spend(e.frame_items);
+      // A plain list (frames read back) met before: its frames are known,
+      // interning them again would spend nothing and give the same stack.
+      const auto* hit = e.frames_plain ? by_bytes_stacks_.Find(e.frames_bytes) : nullptr;
+      if (hit) {
+        op.frames = *hit;
+        return;
+      }
+      const DirectBuf<uint32_t>* dicts = &e.frames;
+      if (e.frames_plain) {
+        frame_dicts_.clear();
+        e.FrameDicts(&frame_dicts_);
+        dicts = &frame_dicts_;
+      }
       stack_.clear();
       const FlatTree tree{e.doc};
-      for (uint32_t f : e.frames) stack_.push_back(SlotFrame(tree, e, f));
+      for (uint32_t f : *dicts) stack_.push_back(SlotFrame(tree, e, f));
       op.frames = StackRef();
+      if (e.frames_plain) by_bytes_stacks_.Put(e.frames_bytes, op.frames);
     }
   }
+
+  // Values made of the direct decoder's entries, by the bytes that gave
+  // them (the same bytes give the same value in one pickle: its memo
+  // slots are not stored twice): direct-mapped on a hash of the bytes,
+  // up to kMaxBytes of them.
+  template <class T>
+  class ByBytes {
+   public:
+    static constexpr size_t kMaxBytes = 256;
+    // The value of bytes `b`, made by make() the first time.
+    template <class Make>
+    model::Ref<T> Get(std::string_view b, Make make) {
+      if (const model::Ref<T>* hit = Find(b)) return *hit;
+      return Put(b, make());
+    }
+    const model::Ref<T>* Find(std::string_view b) const {
+      const Slot& s = slots_[Hash(b)];
+      return s.used && SameShortBytes(s.bytes, b) ? &s.ref : nullptr;
+    }
+    model::Ref<T> Put(std::string_view b, model::Ref<T> r) {
+      if (b.size() > kMaxBytes) return r;
+      Slot& s = slots_[Hash(b)];
+      s.bytes.assign(b);
+      s.ref = r;
+      s.used = true;
+      return r;
+    }
+
+   private:
+    struct Slot {
+      std::string bytes;
+      model::Ref<T> ref;
+      bool used = false;
+    };
+    static size_t Hash(std::string_view b) {  // 0..63
+      // Two words, overlapping for a short span (most are 4 to 16 bytes),
+      // and a loop past 16.
+      constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
+      const size_t n = b.size();
+      uint64_t lo = 0, hi = 0, h = n * kMul;
+      if (n >= 8) {
+        std::memcpy(&lo, b.data(), 8);
+        std::memcpy(&hi, b.data() + n - 8, 8);
+        for (size_t i = 8; i + 8 < n; i += 8) {
+          uint64_t w;
+          std::memcpy(&w, b.data() + i, 8);
+          h = (h ^ w) * kMul;
+        }
+      } else if (n >= 4) {
+        uint32_t a, z;
+        std::memcpy(&a, b.data(), 4);
+        std::memcpy(&z, b.data() + n - 4, 4);
+        lo = a;
+        hi = z;
+      } else {
+        for (size_t i = 0; i < n; ++i) lo = (lo << 8) | static_cast<unsigned char>(b[i]);
+      }
+      h = ((h ^ lo) * kMul ^ hi) * kMul;
+      return h >> 58;  // the product's top bits: its low ones depend on the bytes' low bits only
+    }
+    Slot slots_[64];
+  };
+  ByBytes<model::Shapes> by_bytes_shapes_;
+  ByBytes<model::Dtypes> by_bytes_dtypes_;
+  ByBytes<model::Stack> by_bytes_stacks_;
+  DirectBuf<uint32_t> frame_dicts_;
 
   // What the direct decoder's entries made of memo slots: a slot's
   // interned string, its profiling name parsed, the frame of a frame dict,
@@ -1046,7 +1101,7 @@ class Converter {
     if (slot >= v->size()) v->resize(slot + 1);
     return &(*v)[slot];
   }
-  std::string_view SlotStr(const DirectEntry::Text& t) {
+  [[gnu::always_inline]] std::string_view SlotStr(const DirectEntry::Text& t) {
     if (t.slot < slot_text_.size() && slot_text_[t.slot].p == t.s.data() && slot_text_[t.slot].n == t.s.size())
       return slot_text_[t.slot].value;
     const std::string_view v = Str(t.s);

@@ -601,6 +601,13 @@ TEST(FlightRecorder, FastAndGeneralPickleReadersAgree) {
 }
 
 
+// BINUNICODE of `v`, not memoised.
+std::string PickleStr(const std::string& v) {
+  std::string out = "X";
+  for (int k = 0; k < 4; ++k) out += static_cast<char>((v.size() >> (8 * k)) & 0xff);
+  return out + v;
+}
+
 // The opcodes of a pickle as [begin, end) spans, each with its argument;
 // the spans end at the first opcode this does not know.
 std::vector<std::pair<size_t, size_t>> PickleTokens(const std::string& p) {
@@ -641,11 +648,7 @@ std::vector<std::pair<size_t, size_t>> PickleTokens(const std::string& p) {
 // strings: keys, states, P2P names, numbers), a memo read, the opcodes of
 // containers.
 std::string RandomToken(std::mt19937* rng) {
-  auto str = [](const std::string& v) {
-    std::string out = "X";
-    for (int k = 0; k < 4; ++k) out += static_cast<char>((v.size() >> (8 * k)) & 0xff);
-    return out + v;
-  };
+  const auto str = PickleStr;
   static const std::vector<std::string> kTokens = {
       "N", "\x88", "\x89", std::string("K\x00", 2), "K\x07", std::string("M\x00\x01", 3), "J\xff\xff\xff\xff",
       std::string("\x8a\x08\x00\x00\x00\x00\x00\x00\x00\x80", 10), std::string("\x8a\x09", 2) + std::string(9, '\x01'),
@@ -751,8 +754,9 @@ TEST(FlightRecorder, DirectAndFlatPickleReadersAgree) {
       declined += probe.direct == 0 && probe.values > 0;
       const std::string direct = DescribeUsed(ParseFlightRecorderPickle, text);
       ASSERT_EQ(direct, DescribeUsed(ParseFlightRecorderPickleWithoutDirect, text)) << "mutant " << total;
-      if (total % 8 == 0)
+      if (total % 8 == 0) {
         ASSERT_EQ(direct, DescribeUsed(ParseFlightRecorderPickleWithMachine, text)) << "mutant " << total;
+      }
     }
   }
   // Many mutants had entries of both kinds, and some only declined ones.
@@ -769,11 +773,7 @@ TEST(FlightRecorder, DirectAndFlatPickleReadersAgree) {
 // records are these.
 TEST(FlightRecorder, DirectDecoderReadsFieldsAsTheConverter) {
   using namespace std::string_literals;  // bytes with NULs
-  auto str = [](const std::string& v) {
-    std::string out = "X";
-    for (int k = 0; k < 4; ++k) out += static_cast<char>((v.size() >> (8 * k)) & 0xff);
-    return out + v;
-  };
+  const auto str = PickleStr;
   std::string p = "\x80\x02}("s + str("version") + "q\x00"s + str("2.10") + "q\x01"s + str("entries") + "q\x02]("s;
   // Entry 1: new keys (memoised), a frame dict memoised, a loose one, a
   // float duration, a bare dtype string, sizes None.
@@ -832,11 +832,7 @@ TEST(FlightRecorder, DirectDecoderReadsFieldsAsTheConverter) {
 // own list or in a memoised list, are the same frames both ways.
 TEST(FlightRecorder, FastReaderGivesEmptyContainersTheGeneralMachinesIdentity) {
   using namespace std::string_literals;  // bytes with NULs
-  auto str = [](const std::string& v) {
-    std::string out = "X";
-    for (int k = 0; k < 4; ++k) out += static_cast<char>((v.size() >> (8 * k)) & 0xff);
-    return out + v;
-  };
+  const auto str = PickleStr;
   const std::string entry_head = "}(" + str("profiling_name") + str("nccl:all_reduce") + str("frames");
   std::string p = "\x80\x02}(" + str("version") + str("2.10") + str("entries") + "](";
   p += entry_head + "](}}eu";              // frames [{}, {}]: one frame
