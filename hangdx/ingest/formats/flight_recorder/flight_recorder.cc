@@ -500,6 +500,14 @@ inline bool SameShortBytes(std::string_view a, std::string_view b) {
   const size_t n = a.size();
   if (n != b.size()) return false;
   if (n < 8) {
+    if (n >= 4) {  // two 4-byte words, overlapping
+      uint32_t a0, a1, b0, b1;
+      std::memcpy(&a0, a.data(), 4);
+      std::memcpy(&a1, a.data() + n - 4, 4);
+      std::memcpy(&b0, b.data(), 4);
+      std::memcpy(&b1, b.data() + n - 4, 4);
+      return a0 == b0 && a1 == b1;
+    }
     for (size_t i = 0; i < n; ++i)
       if (a[i] != b[i]) return false;
     return true;
