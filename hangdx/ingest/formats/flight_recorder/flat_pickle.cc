@@ -29,6 +29,7 @@ bool FlatPickle::Read(std::string_view data, FlatEntrySink* sink) {
   next_id_ = 0;
   stream_ = Stream::kLooking;
   list_index_ = item_mark_ = item_begin_ = streamed_ = 0;
+  direct_ = sink->TakesDirect();
   bool ok = Run(data, sink);
   ClearPickleScratch(&stack_);
   ClearPickleScratch(&marks_);
@@ -126,7 +127,10 @@ bool FlatPickle::Memoize(uint64_t key) {
     if (!Keep(&top, 0)) return false;
     top.flags_ |= FlatValue::kSealed;
   }
-  if (key == memo_.size()) memo_.push_back(top);
+  if (key == memo_.size())
+    memo_.push_back(top);
+  else
+    direct_ = false;  // torch never stores a slot twice
   memo_[key] = top;
   return true;
 }
@@ -267,6 +271,16 @@ bool FlatPickle::Run(std::string_view d, FlatEntrySink* sink) {
     // Inside an entry (a third MARK open) there is nothing to check: most
     // opcodes skip the call.
     if (stream_ >= Stream::kListed && (stream_ == Stream::kListed || marks_.size() == 2)) StreamStep(op, sink);
+    // An entry's EMPTY_DICT, no other item beside it: the sink may read
+    // the whole entry from its bytes (direct_pickle.h).
+    if (op == '}' && direct_ && stream_ == Stream::kActive && marks_.size() == 2 && stack_.size() == item_mark_) {
+      if (const size_t end = sink->Direct(this, d, pos - 1)) {
+        pos = end;
+        ++streamed_;
+        items_.resize(item_begin_);  // what its frame dicts not memoised held
+        continue;
+      }
+    }
     switch (op) {
       case 0x80:  // PROTO
         if (!need(1) || static_cast<unsigned char>(data[pos]) > 5) return false;

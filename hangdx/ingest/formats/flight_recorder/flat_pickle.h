@@ -35,6 +35,7 @@
 namespace hangdx::ingest {
 
 class FlatPickle;
+class DirectDecoder;
 
 // One value: a kind and one payload, 16 bytes. Strings are views into the
 // input; a container's items are in its FlatPickle (FlatPickle::Items).
@@ -59,6 +60,7 @@ class FlatValue {
 
  private:
   friend class FlatPickle;
+  friend class DirectDecoder;  // builds the strings and frame dicts it memoises
   enum Flag : uint8_t { kKept = 1, kSealed = 2 };
   uint8_t kind_ = 0;   // a Kind
   uint8_t flags_ = 0;  // Flag: items in the kept store; memoised (never filled again)
@@ -84,6 +86,14 @@ class FlatEntrySink {
   // `item` and its items are valid during the call only, except the
   // containers that are Stable.
   virtual void Entry(const FlatValue& item) = 0;
+  // Whether the sink reads entries from their bytes itself (Direct): asked
+  // once per Read.
+  virtual bool TakesDirect() const { return false; }
+  // Reads the entry whose EMPTY_DICT is at data[at] itself, straight from
+  // the bytes (a DirectDecoder on `fp`, direct_pickle.h), and returns the
+  // offset past it; or declines it (0), leaving `fp` as it was, and Entry
+  // gets it as usual.
+  virtual size_t Direct(FlatPickle* fp, std::string_view data, size_t at) { return 0; }
 };
 
 // Reads one pickle at a time; keep one per thread, its memory is reused.
@@ -120,6 +130,7 @@ class FlatPickle {
   void Release();
 
  private:
+  friend class DirectDecoder;  // reads and extends the memo and the stores
   // kLooking: the list not met yet; kDone: not (or no more) streaming;
   // kListed: the list is on the stack at list_index_; kActive: its items'
   // MARK is open at item_mark_. In this order (StreamStep runs from kListed).
@@ -147,6 +158,9 @@ class FlatPickle {
   Stream stream_ = Stream::kLooking;
   size_t list_index_ = 0, item_mark_ = 0, item_begin_ = 0;
   size_t streamed_ = 0;
+  // Whether entries may go to the sink's Direct: it takes them, and no memo
+  // slot was stored twice (its tables are by memo key).
+  bool direct_ = false;
 };
 
 }  // namespace hangdx::ingest

@@ -14,6 +14,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "hangdx/ingest/formats/flight_recorder/direct_pickle.h"
+#include "hangdx/ingest/formats/flight_recorder/entry_fields.h"
 #include "hangdx/ingest/formats/flight_recorder/flat_pickle.h"
 #include "hangdx/ingest/formats/flight_recorder/pickle.h"
 #include "hangdx/ingest/json_tree.h"
@@ -22,6 +24,7 @@
 namespace hangdx::ingest {
 namespace {
 
+using namespace fr;  // NOLINT: the entry fields (entry_fields.h)
 using Sev = model::Diagnostic::Severity;
 constexpr int64_t kMaxRank = int64_t{1} << 24;  // more ranks than any job has had
 // A JSON dump above this size gives its JsonTree's memory back once read
@@ -356,6 +359,7 @@ class WorkBudget {
   }
   bool exhausted() const { return exhausted_; }
   uint64_t limit() const { return limit_; }
+  uint64_t left() const { return left_; }
 
  private:
   uint64_t limit_, left_;
@@ -489,34 +493,6 @@ bool ReadRankList(N n, RankListCache* cache, WorkBudget* budget, model::SharedRa
   return true;
 }
 
-// The entry keys the converter reads, gathered in one pass over an entry's
-// items instead of one search per key.
-enum Field {
-  kProfilingName,
-  kRecordId,
-  kPgId,
-  kCollectiveSeq,
-  kP2pSeq,
-  kOpId,
-  kTimeCreated,
-  kTimeStarted,
-  kTimeCompleted,
-  kTimeout,
-  kProcessGroup,
-  kInputSizes,
-  kOutputSizes,
-  kInputDtypes,
-  kOutputDtypes,
-  kState,
-  kRetired,
-  kIsP2p,
-  kDuration,
-  kThreadName,
-  kThreadId,
-  kFrames,
-  kFieldCount
-};
-
 // a == b for short strings (keys), compared inline 8 bytes at a time (the
 // last 8 overlapping): a call to memcmp per key of every entry was 4 % of a
 // JSON dump's reading. Reads only within both strings.
@@ -524,6 +500,14 @@ inline bool SameShortBytes(std::string_view a, std::string_view b) {
   const size_t n = a.size();
   if (n != b.size()) return false;
   if (n < 8) {
+    if (n >= 4) {  // two 4-byte words, overlapping
+      uint32_t a0, a1, b0, b1;
+      std::memcpy(&a0, a.data(), 4);
+      std::memcpy(&a1, a.data() + n - 4, 4);
+      std::memcpy(&b0, b.data(), 4);
+      std::memcpy(&b1, b.data() + n - 4, 4);
+      return a0 == b0 && a1 == b1;
+    }
     for (size_t i = 0; i < n; ++i)
       if (a[i] != b[i]) return false;
     return true;
@@ -536,47 +520,6 @@ inline bool SameShortBytes(std::string_view a, std::string_view b) {
   for (size_t i = 0; i + 8 < n; i += 8)
     if (word(a.data() + i) != word(b.data() + i)) return false;
   return word(a.data() + n - 8) == word(b.data() + n - 8);
-}
-
-// The keys, in the order of Field.
-constexpr std::string_view kFieldNames[kFieldCount] = {"profiling_name",
-                                                       "record_id",
-                                                       "pg_id",
-                                                       "collective_seq_id",
-                                                       "p2p_seq_id",
-                                                       "op_id",
-                                                       "time_created_ns",
-                                                       "time_discovered_started_ns",
-                                                       "time_discovered_completed_ns",
-                                                       "timeout_ms",
-                                                       "process_group",
-                                                       "input_sizes",
-                                                       "output_sizes",
-                                                       "input_dtypes",
-                                                       "output_dtypes",
-                                                       "state",
-                                                       "retired",
-                                                       "is_p2p",
-                                                       "duration_ms",
-                                                       "thread_name",
-                                                       "thread_id",
-                                                       "frames"};
-
-int FieldOf(std::string_view key) {
-  static const std::unordered_map<std::string_view, int> kFields = [] {
-    std::unordered_map<std::string_view, int> m;
-    for (int i = 0; i < kFieldCount; ++i) m.emplace(kFieldNames[i], i);
-    return m;
-  }();
-  auto it = kFields.find(key);
-  return it == kFields.end() ? -1 : it->second;
-}
-
-model::OpState ParseState(std::string_view s) {
-  if (s == "completed") return model::OpState::kCompleted;
-  if (s == "started") return model::OpState::kStarted;
-  if (s == "scheduled") return model::OpState::kScheduled;
-  return model::OpState::kUnknown;
 }
 
 // Collective seq numbers that no genuine dump holds: a negative one (the
@@ -647,10 +590,18 @@ class SeqCheck {
   };
 
   uint32_t Pg(std::string_view name) {
-    if (!pgs_.empty() && name == pgs_[last_]) return last_;
-    auto [it, added] = index_.try_emplace(std::string(name), static_cast<uint32_t>(pgs_.size()));
-    if (added) pgs_.push_back(it->first);
-    last_ = it->second;
+    // Names are interned (the dump's Interner): a name met before, at the
+    // same address, is found by its address (entries cycle through a few
+    // pgs: the last pg alone missed most of them, and each miss built a
+    // string for the map).
+    NameSlot& slot = by_address_[(reinterpret_cast<uintptr_t>(name.data()) * 0x9E3779B97F4A7C15ull) >> 60];
+    if (slot.data == name.data() && slot.size == name.size() && name.data()) return slot.pg;
+    if (pgs_.empty() || name != pgs_[last_]) {
+      auto [it, added] = index_.try_emplace(std::string(name), static_cast<uint32_t>(pgs_.size()));
+      if (added) pgs_.push_back(it->first);
+      last_ = it->second;
+    }
+    slot = {name.data(), name.size(), last_};
     return last_;
   }
   std::string Describe(const Seen& s) const {
@@ -664,6 +615,12 @@ class SeqCheck {
   std::vector<std::string> pgs_;                     // pg names in order of appearance
   std::unordered_map<std::string, uint32_t> index_;  // name -> its index in pgs_
   uint32_t last_ = 0;                                // the pg of the last record (most follow one of their pg)
+  struct NameSlot {
+    const char* data = nullptr;
+    size_t size = 0;
+    uint32_t pg = 0;
+  };
+  NameSlot by_address_[16];  // names met, by address (Pg)
   std::vector<Seen> seen_;                           // collectives with a seq >= 0
   static constexpr int64_t kMaxSeq = int64_t{1} << 40;
   size_t negative_ = 0, huge_ = 0;
@@ -757,6 +714,23 @@ class Converter {
     }
     shared_.try_emplace(e.identity(), std::nullopt);  // may come again: read once
     ReadEntryOnce(e);
+  }
+
+  // StreamEntry for an entry the direct decoder read (direct_pickle.h; the
+  // fast reader's converter only): the same record, with no warning (the
+  // decoder declined every entry one would be given for). False, with
+  // nothing done, when the WorkBudget could run out on it: the entry is
+  // then read as values, where ReadEntry says so.
+  bool StreamDirect(const DirectEntry& e) {
+    if (budget_.exhausted() || budget_.left() < e.max_cost) return false;
+    deferring_ = true;
+    ++streamed_;
+    model::OpRecord op;
+    ReadDirect(e, &op);
+    if (seq_given_) seqs_.Add(op);
+    Emit(op);
+    ++read_;
+    return true;
   }
 
  private:
@@ -973,11 +947,217 @@ class Converter {
       stack_.clear();
       for (size_t i = 0; i < frames.size(); ++i)
         if (frames.at(i).is_dict()) stack_.push_back(InternFrame(frames.at(i)));
-      // A few call sites recur: the last stacks skip the interner's set.
-      const auto* hit = recent_stacks_.Find([&](const model::Stack& v) { return v == stack_; });
-      op.frames = hit ? *hit : recent_stacks_.Put(pool.InternCopy(stack_));
+      op.frames = StackRef();
     }
     return true;
+  }
+
+  // The interned stack_. A few call sites recur: the last stacks skip the
+  // interner's set.
+  model::Ref<model::Stack> StackRef() {
+    const auto* hit = recent_stacks_.Find([&](const model::Stack& v) { return v == stack_; });
+    return hit ? *hit : recent_stacks_.Put(pool_.InternCopy(stack_));
+  }
+
+  // ReadEntry for an entry of the direct decoder, step by step as ReadEntry
+  // reads the same values (keep the two in step: FlightRecorder.
+  // DirectAndFlatPickleReadersAgree). StreamDirect made sure the budget
+  // lasts, so no Spend fails here.
+  void ReadDirect(const DirectEntry& e, model::OpRecord* out) {
+    auto given = [&](Field f) { return (e.given & DirectEntry::Bit(f)) != 0; };
+    model::OpRecord& op = *out;
+    budget_.Spend(e.pairs);
+    const bool p2p_name = SlotProfilingName(e.profiling_name, &op);
+    int64_t* const ints[] = {&op.record_id,       &op.pg_id,           &op.collective_seq,
+                             &op.p2p_seq,         &op.op_id,           &op.time_created_ns,
+                             &op.time_started_ns, &op.time_completed_ns, &op.timeout_ms};
+    static_assert(kTimeout - kRecordId + 1 == sizeof ints / sizeof ints[0], "the integer fields");
+    for (int f = kRecordId; f <= kTimeout; ++f)
+      if (e.given & DirectEntry::Bit(f)) *ints[f - kRecordId] = e.ints[f];
+    seq_given_ = given(kCollectiveSeq);
+    if (given(kProcessGroup)) {
+      op.pg_name = SlotStr(e.pg_name);
+      op.pg_desc = SlotStr(e.pg_desc);
+    }
+    if (op.pg_name.empty() && op.pg_id >= 0) NameByPgId(&op);
+    // The sizes and dtypes by their bytes: the same bytes, the same value
+    // (strings read back from the same memo slots), interned once. What
+    // they spend is what ReadEntry spends on them.
+    for (int k = 0; k < 2; ++k) {
+      budget_.Spend(uint64_t{e.shape_count[k]} + e.dim_count[k]);
+      (k ? op.output_sizes : op.input_sizes) =
+          by_bytes_shapes_.Get(e.sizes[k], [&] {
+            e.Shapes(k, &shapes_);
+            return pool_.InternCopy(shapes_);
+          });
+      budget_.Spend(e.bare_dtypes[k] ? 0 : e.dtype_count[k]);
+      (k ? op.output_dtypes : op.input_dtypes) =
+          by_bytes_dtypes_.Get(e.dtypes[k], [&] {
+            e.Dtypes(k, &dtypes_);
+            return pool_.InternCopy(dtypes_);
+          });
+    }
+    if (given(kState)) op.state = ParseState(e.state.s);
+    if (given(kRetired)) op.retired = e.ints[kRetired] != 0;
+    if (given(kIsP2p)) op.is_p2p = e.ints[kIsP2p] != 0;
+    if (p2p_name) op.is_p2p = true;  // a send or recv
+    if (given(kDuration) && std::isfinite(e.duration_ms)) op.duration_ms = e.duration_ms;
+    if (given(kThreadName)) op.thread_name = SlotStr(e.thread_name);
+    if (given(kThreadId)) op.thread_id = SlotStr(e.thread_id);
+    if (given(kFrames)) {
+      budget_.Spend(e.frame_items);
+      // A plain list (frames read back) met before: its frames are known,
+      // interning them again would spend nothing and give the same stack.
+      const auto* hit = e.frames_plain ? by_bytes_stacks_.Find(e.frames_bytes) : nullptr;
+      if (hit) {
+        op.frames = *hit;
+        return;
+      }
+      const DirectBuf<uint32_t>* dicts = &e.frames;
+      if (e.frames_plain) {
+        frame_dicts_.clear();
+        e.FrameDicts(&frame_dicts_);
+        dicts = &frame_dicts_;
+      }
+      stack_.clear();
+      const FlatTree tree{e.doc};
+      for (uint32_t f : *dicts) stack_.push_back(SlotFrame(tree, e, f));
+      op.frames = StackRef();
+      if (e.frames_plain) by_bytes_stacks_.Put(e.frames_bytes, op.frames);
+    }
+  }
+
+  // Values made of the direct decoder's entries, by the bytes that gave
+  // them (the same bytes give the same value in one pickle: its memo
+  // slots are not stored twice): direct-mapped on a hash of the bytes,
+  // up to kMaxBytes of them.
+  template <class T>
+  class ByBytes {
+   public:
+    static constexpr size_t kMaxBytes = 256;
+    // The value of bytes `b`, made by make() the first time.
+    template <class Make>
+    model::Ref<T> Get(std::string_view b, Make make) {
+      if (const model::Ref<T>* hit = Find(b)) return *hit;
+      return Put(b, make());
+    }
+    const model::Ref<T>* Find(std::string_view b) const {
+      const Slot& s = slots_[Hash(b)];
+      return s.used && SameShortBytes(s.bytes, b) ? &s.ref : nullptr;
+    }
+    model::Ref<T> Put(std::string_view b, model::Ref<T> r) {
+      if (b.size() > kMaxBytes) return r;
+      Slot& s = slots_[Hash(b)];
+      s.bytes.assign(b);
+      s.ref = r;
+      s.used = true;
+      return r;
+    }
+
+   private:
+    struct Slot {
+      std::string bytes;
+      model::Ref<T> ref;
+      bool used = false;
+    };
+    static size_t Hash(std::string_view b) {  // 0..63
+      // Two words, overlapping for a short span (most are 4 to 16 bytes),
+      // and a loop past 16.
+      constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
+      const size_t n = b.size();
+      uint64_t lo = 0, hi = 0, h = n * kMul;
+      if (n >= 8) {
+        std::memcpy(&lo, b.data(), 8);
+        std::memcpy(&hi, b.data() + n - 8, 8);
+        for (size_t i = 8; i + 8 < n; i += 8) {
+          uint64_t w;
+          std::memcpy(&w, b.data() + i, 8);
+          h = (h ^ w) * kMul;
+        }
+      } else if (n >= 4) {
+        uint32_t a, z;
+        std::memcpy(&a, b.data(), 4);
+        std::memcpy(&z, b.data() + n - 4, 4);
+        lo = a;
+        hi = z;
+      } else {
+        for (size_t i = 0; i < n; ++i) lo = (lo << 8) | static_cast<unsigned char>(b[i]);
+      }
+      h = ((h ^ lo) * kMul ^ hi) * kMul;
+      return h >> 58;  // the product's top bits: its low ones depend on the bytes' low bits only
+    }
+    Slot slots_[64];
+  };
+  ByBytes<model::Shapes> by_bytes_shapes_;
+  ByBytes<model::Dtypes> by_bytes_dtypes_;
+  ByBytes<model::Stack> by_bytes_stacks_;
+  DirectBuf<uint32_t> frame_dicts_;
+
+  // What the direct decoder's entries made of memo slots: a slot's
+  // interned string, its profiling name parsed, the frame of a frame dict,
+  // so that a string or frame read back costs an index, not a lookup. A
+  // slot's value never changes while entries are decoded directly
+  // (FlatPickle stops when one is stored twice); strings are checked by
+  // address all the same. Slots past kSlotCacheMax (crafted pickles) go
+  // uncached, so these stay small.
+  static constexpr uint32_t kSlotCacheMax = uint32_t{1} << 16;
+  static constexpr uint32_t kNoFrame = UINT32_MAX;
+  struct SlotText {
+    const char* p = nullptr;
+    size_t n = 0;
+    std::string_view value;
+  };
+  struct SlotName {
+    const char* p = nullptr;
+    size_t n = 0;
+    std::string_view name, backend, op;
+    int32_t self = -1, peer = -1;
+    bool p2p = false;  // op is "send" or "recv"
+  };
+  std::vector<SlotText> slot_text_;
+  std::vector<SlotName> slot_name_;
+  std::vector<uint32_t> slot_frame_;  // kNoFrame: not met yet
+  template <class T>
+  static T* SlotOf(std::vector<T>* v, uint32_t slot) {
+    if (slot >= kSlotCacheMax) return nullptr;
+    if (slot >= v->size()) v->resize(slot + 1);
+    return &(*v)[slot];
+  }
+  [[gnu::always_inline]] std::string_view SlotStr(const DirectEntry::Text& t) {
+    if (t.slot < slot_text_.size() && slot_text_[t.slot].p == t.s.data() && slot_text_[t.slot].n == t.s.size())
+      return slot_text_[t.slot].value;
+    const std::string_view v = Str(t.s);
+    if (SlotText* c = SlotOf(&slot_text_, t.slot)) *c = {t.s.data(), t.s.size(), v};
+    return v;
+  }
+  // op's profiling_name and what ParseProfilingName makes of it; true for
+  // a send or recv (then the op is P2P).
+  bool SlotProfilingName(const DirectEntry::Text& t, model::OpRecord* op) {
+    if (t.slot < slot_name_.size() && slot_name_[t.slot].p == t.s.data() && slot_name_[t.slot].n == t.s.size()) {
+      const SlotName& c = slot_name_[t.slot];
+      op->profiling_name = c.name;
+      op->backend = c.backend;
+      op->op = c.op;
+      op->p2p_self_local = c.self;
+      op->p2p_peer_local = c.peer;
+      return c.p2p;
+    }
+    op->profiling_name = Str(t.s);
+    model::ParseProfilingName(op);
+    const bool p2p = op->op == "send" || op->op == "recv";
+    if (SlotName* c = SlotOf(&slot_name_, t.slot))
+      *c = {t.s.data(), t.s.size(), op->profiling_name, op->backend, op->op, op->p2p_self_local, op->p2p_peer_local, p2p};
+    return p2p;
+  }
+  uint32_t SlotFrame(const FlatTree& tree, const DirectEntry& e, uint32_t f) {
+    if (f & DirectEntry::kLoose) return InternFrame(N{&tree, &e.loose[f & ~DirectEntry::kLoose]});
+    if (f < slot_frame_.size() && slot_frame_[f] != kNoFrame) return slot_frame_[f];
+    const uint32_t id = InternFrame(N{&tree, &e.memo[f]});
+    if (f < kSlotCacheMax) {
+      if (f >= slot_frame_.size()) slot_frame_.resize(f + 1, kNoFrame);
+      slot_frame_[f] = id;
+    }
+    return id;
   }
 
   // An entry whose process_group is ('', ''): under
@@ -1192,22 +1372,39 @@ bool Usable(const Artifact& in, RecordSink* out) {
 
 }  // namespace
 
-bool ParseFlightRecorderPickle(const Artifact& in, RecordSink* out) {
+namespace {
+
+// Reads a pickle with the fast reader (flat_pickle.h), which reads what
+// torch writes and declines the rest, which the general machine then reads
+// from the start. `direct`: its entries go through the direct decoder
+// (direct_pickle.h), those it declines as values.
+bool ReadFlat(const Artifact& in, RecordSink* out, bool direct) {
   if (!Usable(in, out)) return false;
   const model::Rank rank = in.rank_hint;
   out->StreamFlightRecorderOps(rank);  // and cut as they come: no vector of every entry either
-  // The fast reader first (flat_pickle.h): it reads what torch writes and
-  // declines the rest, which the general machine then reads from the start.
   thread_local FlatPickle flat;
+  thread_local DirectDecoder decoder;
+  decoder.Reset();
   FlatTree tree{&flat};
   Converter<FNode> conv(rank, out, in.rank_lists, in.data.size());
   struct Entries final : FlatEntrySink {
     Converter<FNode>* conv;
     const FlatTree* tree;
+    DirectDecoder* decoder;  // null: no direct decoding
     void Entry(const FlatValue& item) override { conv->StreamEntry(FNode{tree, &item}); }
+    bool TakesDirect() const override { return decoder != nullptr; }
+    size_t Direct(FlatPickle* fp, std::string_view data, size_t at) override {
+      const size_t end = decoder->Decode(fp, data, at);
+      if (end && !conv->StreamDirect(decoder->entry())) {
+        decoder->Undo(fp);
+        return 0;
+      }
+      return end;
+    }
   } entries;
   entries.conv = &conv;
   entries.tree = &tree;
+  entries.decoder = direct ? &decoder : nullptr;
   if (!flat.Read(in.data, &entries)) {
     flat.Release();
     return ReadWithMachine(in, out, &conv);
@@ -1219,6 +1416,12 @@ bool ParseFlightRecorderPickle(const Artifact& in, RecordSink* out) {
   if (!ok) out->MarkUnreadable(rank);
   return ok;
 }
+
+}  // namespace
+
+bool ParseFlightRecorderPickle(const Artifact& in, RecordSink* out) { return ReadFlat(in, out, true); }
+
+bool ParseFlightRecorderPickleWithoutDirect(const Artifact& in, RecordSink* out) { return ReadFlat(in, out, false); }
 
 bool ParseFlightRecorderPickleWithMachine(const Artifact& in, RecordSink* out) {
   if (!Usable(in, out)) return false;

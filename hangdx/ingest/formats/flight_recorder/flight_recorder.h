@@ -39,11 +39,18 @@ int SniffFlightRecorderJson(std::string_view data);
 // was found (refused or malformed pickle, wrong top-level shape, no entry
 // readable), after a kError diagnostic with the byte offset where known
 // and MarkUnreadable(rank). A bad entry is skipped with a warning; repeats
-// are counted. Read by the fast reader (flat_pickle.h) when it knows the
+// are counted. Read by the fast reader (flat_pickle.h), its entries
+// straight from their bytes where they are plain (direct_pickle.h), when it knows the
 // file's opcodes and structure, as torch writes them, else by the general
 // machine (ParseFlightRecorderPickleWithMachine): the same records and
 // diagnostics either way.
 bool ParseFlightRecorderPickle(const Artifact& in, RecordSink* out);
+
+// The same, with every entry read as values by the fast reader
+// (flat_pickle.h), none straight from its bytes (direct_pickle.h): the
+// reader before the direct decoder, for tests and benchmarks that compare
+// the two.
+bool ParseFlightRecorderPickleWithoutDirect(const Artifact& in, RecordSink* out);
 
 // The same, by the general pickle machine alone (pickle.h): every
 // pickle's reader before the fast one, and its fallback.

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "hangdx/base/file.h"
+#include "hangdx/ingest/formats/flight_recorder/direct_pickle.h"
 #include "hangdx/ingest/formats/flight_recorder/flat_pickle.h"
 #include "hangdx/ingest/json_tree.h"
 #include "hangdx/ingest/parse_for_test.h"
@@ -627,16 +628,238 @@ TEST(FlightRecorder, FastAndGeneralPickleReadersAgree) {
 }
 
 
+// BINUNICODE of `v`, not memoised.
+std::string PickleStr(const std::string& v) {
+  std::string out = "X";
+  for (int k = 0; k < 4; ++k) out += static_cast<char>((v.size() >> (8 * k)) & 0xff);
+  return out + v;
+}
+
+// The opcodes of a pickle as [begin, end) spans, each with its argument;
+// the spans end at the first opcode this does not know.
+std::vector<std::pair<size_t, size_t>> PickleTokens(const std::string& p) {
+  std::vector<std::pair<size_t, size_t>> out;
+  auto le = [&](size_t at, size_t n) {
+    size_t v = 0;
+    for (size_t k = 0; k < n && at + k < p.size(); ++k) v |= static_cast<size_t>(static_cast<unsigned char>(p[at + k])) << (8 * k);
+    return v;
+  };
+  for (size_t i = 0; i < p.size();) {
+    const unsigned char op = static_cast<unsigned char>(p[i]);
+    size_t n;  // the argument's bytes
+    if ((op != 0 && std::strchr("(N}])eut.", op)) || (op >= 0x85 && op <= 0x89) || op == 0x94)
+      n = 0;
+    else if (op == 'K' || op == 'q' || op == 'h' || op == 0x80)
+      n = 1;
+    else if (op == 'M')
+      n = 2;
+    else if (op == 'J' || op == 'r' || op == 'j')
+      n = 4;
+    else if (op == 'G' || op == 0x95)
+      n = 8;
+    else if (op == 0x8a || op == 0x8c)
+      n = 1 + le(i + 1, 1);
+    else if (op == 'X')
+      n = 4 + le(i + 1, 4);
+    else
+      break;
+    if (i + 1 + n > p.size()) break;
+    out.emplace_back(i, i + 1 + n);
+    i += 1 + n;
+  }
+  return out;
+}
+
+// An opcode that may stand for a value or key of an entry: each kind of
+// value a field may hold (None, bools, integers small and big, a float,
+// strings: keys, states, P2P names, numbers), a memo read, the opcodes of
+// containers.
+std::string RandomToken(std::mt19937* rng) {
+  const auto str = PickleStr;
+  static const std::vector<std::string> kTokens = {
+      "N", "\x88", "\x89", std::string("K\x00", 2), "K\x07", std::string("M\x00\x01", 3), "J\xff\xff\xff\xff",
+      std::string("\x8a\x08\x00\x00\x00\x00\x00\x00\x00\x80", 10), std::string("\x8a\x09", 2) + std::string(9, '\x01'),
+      std::string("\x8a\x00", 2), std::string("\x8a\x03\xff\xff\xff", 5), std::string("G\x3f\xf8\x00\x00\x00\x00\x00\x00", 9),
+      std::string("G\x7f\xf0\x00\x00\x00\x00\x00\x00", 9), str(""), str("completed"), str("started"), str("bogus"),
+      str("nccl:send 0->1"), str("gloo:recv 1<-0"), str("12"), str("state"), str("profiling_name"), str("frames"),
+      str("duration_ms"), str("input_sizes"), str("input_dtypes"), str("process_group"), str("collective_seq_id"),
+      str("pg_id"), str("is_p2p"), str("name"), str("line"), "\x8c\x05" "Float", "}", "]", ")", "(", "e", "u", "t",
+      "\x85", "\x86", "\x87", "\x94"};
+  const size_t pick = (*rng)() % (kTokens.size() + 3);
+  if (pick < kTokens.size()) return kTokens[pick];
+  if (pick == kTokens.size()) return std::string("h") + static_cast<char>((*rng)() % 96);   // a memo read
+  if (pick == kTokens.size() + 1) return std::string("q") + static_cast<char>((*rng)() % 96);  // a memo store
+  return std::string("j") + static_cast<char>((*rng)() % 96) + std::string(3, '\0');
+}
+
+// One edit of a pickle at the opcode level: an opcode dropped, repeated,
+// replaced by another of the pickle or by RandomToken, two swapped, or
+// RandomToken inserted. Mostly still a pickle, whose entries then hold a
+// field of another type, a field missing, repeated or unknown, a
+// container more or less: what the direct decoder must decline, or read
+// as the converter reads it.
+std::string MutateTokens(const std::string& p, std::mt19937* rng) {
+  const auto tokens = PickleTokens(p);
+  if (tokens.size() < 4) return p;
+  // Skip the header: most edits land in the entries.
+  std::uniform_int_distribution<size_t> pick(tokens.size() / 8, tokens.size() - 2);
+  const size_t i = pick(*rng);
+  const auto [b, e] = tokens[i];
+  const std::string tok = p.substr(b, e - b);
+  switch ((*rng)() % 6) {
+    case 0:
+      return p.substr(0, b) + p.substr(e);
+    case 1:
+      return p.substr(0, e) + tok + p.substr(e);
+    case 2: {
+      const auto [b2, e2] = tokens[pick(*rng)];
+      return p.substr(0, b) + p.substr(b2, e2 - b2) + p.substr(e);
+    }
+    case 3:
+      return p.substr(0, b) + RandomToken(rng) + p.substr(e);
+    case 4: {  // swapped with the next opcode
+      const auto [nb, ne] = tokens[i + 1];
+      return p.substr(0, b) + p.substr(nb, ne - nb) + tok + p.substr(ne);
+    }
+    default:
+      return p.substr(0, b) + RandomToken(rng) + p.substr(b);
+  }
+}
+
+// A FlatEntrySink that decodes entries directly with no converter behind,
+// counting those the decoder took and those it declined.
+struct DirectProbe final : FlatEntrySink {
+  DirectDecoder decoder;
+  size_t direct = 0, values = 0;
+  void Entry(const FlatValue&) override { ++values; }
+  bool TakesDirect() const override { return true; }
+  size_t Direct(FlatPickle* fp, std::string_view data, size_t at) override {
+    const size_t end = decoder.Decode(fp, data, at);
+    direct += end != 0;
+    return end;
+  }
+  void Start() {
+    decoder.Reset();
+    direct = values = 0;
+  }
+};
+
+// The direct decoder (direct_pickle.h) takes every entry of every torch
+// dump of the repository, and the records and diagnostics are those of the
+// entries read as values, on them and on 12,000 edits of them (opcode
+// edits that leave a pickle with odd entries, and the byte edits of
+// MutatePickle), whether it takes an entry, declines it, or the file is
+// given up later.
+TEST(FlightRecorder, DirectAndFlatPickleReadersAgree) {
+  std::vector<std::string> seeds;
+  DirectProbe probe;
+  FlatPickle flat;
+  size_t entries = 0;
+  for (const auto& [path, seed] : RealPickles()) {
+    seeds.push_back(seed);
+    if (path.find("/cpython_") == std::string::npos && path.find("/evil_") == std::string::npos) {
+      probe.Start();
+      EXPECT_TRUE(flat.Read(seed, &probe)) << path;
+      EXPECT_EQ(probe.values, 0u) << "the direct decoder declines an entry of " << path;
+      entries += probe.direct;
+    }
+    ASSERT_EQ(DescribeUsed(ParseFlightRecorderPickle, seed), DescribeUsed(ParseFlightRecorderPickleWithoutDirect, seed))
+        << path;
+  }
+  EXPECT_GT(entries, 300u);  // 334 now
+  std::mt19937 rng(13);
+  size_t total = 0, all_direct = 0, mixed = 0, declined = 0;
+  while (total < 12000) {
+    for (const std::string& seed : seeds) {
+      std::string text = total % 4 == 3 ? MutatePickle(seed, &rng) : MutateTokens(seed, &rng);
+      if (total % 3 == 2) text = MutateTokens(text, &rng);
+      ++total;
+      probe.Start();
+      flat.Read(text, &probe);
+      all_direct += probe.direct > 0 && probe.values == 0;
+      mixed += probe.direct > 0 && probe.values > 0;
+      declined += probe.direct == 0 && probe.values > 0;
+      const std::string direct = DescribeUsed(ParseFlightRecorderPickle, text);
+      ASSERT_EQ(direct, DescribeUsed(ParseFlightRecorderPickleWithoutDirect, text)) << "mutant " << total;
+      if (total % 8 == 0) {
+        ASSERT_EQ(direct, DescribeUsed(ParseFlightRecorderPickleWithMachine, text)) << "mutant " << total;
+      }
+    }
+  }
+  // Many mutants had entries of both kinds, and some only declined ones.
+  EXPECT_GT(all_direct, total / 10);
+  EXPECT_GT(mixed, total / 10);
+  EXPECT_GT(declined, total / 50);
+  std::printf("%zu mutants: entries all direct in %zu, some declined in %zu, all declined in %zu\n", total, all_direct,
+              mixed, declined);
+}
+
+// A hand-written dump of three entries in forms torch writes and some it
+// does not (values read by hand off the bytes below): the direct decoder
+// takes the first two and declines the third (a string seq), and the
+// records are these.
+TEST(FlightRecorder, DirectDecoderReadsFieldsAsTheConverter) {
+  using namespace std::string_literals;  // bytes with NULs
+  const auto str = PickleStr;
+  std::string p = "\x80\x02}("s + str("version") + "q\x00"s + str("2.10") + "q\x01"s + str("entries") + "q\x02]("s;
+  // Entry 1: new keys (memoised), a frame dict memoised, a loose one, a
+  // float duration, a bare dtype string, sizes None.
+  p += "}("s + str("frames") + "q\x03](}("s + str("name") + "q\x04"s + str("f") + "q\x05"s + str("line") + "q\x06K\x07uq\x07}("s +
+       "h\x04"s + str("g") + "h\x06K\x08ue"s;
+  p += str("profiling_name") + "q\x08"s + str("nccl:send 0->1") + "q\x09"s;
+  p += str("collective_seq_id") + "q\x0a\x88"s + str("op_id") + "q\x0b\x8a\x02\xff\x7f"s;
+  p += str("duration_ms") + "q\x0cG\x3f\xf8\x00\x00\x00\x00\x00\x00"s;
+  p += str("input_dtypes") + "q\x0d"s + str("Half") + "q\x0e"s + str("input_sizes") + "q\x0fN"s;
+  p += str("extra") + "q\x10N"s;
+  p += str("state") + "q\x11"s + str("completed") + "q\x12u"s;
+  // Entry 2: keys read back, the memoised frame read back, sizes [[2, 3]].
+  p += "}(h\x08h\x09h\x03](h\x07"s + "eh\x0f](](K\x02K\x03"s + "eeh\x11h\x12u"s;
+  // Entry 3: collective_seq_id "12", a string: the converter parses it.
+  p += "}(h\x08h\x09h\x0a"s + str("12") + "u"s;
+  p += "eu."s;
+  DirectProbe probe;
+  FlatPickle flat;
+  probe.Start();
+  ASSERT_TRUE(flat.Read(p, &probe));
+  EXPECT_EQ(probe.direct, 2u);
+  EXPECT_EQ(probe.values, 1u);
+  model::RankDump d;
+  std::vector<model::Diagnostic> diags;
+  ASSERT_TRUE(Parse(ParseFlightRecorderPickle, p, "f", &d, &diags));
+  ASSERT_EQ(d.ops.size(), 3u);
+  const model::OpRecord& a = d.ops[0];
+  EXPECT_EQ(a.profiling_name, "nccl:send 0->1");
+  EXPECT_EQ(a.op, "send");
+  EXPECT_EQ(a.p2p_self_local, 0);
+  EXPECT_EQ(a.p2p_peer_local, 1);
+  EXPECT_TRUE(a.is_p2p);       // a send
+  EXPECT_EQ(a.collective_seq, 1);  // NEWTRUE reads as 1
+  EXPECT_EQ(a.op_id, 0x7fff);
+  EXPECT_EQ(a.duration_ms, 1.5);
+  EXPECT_EQ(a.input_dtypes, (std::vector<std::string>{"Half"}));
+  EXPECT_TRUE(a.input_sizes->empty());
+  EXPECT_EQ(a.state, model::OpState::kCompleted);
+  ASSERT_EQ(a.frames->size(), 2u);
+  ASSERT_EQ(d.frames.size(), 2u);
+  EXPECT_EQ(d.frames[(*a.frames)[0]].name, "f");
+  EXPECT_EQ(d.frames[(*a.frames)[0]].line, 7);
+  EXPECT_EQ(d.frames[(*a.frames)[1]].name, "g");
+  EXPECT_EQ(d.frames[(*a.frames)[1]].line, 8);
+  const model::OpRecord& b = d.ops[1];
+  EXPECT_EQ(b.input_sizes, (std::vector<model::Shape>{{2, 3}}));
+  ASSERT_EQ(b.frames->size(), 1u);
+  EXPECT_EQ((*b.frames)[0], (*a.frames)[0]);  // the same frame dict
+  EXPECT_EQ(b.collective_seq, -1);
+  EXPECT_EQ(d.ops[2].collective_seq, 12);
+  EXPECT_EQ(DescribeUsed(ParseFlightRecorderPickle, p), DescribeUsed(ParseFlightRecorderPickleWithMachine, p));
+}
+
 // Empty containers are one value to the general machine (its
 // SharedEmpty) unless memoised: frames given as empty dicts, in an entry's
 // own list or in a memoised list, are the same frames both ways.
 TEST(FlightRecorder, FastReaderGivesEmptyContainersTheGeneralMachinesIdentity) {
   using namespace std::string_literals;  // bytes with NULs
-  auto str = [](const std::string& v) {
-    std::string out = "X";
-    for (int k = 0; k < 4; ++k) out += static_cast<char>((v.size() >> (8 * k)) & 0xff);
-    return out + v;
-  };
+  const auto str = PickleStr;
   const std::string entry_head = "}(" + str("profiling_name") + str("nccl:all_reduce") + str("frames");
   std::string p = "\x80\x02}(" + str("version") + str("2.10") + str("entries") + "](";
   p += entry_head + "](}}eu";              // frames [{}, {}]: one frame
