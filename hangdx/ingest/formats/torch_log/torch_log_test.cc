@@ -286,6 +286,23 @@ TEST(TorchLog, TracebackBecomesStackInnermostFirst) {
   EXPECT_EQ(d[0].events[0].kind, model::LogEvent::Kind::kCrash);
 }
 
+TEST(TorchLog, AMonitoredBarriersNonZeroRankErrorIsAConsequence) {
+  // The fresh-user tester's mon_barrier, rank 1 (torch 2.13, gloo): rank 2
+  // never reached monitored_barrier, rank 0 said so, and rank 1's exchange
+  // with rank 0 failed. Rank 1's exception ends it because of rank 0's
+  // verdict: an exit brought on by the barrier, not a crash of its own.
+  auto d = Parse(
+      "Traceback (most recent call last):\n"
+      "  File \"case.py\", line 7, in body\n"
+      "    dist.monitored_barrier(timeout=datetime.timedelta(seconds=6))\n"
+      "RuntimeError: Rank 1 successfully reached monitoredBarrier, but received errors while waiting for "
+      "send/recv from rank 0. Please check rank 0 logs for faulty rank.\n",
+      1);
+  ASSERT_EQ(d.size(), 1u);
+  ASSERT_EQ(d[0].events.size(), 1u);
+  EXPECT_EQ(d[0].events[0].kind, model::LogEvent::Kind::kExit);
+}
+
 TEST(TorchLog, AnExceptionInAThreadEndsThatThreadNotTheProcess) {
   // testdata/torch/thread_crash/stderr/rank_1.log (CPython 3.11's
   // threading.excepthook), a log line between, then a traceback of the main
