@@ -62,6 +62,16 @@ World ResolveWorld(const model::Job& job, model::DiagnosticSink* diags) {
   if (w < 0) {
     w = RecordedWorldSize(job);
     if (w >= 0) world.inferred = false;
+  } else if (int64_t recorded = RecordedWorldSize(job); recorded > 0 && recorded < w) {
+    // The user's word is kept, but a size past the one the dumps record
+    // makes every rank above it a rank without data, named as a culprit
+    // (the fresh-user tester's --world-size 5 on a 3-rank job's dumps).
+    diags->Add(model::Diagnostic::Severity::kWarning, "",
+               "--world-size " + std::to_string(w) + " but the dumps' default pg lists " +
+                   std::to_string(recorded) + " ranks (0-" + std::to_string(recorded - 1) + "): ranks " +
+                   std::to_string(recorded) + (w - recorded > 1 ? "-" + std::to_string(w - 1) : "") +
+                   " are taken as ranks without data; drop --world-size if the job had " + std::to_string(recorded) +
+                   " ranks");
   }
   int64_t seen = HighestRankSeen(job);
   // A given or recorded size that the ranks seen exceed is wrong (a typo,

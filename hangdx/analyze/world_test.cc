@@ -58,6 +58,27 @@ TEST(ResolveWorld, DefaultPgConfigGivesTheSize) {
   EXPECT_EQ(w.without_dump, (Ranks{2, 3, 4, 5}));
 }
 
+TEST(ResolveWorld, AGivenSizePastTheRecordedOneIsKeptWithAWarning) {
+  // The dumps' default pg lists ranks 0-2; --world-size 5: ranks 3-4 are
+  // ranks without data, and the user is told the dumps say 3.
+  model::Job job =
+      JobBuilder().Steps(0, "0", 1, 1).Steps(1, "0", 1, 1).Steps(2, "0", 1, 1).Members("0", {0, 1, 2}).World(5).Build();
+  model::DiagnosticSink diags;
+  World w = ResolveWorld(job, &diags);
+  EXPECT_EQ(w.size, 5);
+  EXPECT_FALSE(w.inferred);
+  EXPECT_EQ(w.without_dump, (Ranks{3, 4}));
+  std::vector<model::Diagnostic> d = diags.Take();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].message,
+            "--world-size 5 but the dumps' default pg lists 3 ranks (0-2): ranks 3-4 are taken as ranks without data; "
+            "drop --world-size if the job had 3 ranks");
+  // The same size as recorded: no word.
+  model::Job same = JobBuilder().Steps(0, "0", 1, 1).Members("0", {0, 1, 2}).World(3).Build();
+  ResolveWorld(same, &diags);
+  EXPECT_TRUE(diags.Take().empty());
+}
+
 TEST(ResolveWorld, HighestRankSeenIsAnInferredSize) {
   // Rank 0 waits for rank 2; nothing says more: 3 ranks, inferred.
   model::Job job = JobBuilder().Wait(0, "all_reduce", {2}).Wait(1, "all_reduce", {2}).Build();
