@@ -32,6 +32,72 @@ bool NotACollectiveHome(std::string_view file) {
   return false;
 }
 
+// The collective a native c10d frame runs (gdb, py-spy --native), "" for
+// none. Two kinds: the work object a gloo worker thread runs (ProcessGroupGloo.cpp,
+// torch 2.x: c10d::AsyncAllreduceWork::allreduce, c10d::(anonymous
+// namespace)::AsyncBroadcastWork::broadcast, their CUDA forms; class names
+// read from libtorch_cpu.so of the 2.13 wheel), which is where a rank blocked in
+// a gloo collective is (its main thread only waits in c10d::Work::wait), and
+// a backend's entry point (c10d::ProcessGroupNCCL::allreduce, ...), the
+// method names of c10d::Backend.
+std::string NativeCollective(std::string_view name) {
+  static const std::pair<std::string_view, std::string_view> kGlooWork[] = {
+      {"AllreduceCoalesced", "all_reduce_coalesced"}, {"SparseAllreduce", "all_reduce"},
+      {"Allreduce", "all_reduce"},                     {"AllgatherCoalesced", "all_gather_coalesced"},
+      {"Allgather", "all_gather"},                     {"Broadcast", "broadcast"},
+      {"Gather", "gather"},                            {"Scatter", "scatter"},
+      {"Reduce", "reduce"},                            {"AlltoallList", "all_to_all"},
+      {"Alltoall", "all_to_all_single"},               {"Barrier", "barrier"}};
+  static const std::pair<std::string_view, std::string_view> kBackend[] = {
+      {"allreduce", "all_reduce"},
+      {"allreduce_coalesced", "all_reduce_coalesced"},
+      {"broadcast", "broadcast"},
+      {"reduce", "reduce"},
+      {"allgather", "all_gather"},
+      {"_allgather_base", "_all_gather_base"},
+      {"allgather_coalesced", "all_gather_coalesced"},
+      {"allgather_into_tensor_coalesced", "all_gather_into_tensor"},
+      {"gather", "gather"},
+      {"scatter", "scatter"},
+      {"reduce_scatter", "reduce_scatter"},
+      {"_reduce_scatter_base", "_reduce_scatter_base"},
+      {"reduce_scatter_tensor_coalesced", "reduce_scatter_tensor"},
+      {"alltoall_base", "all_to_all_single"},
+      {"alltoall", "all_to_all"},
+      {"barrier", "barrier"},
+      {"send", "send"},
+      {"recv", "recv"},
+      {"recvAnysource", "recv"}};
+  if (name.rfind("c10d::", 0) != 0) return "";
+  // The classes of ProcessGroupGloo.cpp's anonymous namespace print as
+  // "c10d::(anonymous namespace)::AsyncBroadcastWork::...": skip that part
+  // before cutting the argument list.
+  constexpr std::string_view kAnon = "(anonymous namespace)::";
+  std::string_view rest = name.substr(6);
+  if (rest.rfind(kAnon, 0) == 0) rest.remove_prefix(kAnon.size());
+  rest = rest.substr(0, rest.find('('));
+  std::string qualified = "c10d::" + std::string(rest);
+  name = qualified;
+  if (size_t at = name.rfind("::Async"); at != name.npos) {
+    std::string_view cls = name.substr(at + 7);
+    cls = cls.substr(0, cls.find("::"));
+    if (EndsWith(cls, "CUDAWork")) cls.remove_suffix(8);
+    else if (EndsWith(cls, "Work")) cls.remove_suffix(4);
+    else return "";
+    for (const auto& [k, op] : kGlooWork)
+      if (cls == k) return std::string(op);
+    return "";
+  }
+  for (std::string_view pg : {"c10d::ProcessGroupGloo::", "c10d::ProcessGroupNCCL::", "c10d::ProcessGroupMPI::",
+                              "c10d::ProcessGroupUCC::", "c10d::ProcessGroupHCCL::"}) {
+    if (name.rfind(pg, 0) != 0) continue;
+    std::string_view method = name.substr(pg.size());
+    for (const auto& [k, op] : kBackend)
+      if (method == k) return std::string(op);
+  }
+  return "";
+}
+
 }  // namespace
 
 bool CollectiveCall::p2p() const {
@@ -95,6 +161,10 @@ CollectiveCall CollectiveIn(const model::StackSample& st) {
     c.op = st.frames[c.frame].name;
     return c;
   }
+  // Native frames only (gdb): the outermost c10d frame that names one.
+  for (int i = 0; i < n; ++i)
+    if (std::string op = NativeCollective(st.frames[i].name); !op.empty()) c.frame = i, c.op = op;
+  if (c.found()) return c;
   for (int i = 0; i < n; ++i)
     if (IsBackwardFrame(st.frames[i])) c.frame = i;
   if (c.found()) {

@@ -50,7 +50,10 @@ bool IsCollectiveFrame(const model::Frame& f);
 bool IsBackwardFrame(const model::Frame& f);
 
 // The collective `st` is in: its outermost collective frame
-// (broadcast_object_list rather than the broadcast it calls); else, when it
+// (broadcast_object_list rather than the broadcast it calls); else its
+// outermost native c10d frame that runs one (gdb: a gloo worker thread in
+// c10d::AsyncAllreduceWork::allreduce is in "all_reduce", a thread in
+// c10d::ProcessGroupNCCL::broadcast in "broadcast"); else, when it
 // is in a backward pass (IsBackwardFrame), DDP's gradient all_reduce at the
 // outermost such frame; else none.
 CollectiveCall CollectiveIn(const model::StackSample& st);

@@ -116,6 +116,36 @@ TEST(CollectiveIn, OutermostCollectiveFrameElseDdpBackward) {
   EXPECT_FALSE(c.ddp_backward);
 }
 
+TEST(CollectiveIn, NativeC10dFrames) {
+  // gdb of a gloo rank (testdata/gdb/gloo_sleep, torch 2.13): the worker
+  // thread in the work object's method; the class names of the 2.13 wheel.
+  const std::string lib = "/opt/venv/lib/python3.11/site-packages/torch/lib/libtorch_cpu.so";
+  StackSample worker = Sample("Thread 3 (Thread 0x7f34a1e3d6c0 (LWP 21378) \"pt_gloo_runloop\"):",
+                              {{"gloo::transport::tcp::UnboundBuffer::waitSend(int*)", lib, 0},
+                               {"c10d::AsyncAllreduceWork::allreduce(std::vector<at::Tensor>&)", lib, 0},
+                               {"c10d::ProcessGroupGloo::AsyncWork::execute(c10::intrusive_ptr<...> const&)", lib, 0},
+                               {"c10d::ProcessGroupGloo::runLoop(int)", lib, 0}});
+  CollectiveCall c = CollectiveIn(worker);
+  EXPECT_EQ(c.op, "all_reduce");
+  EXPECT_EQ(c.frame, 1);
+  for (auto [frame, op] : {std::pair{"c10d::(anonymous namespace)::AsyncBroadcastWork::broadcast(at::Tensor&)",
+                                     "broadcast"},
+                           std::pair{"c10d::(anonymous namespace)::AsyncAlltoallWork::run()", "all_to_all_single"},
+                           std::pair{"c10d::(anonymous namespace)::AsyncAllgatherCUDAWork::run()", "all_gather"},
+                           std::pair{"c10d::ProcessGroupNCCL::allreduce(std::vector<at::Tensor>&)", "all_reduce"},
+                           std::pair{"c10d::ProcessGroupNCCL::_allgather_base(at::Tensor&, at::Tensor&)",
+                                     "_all_gather_base"},
+                           std::pair{"c10d::ProcessGroupGloo::recvAnysource(std::vector<at::Tensor>&, int)", "recv"}}) {
+    CollectiveCall n = CollectiveIn(Sample("Thread 2", {{frame, lib, 0}}));
+    EXPECT_EQ(n.op, op) << frame;
+  }
+  // A thread that only runs the loop or waits on a work is in none.
+  EXPECT_FALSE(CollectiveIn(Sample("Thread 4", {{"c10d::ProcessGroupGloo::runLoop(int)", lib, 0}})).found());
+  EXPECT_FALSE(CollectiveIn(Sample("Thread 1", {{"c10d::Work::wait(std::chrono::milliseconds)", lib, 0}})).found());
+  EXPECT_FALSE(
+      CollectiveIn(Sample("Thread 4", {{"c10d::ProcessGroupGloo::AsyncWork::execute(...)", lib, 0}})).found());
+}
+
 TEST(ThreadKinds, StartedHelpersAndTheMainThread) {
   EXPECT_TRUE(IsStartedThread(Heartbeat()));
   EXPECT_TRUE(IsStartedThread(Watchdog()));

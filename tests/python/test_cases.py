@@ -12,6 +12,9 @@ import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CASES = sorted(os.path.dirname(p) for p in glob.glob(os.path.join(REPO, "testdata", "cases", "*", "expected.json")))
+# Real native stacks (gdb) of real gloo hangs, with the verdict written from
+# what the program did (each case's case.py and notes).
+GDB_CASES = sorted(os.path.dirname(p) for p in glob.glob(os.path.join(REPO, "testdata", "gdb", "*", "expected.json")))
 
 
 def hangdx_bin():
@@ -21,7 +24,7 @@ def hangdx_bin():
     return b
 
 
-@pytest.mark.parametrize("case", CASES, ids=[os.path.basename(c) for c in CASES])
+@pytest.mark.parametrize("case", CASES + GDB_CASES, ids=[os.path.basename(c) for c in CASES + GDB_CASES])
 def test_case_verdict(case):
     with open(os.path.join(case, "expected.json")) as f:
         exp = json.load(f)

@@ -31,6 +31,13 @@ struct Where {
 // decorators, such as c10d_logger's wrapper, say nothing), and for DDP
 // backward outside torch (autograd, Tensor.backward).
 std::string CallSite(const model::StackSample& st, const CollectiveCall& c) {
+  // A native frame (gdb) names the collective in c10d's worker thread,
+  // whose callers are the thread's loop, not user code: the frame itself,
+  // without its argument list, and its library, is the site.
+  if (const model::Frame& n = st.frames[static_cast<size_t>(c.frame)]; n.name.rfind("c10d::", 0) == 0) {
+    std::string lib = n.filename.substr(n.filename.find_last_of('/') + 1);
+    return n.name.substr(0, n.name.find('(')) + (lib.empty() ? "" : " (" + lib + ")");
+  }
   const std::string skip = c.ddp_backward ? "torch/" : "torch/distributed";
   size_t site = static_cast<size_t>(c.frame) + 1;
   while (site < st.frames.size() && st.frames[site].filename.find(skip) != std::string::npos) ++site;

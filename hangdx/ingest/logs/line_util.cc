@@ -423,6 +423,20 @@ bool IsRule(std::string_view l) {
 }
 
 // The wrap width of `lines` and the shapes lines start with, or 0.
+// True when `line` is complete whatever its length: a header that ends in
+// ':' (gdb's "Thread 4 (Thread 0x7f.. (LWP 21379) "pt_gloo_runloop"):", a
+// traceback's first line), or when `next` starts a record of its own: a
+// numbered frame ("#12 0x00007f.. in ...", gdb and eu-stack). The thread
+// headers of one gdb dump have one length and are followed by "#0", a
+// start no other line has: they read as a hard wrap, and the dump's frames
+// were then joined into a few lines (the fresh-user tester's gdb_sleep).
+bool EndsARecord(std::string_view line, std::string_view next) {
+  if (!line.empty() && line.back() == ':') return true;
+  if (next.size() < 3 || next[0] != '#') return false;
+  size_t d = Digits(next, 1);
+  return d > 0 && 1 + d < next.size() && next[1 + d] == ' ';
+}
+
 size_t DetectWrap(const std::vector<std::string_view>& lines, std::vector<std::string>* starts_out) {
   std::map<size_t, size_t> count;
   for (auto l : lines)
@@ -438,7 +452,7 @@ size_t DetectWrap(const std::vector<std::string_view>& lines, std::vector<std::s
       if ((i == 0 || lines[i - 1].size() < width) && !Trim(lines[i]).empty()) starts.insert(StartShape(lines[i]));
     size_t band = 0, evidence = 0;
     for (size_t i = 0; i + 1 < lines.size(); ++i) {
-      if (!InBand(lines[i].size(), width) || IsRule(lines[i])) continue;
+      if (!InBand(lines[i].size(), width) || IsRule(lines[i]) || EndsARecord(lines[i], lines[i + 1])) continue;
       ++band;
       // A next line that starts like this one is a line of its own: lines
       // of one message repeated by several processes have one width
@@ -566,7 +580,7 @@ bool LineReader::Continues(std::string_view prev, std::string_view next) const {
   if (layout_.relay_tagged && prev.size() >= kMinWrapWidth && StreamTagPrefix(next) == 0 && ComposePrefix(next) == 0)
     return true;
   size_t width = layout_.wrap_width;
-  if (width == 0 || prev.size() < width || IsRule(prev)) return false;
+  if (width == 0 || prev.size() < width || IsRule(prev) || EndsARecord(prev, next)) return false;
   std::string shape = StartShape(next);
   for (const auto& s : layout_.start_shapes)
     if (s == shape) return false;

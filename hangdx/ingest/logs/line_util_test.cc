@@ -222,6 +222,26 @@ TEST(LineUtil, EqualLengthsAreNotAWrap) {
   EXPECT_EQ(AllLines(data).size(), 40u);
 }
 
+// `gdb -batch -ex "thread apply all bt"` of a gloo rank (torch 2.13, the
+// fresh-user tester's gdb_sleep): thread headers of one length, each
+// followed by "#0", a start no other line has, and long frame lines. Not a
+// wrap: its frames were joined into a few lines, and the rank's gloo
+// worker in c10d::AsyncAllreduceWork::allreduce was lost.
+TEST(LineUtil, GdbThreadHeadersOfOneLengthAreNotAWrap) {
+  std::string data;
+  for (int t = 4; t >= 1; --t) {
+    data += "\nThread " + std::to_string(t) + " (Thread 0x7f34a163c6c" + std::to_string(t) + " (LWP 2137" +
+            std::to_string(t) + ") \"pt_gloo_runloop\"):\n";
+    data += "#0  __futex_abstimed_wait_common64 (private=0, cancel=true, abstime=0x0, op=393, expected=0, "
+            "futex_word=0x557af81d8630) at ./nptl/futex-internal.c:57\n";
+    for (int f = 1; f <= 11; ++f)
+      data += "#" + std::to_string(f) + (f < 10 ? "  " : " ") + "0x00007f34ac112501 in c10d::ProcessGroupGloo::" +
+              "runLoop(int) () from /opt/venv/lib/python3.11/site-packages/torch/lib/libtorch_cpu.so\n";
+  }
+  EXPECT_EQ(DetectLayout(data).wrap_width, 0u);
+  EXPECT_EQ(AllLines(data).size(), 4u * 14);
+}
+
 // One message printed by several processes, after a longer line of
 // another: lines of one width, each starting like the one before it. Not a
 // wrap (testdata/public/vllm23582 was read as one line, so its TP prefixes
