@@ -14,10 +14,19 @@ using model::RankDump;
 
 namespace {
 uint64_t EdgeKey(int from, int to) { return (static_cast<uint64_t>(from) << 32) | static_cast<uint32_t>(to); }
+
+// True for a pg description a user gave (new_group(group_desc=...)), not
+// torch's defaults or one a log parser made up (as CreationOrderSplits,
+// checks/stalled_pgs.cc, reads them).
+bool UserDescription(const std::string& desc) {
+  return !desc.empty() && desc != "undefined" && desc != "default_pg" && desc.rfind("NCCL communicator", 0) != 0 &&
+         desc.rfind("HCCL group", 0) != 0;
+}
 }  // namespace
 
 // Fills a RankGraph: nodes first (so that blocking nodes can be found),
 // edges second, then the reduction.
+
 class RankGraphBuilder {
  public:
   RankGraphBuilder(const model::Job& job, const World& world, const GroupTable& groups,
@@ -79,16 +88,26 @@ class RankGraphBuilder {
     g_.instance_node_.assign(list.size(), -1);
     g_.behind_.assign(list.size(), -1);
     std::set<int> earlier_problem;  // groups with an unfinished problem instance so far
+    std::vector<std::vector<Rank>> unseen(list.size());
+    std::vector<int> open;  // first unfinished instances of their pg, ascending
     for (int i = 0; i < static_cast<int>(list.size()); ++i) {
       const Instance& in = list[i];
       if (!in.problem() && !in.any_pending) continue;
       // Queued behind an earlier problem of its pg, it waits for that one
       // too (an AND): only the first unfinished instance of a pg gets the
       // OR wait for its unrecorded members.
-      std::vector<Rank> unseen = earlier_problem.count(in.group) ? std::vector<Rank>{} : UnseenCandidates(in);
+      if (!earlier_problem.count(in.group)) {
+        unseen[i] = UnseenCandidates(in);
+        open.push_back(i);
+      }
       if (in.problem() && in.any_pending) earlier_problem.insert(in.group);
-      bool any = !unseen.empty();
-      if (any) g_.unseen_[i] = std::move(unseen);
+    }
+    PossiblyUnseen(open, &unseen);
+    for (int i = 0; i < static_cast<int>(list.size()); ++i) {
+      const Instance& in = list[i];
+      if (!in.problem() && !in.any_pending) continue;
+      bool any = !unseen[i].empty();
+      if (any) g_.unseen_[i] = std::move(unseen[i]);
       g_.instance_node_[i] = NewNode(any ? WaitGraph::NodeKind::kOr : WaitGraph::NodeKind::kAnd,
                                      {RankNodeType::kInstance, -1, i, in.group});
     }
@@ -156,10 +175,10 @@ class RankGraphBuilder {
   // file is a sink (the pg may finish); ranks above it are not known, so
   // the files stand for the world (a 2-rank job whose gloo sub-groups blank
   // pg_config), and the report says the world size was inferred.
-  std::vector<Rank> UnseenCandidates(const Instance& in) {
+  std::vector<Rank> UnseenCandidates(const Instance& in, bool need_certain = true) {
     const Group& g = groups_[in.group];
     bool certain = g.members.size() == 1 || g.size > static_cast<int64_t>(g.members.size());
-    if (!g.inferred || !certain || in.problem() || !AllPending(in, g)) return {};
+    if (!g.inferred || (need_certain && !certain) || in.problem() || !AllPending(in, g)) return {};
     // With the world inferred, only gloo's Flight Recorder pgs, whose
     // sub-group members are blanked (pg_config '[]'): a log's pg of unknown
     // members is a communicator whose Init line is missing, and its other
@@ -174,6 +193,47 @@ class RankGraphBuilder {
       if (g.MemberIndex(r) < 0) out.push_back(r);
     if (out.size() > kMaxUnseen) return {};
     return out;
+  }
+
+  // An instance whose recorded members (two or more) are all in it, pending,
+  // may have members that left no record: its pg's members are not recorded
+  // (gloo), and it would have finished without one, unless it is merely
+  // slow. That wait is taken (an OR on the ranks that can be those members,
+  // with *unseen) only where it closes a cycle with an instance that
+  // certainly has one (UnseenCandidates): that one's members are among this
+  // one's candidates and its candidates among this one's members. Two
+  // sub-groups first used in opposite orders (ranks 0-1 in pg 1, rank 2
+  // alone in pg 2: the fresh-user tester's inv3) are then the deadlock
+  // they are, not two undecided pgs; a pair of pgs neither of which
+  // certainly waits (data-parallel pairs caught mid-collective) takes none.
+  void PossiblyUnseen(const std::vector<int>& open, std::vector<std::vector<Rank>>* unseen) {
+    const auto& list = instances_.list;
+    std::vector<std::pair<int, std::vector<Rank>>> found;
+    for (int i : open) {
+      if (!(*unseen)[i].empty() || groups_[list[i].group].members.size() < 2) continue;
+      std::vector<Rank> cand = UnseenCandidates(list[i], false);
+      if (cand.empty()) continue;
+      const Group& gi = groups_[list[i].group];
+      for (int j : open) {
+        const std::vector<Rank>& cj = (*unseen)[j];
+        if (j == i || cj.empty() || list[j].group == list[i].group) continue;
+        const Group& gj = groups_[list[j].group];
+        // One user-described pg under two names is new_group called in
+        // different orders: the pg-creation-order check tells that story.
+        if (gi.desc == gj.desc && UserDescription(gi.desc)) continue;
+        bool members_in = std::all_of(gj.members.begin(), gj.members.end(),
+                                      [&](Rank r) { return std::binary_search(cand.begin(), cand.end(), r); });
+        bool waits_back = std::any_of(cj.begin(), cj.end(), [&](Rank r) { return gi.MemberIndex(r) >= 0; });
+        if (members_in && waits_back) {
+          found.emplace_back(i, std::move(cand));
+          break;
+        }
+      }
+    }
+    for (auto& [i, cand] : found) {
+      (*unseen)[i] = std::move(cand);
+      g_.unseen_reading_.insert(i);
+    }
   }
 
   // The ranks of the world that can be in a sub-group, ascending: all but

@@ -37,6 +37,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -109,6 +110,10 @@ class RankGraph {
     auto it = unseen_.find(i);
     return it == unseen_.end() ? nullptr : &it->second;
   }
+  // True for an instance whose UnseenMembers is a reading, not a certainty:
+  // its recorded members (two or more) are all in it, so it has members that
+  // left no record unless it is merely slow (RankGraphBuilder::PossiblyUnseen).
+  bool UnseenIsReading(int i) const { return unseen_reading_.count(i) > 0; }
   // (rank, its wait snapshot node) for the ranks with a non-empty live
   // wait, ascending by rank.
   const std::vector<std::pair<model::Rank, int>>& snapshots() const { return snapshot_node_; }
@@ -129,6 +134,7 @@ class RankGraph {
   std::vector<std::pair<uint64_t, model::Rank>> via_;
   std::vector<int> instance_node_, behind_;
   std::map<int, std::vector<model::Rank>> unseen_;  // instance -> ranks that can be its unrecorded members
+  std::set<int> unseen_reading_;                    // instances of unseen_ taken by PossiblyUnseen
   // Blocking nodes by rank: ranks below blocking_dense_.size() in the array
   // (-1: none), the few far ranks in the map.
   std::vector<int> blocking_dense_;

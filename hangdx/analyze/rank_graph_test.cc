@@ -138,6 +138,47 @@ TEST(RankGraph, APgOfOneRecordedMemberWaitsForAnyRankThatCanBeAnother) {
   EXPECT_EQ(g.components()[0].size(), 3u);
 }
 
+// A gloo job of `world` ranks: one step on pg 0, then each (rank, pg) of
+// `pending` blocked in that pg's seq 1 all_reduce.
+model::Job SubGroupJob(int world, const std::vector<std::pair<int, std::string>>& pending) {
+  JobBuilder b("gloo");
+  for (int r = 0; r < world; ++r) b.Steps(r, "0", 1, 1);
+  for (const auto& [r, pg] : pending) b.Coll(r, pg, 1, "all_reduce", false);
+  return b.World(world).Build();
+}
+
+// Two gloo sub-groups first used in opposite orders (testdata/torch/
+// h3_first): pg 1 recorded by ranks 0,1, both pending in seq 1, pg 2 by rank
+// 2 alone. pg 2 certainly waits for 0 or 1; pg 1 would have finished with 0
+// and 1 alone, and its only possible other member, rank 2, is pg 2's: pg 1
+// is taken to wait for rank 2 (a reading, UnseenIsReading), and the two
+// form the deadlock. Two pairs caught mid-collective (pg 1 on 0,1 and pg 2
+// on 2,3, each all pending) take no such wait: neither certainly waits.
+TEST(RankGraph, ASubGroupAllOfWhoseMembersWaitClosesACycleWithOneThatCertainlyDoes) {
+  model::Job job = SubGroupJob(3, {{0, "1"}, {1, "1"}, {2, "2"}});
+  RankAnalysis a = BuildRankAnalysis(job, {});
+  int p1 = a.instances.Find(a.groups.GroupOf(job.dumps[0], "1"), 1);
+  int p2 = a.instances.Find(a.groups.GroupOf(job.dumps[2], "2"), 1);
+  ASSERT_TRUE(p1 >= 0 && p2 >= 0);
+  ASSERT_NE(a.graph.UnseenMembers(p1), nullptr);
+  EXPECT_EQ(*a.graph.UnseenMembers(p1), Ranks{2});
+  EXPECT_TRUE(a.graph.UnseenIsReading(p1));
+  EXPECT_EQ(*a.graph.UnseenMembers(p2), (Ranks{0, 1}));
+  EXPECT_FALSE(a.graph.UnseenIsReading(p2));
+  int n1 = a.graph.InstanceNode(p1), n2 = a.graph.InstanceNode(p2);
+  ASSERT_EQ(a.graph.components().size(), 1u);
+  EXPECT_EQ(a.graph.components()[0], (std::vector<int>{std::min(n1, n2), std::max(n1, n2)}));
+  // Two pairs caught mid-collective: neither certainly waits.
+  model::Job pairs = SubGroupJob(4, {{0, "1"}, {1, "1"}, {2, "2"}, {3, "2"}});
+  RankAnalysis pa = BuildRankAnalysis(pairs, {});
+  for (auto [dump, pg] : {std::pair{0, "1"}, std::pair{2, "2"}}) {
+    int q = pa.instances.Find(pa.groups.GroupOf(pairs.dumps[dump], pg), 1);
+    ASSERT_GE(q, 0);
+    EXPECT_EQ(pa.graph.UnseenMembers(q), nullptr) << "pg " << pg;
+  }
+  EXPECT_TRUE(pa.graph.components().empty());
+}
+
 TEST(RankGraph, ARankInNoSubGroupIsNoUnrecordedMember) {
   // Rank 2's dump lists the world under pg_config '': it is in no sub-group,
   // so pg 1 waits for rank 1 only and pg 2 for rank 0 only. The cycle is

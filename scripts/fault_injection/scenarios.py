@@ -213,6 +213,23 @@ def sc_h3(ctx):
     sleep_forever(ctx, "after both all_reduces")
 
 
+# h3_first. h3 without the warm-up collectives: each sub-group's first use is
+# the inversion (the fresh-user tester's inv3). gloo's recorder lists no
+# sub-group members, so pg_a is recorded by ranks 0,1 only and pg_b by rank 2
+# only: nothing in the dumps says rank 2 is in pg_a but that pg_a would have
+# finished without another member.
+def sc_h3_first(ctx):
+    ga = dist.new_group([0, 1, 2])
+    gb = dist.new_group([0, 1, 2])
+    tr = Trainer(ctx)
+    tr.step(0)
+    order = [("pg_a", ga), ("pg_b", gb)] if ctx.rank != 2 else [("pg_b", gb), ("pg_a", ga)]
+    for desc, g in order:
+        ctx.log("all_reduce on %s" % desc)
+        dist.all_reduce(torch.ones(8), group=g)
+    sleep_forever(ctx, "after both all_reduces")
+
+
 # i. new_group called in different orders: rank 2 creates "dp" before "tp".
 def sc_i(ctx):
     if ctx.rank == 2:
@@ -619,6 +636,8 @@ SCENARIOS = {s.name: s for s in [
     Scenario("h", 2, sc_h, deadline=7.0, doc="pg_a/pg_b all_reduce in opposite orders on ranks 0 and 1"),
     Scenario("h3", 3, sc_h3, deadline=7.0,
              doc="pg_a/pg_b all_reduce: ranks 0,1 in one order, rank 2 in the other"),
+    Scenario("h3_first", 3, sc_h3_first, deadline=7.0,
+             doc="two sub-groups (no desc) first used in opposite orders: ranks 0,1 a then b, rank 2 b then a"),
     Scenario("i", 3, sc_i, deadline=7.0, doc="rank 2 creates new_group dp before tp, ranks 0,1 tp before dp"),
     Scenario("j1", 3, sc_j1, deadline=3.0, doc="healthy: 3 steps + barrier"),
     Scenario("k", 4, sc_k, deadline=5.0,

@@ -146,12 +146,14 @@ void AddUnseenMemberDetails(const RankAnalysis& a, const std::vector<int>& cyc, 
     if (!unseen) continue;
     const Instance& in = a.instances.list[n.instance];
     const Group& g = a.groups[in.group];
+    std::string why = g.members.size() == 1 ? ": a collective of one rank cannot wait, so"
+                      : a.graph.UnseenIsReading(n.instance)
+                          ? ", all of them in seq " + std::to_string(in.seq) +
+                                ": it would have finished if they were all its members, so, unless it is merely "
+                                "slow,"
+                          : ", a record says it has " + std::to_string(g.size) + " members:";
     std::string d = g.Label() + "'s members are not recorded and only " + RankWords(g.members) + " " +
-                    Verb(g.members, "records", "record") + " it" +
-                    (g.members.size() == 1 ? ": a collective of one rank cannot wait, so" : ", a record says it has " +
-                                                                                                 std::to_string(g.size) +
-                                                                                                 " members:") +
-                    " it has members that left no record of it: " +
+                    Verb(g.members, "records", "record") + " it" + why + " it has members that left no record of it: " +
                     (unseen->size() == 1 ? RankWords(*unseen) + ", blocked elsewhere"
                                          : "among " + RankWords(*unseen) + ", each blocked elsewhere") +
                     ": it cannot finish";
