@@ -103,6 +103,38 @@ void AddQuietEvidence(const RankAnalysis& a, const std::vector<Rank>& quiet, std
   }
 }
 
+// The file of each rank of `ranks` that the job holds but no format read,
+// not empty (a log of nothing hangdx knows: a rank that slept, or printed
+// only its own lines); "" for the others. Its rank had no timeout to log.
+std::map<Rank, std::string> UnreadLogs(const RankAnalysis& a, const std::vector<Rank>& ranks) {
+  std::map<Rank, std::string> out;
+  for (const auto& fr : a.job.file_reads)
+    if (fr.format.empty() && fr.bytes > 0 && std::binary_search(ranks.begin(), ranks.end(), fr.rank))
+      out.emplace(fr.rank, fr.file);
+  return out;
+}
+
+// "no log from rank 3", or, for a rank whose log holds nothing hangdx
+// knows, "rank 1's log (logs/rank_1.log) has no line hangdx knows: no
+// timeout, no error" (the fresh-user tester's sleep_r1: 'no log from rank
+// 1' beside that log).
+std::string MissingWords(const std::vector<Rank>& missing, const std::map<Rank, std::string>& unread) {
+  std::vector<Rank> none;
+  std::string said;
+  for (Rank r : missing) {
+    auto it = unread.find(r);
+    if (it == unread.end()) {
+      none.push_back(r);
+      continue;
+    }
+    if (said.size() < 400)
+      said += (said.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) + "'s log (" + it->second +
+              ") has no line hangdx knows: no timeout, no error";
+  }
+  if (none.empty()) return said;
+  return "no log from " + RankWords(none) + (said.empty() ? "" : "; " + said);
+}
+
 bool AnyWaitStateError(const FindingSink& sink) {
   for (const auto& e : sink.entries())
     if (e.scope == Scope::kWaitState && e.finding.severity == Severity::kError) return true;
@@ -164,7 +196,7 @@ void UnexplainedTimeoutPass(const RankAnalysis& a, FindingSink* sink, Diagnosis*
   f.summary = RankWords(timed_out) + " " + Verb(timed_out, "reports", "report") + " a timed-out " +
               (op.empty() ? std::string("collective") : op) + ", but the data given does not show whom " +
               Verb(timed_out, "it waits", "they wait") + " for: " +
-              (!missing.empty() ? "no log from " + RankWords(missing)
+              (!missing.empty() ? MissingWords(missing, UnreadLogs(a, missing))
                : (!quiet.empty() ? "the timeouts name no peer; " + RankWords(quiet) + ", seen, " +
                                        Verb(quiet, "reports", "report") + " no timeout and likely never joined it"
                                  : std::string("the timeouts name no peer and no rank is missing among those seen")) +

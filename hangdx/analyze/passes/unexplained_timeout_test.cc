@@ -40,6 +40,26 @@ TEST(UnexplainedTimeoutPass, TimeoutsNothingExplainsAreAnUndecidedError) {
   EXPECT_EQ(f.evidence[1].note, "line 3: Watchdog caught collective operation timeout");
 }
 
+TEST(UnexplainedTimeoutPass, ALogOfNothingKnownIsSaidAsSuch) {
+  // Rank 2's log was given but no format read it (it slept, printing its
+  // own lines): it is not "no log from rank 2".
+  model::Job job = TwoTimeouts();
+  model::FileRead fr;
+  fr.file = "logs/rank_2.log";
+  fr.rank = 2;
+  fr.bytes = 812;
+  job.file_reads.push_back(fr);
+  RankAnalysis a = BuildRankAnalysis(job, {});
+  FindingSink sink;
+  UnexplainedTimeoutPass(a, &sink, nullptr);
+  ASSERT_EQ(sink.entries().size(), 1u);
+  const Finding& f = sink.entries()[0].finding;
+  EXPECT_EQ(f.culprit_ranks, Ranks{2});
+  EXPECT_EQ(f.summary,
+            "ranks 0-1 report a timed-out collective, but the data given does not show whom they wait for: rank 2's "
+            "log (logs/rank_2.log) has no line hangdx knows: no timeout, no error");
+}
+
 TEST(UnexplainedTimeoutPass, OneTimeoutOfManyRanksNamesNoCulprit) {
   // lmdeploy#3354: one rank (6) of 7 logs a timed-out broadcast and names no
   // peer: ranks 0-5 are unseen, not shown to be at fault.
