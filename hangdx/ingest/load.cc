@@ -391,8 +391,18 @@ void NotRead(const WalkEntry& e, FileResult* res) {
 // (else the artifact with more ops) being the base. `*have_pickle` says
 // whether *have's base is a Flight Recorder pickle (updated), `d_pickle`
 // the same of `d`.
+// Which of two folders' Flight Recorder dumps a merge keeps, decided at the
+// first rank both hold and kept for every other one: folders A/ and B/ of
+// two runs (or two jobs) are not mixed rank by rank into a job that never
+// ran (the fresh-user tester's mixed2: an invented mismatch whose evidence
+// cited two scripts). Keyed by the two folders, in order.
+using FolderChoice = std::map<std::pair<std::string, std::string>, std::string>;
+
+std::string FolderOf(const std::string& file) { return fs::path(file).parent_path().string(); }
+
 void MergeRank(model::RankDump* have, bool* have_pickle, model::RankDump d, bool d_pickle,
-               const std::set<std::string>& given, model::DiagnosticSink* diags, size_t* duplicates) {
+               const std::set<std::string>& given, FolderChoice* folders, model::DiagnosticSink* diags,
+               size_t* duplicates) {
   auto absorb_extras = [](model::RankDump* into, model::RankDump& from) {
     if (from.wait && !into->wait) into->wait = std::move(from.wait);
     for (auto& s : from.stacks) into->stacks.push_back(std::move(s));
@@ -410,11 +420,25 @@ void MergeRank(model::RankDump* have, bool* have_pickle, model::RankDump d, bool
     size_t own = std::count_if(have->ops.begin(), have->ops.end(), [](const auto& op) { return op.source < 0; });
     take = d.ops.size() > own || (d.ops.size() == own && d_pickle && !*have_pickle);
     bool have_given = given.count(have->file) > 0, d_given = given.count(d.file) > 0;
-    if (have_given != d_given) take = d_given;
+    std::string have_dir = FolderOf(have->file), d_dir = FolderOf(d.file);
+    std::string why;
+    if (have_given != d_given) {
+      take = d_given;
+      why = " (its rank given by --rank)";
+    } else if (have_dir != d_dir) {
+      auto key = std::minmax(have_dir, d_dir);
+      auto [it, first] = folders->try_emplace({key.first, key.second}, take ? d_dir : have_dir);
+      take = it->second == d_dir;
+      // A pickle and a JSON dump of as many entries are one run's two
+      // formats (testdata/torch/*/pickle and json): nothing to ask.
+      bool one_run = d_pickle != *have_pickle && d.ops.size() == own;
+      if (!one_run)
+        why = std::string(" (") + (first ? "" : "as for the other ranks; ") + "the folders " + key.first + " and " +
+              key.second + " both hold dumps: two runs or two jobs? Their dumps are not mixed)";
+    }
     diags->Add(Sev::kWarning, take ? have->file : d.file,
                "rank " + std::to_string(d.rank) + " has two Flight Recorder dumps; using " +
-                   (take ? d.file : have->file) + (have_given != d_given ? " (its rank given by --rank)" : "") +
-                   " and ignoring this one",
+                   (take ? d.file : have->file) + why + " and ignoring this one",
                d.rank);
     if (take) {
       // Keep the other dump's extras, drop its entries.
@@ -576,6 +600,7 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
       if (!keys.count(PathKey(path))) diags.Add(Sev::kWarning, path, "--rank names a file that is not among the inputs");
   }
   std::set<std::string> given;  // files placed by --rank
+  FolderChoice folders;         // MergeRank's choices between two folders' dumps
   std::vector<int64_t> hints = RankHints(inputs, opt, &given);
   job.files = files;
   std::vector<FileResult> results(files.size());
@@ -664,7 +689,7 @@ StatusOr<model::Job> LoadJob(const std::vector<std::string>& paths, const LoadOp
         ExpandDump(have.dump, &diags, &cache);
         ExpandDump(&d, &diags, &cache);
       }
-      MergeRank(have.dump, have.pickle, std::move(d), r.fr_pickle, given, &diags, &job.inputs.duplicates);
+      MergeRank(have.dump, have.pickle, std::move(d), r.fr_pickle, given, &folders, &diags, &job.inputs.duplicates);
     }
   }
   job.dumps = by_rank.Take();

@@ -13,6 +13,8 @@
 namespace hangdx::ingest {
 namespace {
 
+namespace fs = std::filesystem;
+
 TEST(RankFromFileName, Prefixes) {
   EXPECT_EQ(RankFromFileName("/tmp/trace_0"), 0);
   EXPECT_EQ(RankFromFileName("nccl_trace_rank_container-node02_5"), 5);  // pytorch#140879
@@ -266,6 +268,33 @@ TEST(LoadJob, RankOverrideWinsOverAFileNamedForTheSameRank) {
                                                            " (its rank given by --rank) and ignoring this one");
     EXPECT_TRUE(said) << "given first: " << given_first;
   }
+}
+
+// Folders A/ and B/ of two runs, each with dumps of ranks 0 and 1: rank 0's
+// richer dump is A's, rank 1's B's. The dumps are not mixed rank by rank:
+// A's, chosen at rank 0, are kept for rank 1 too (the fresh-user tester's
+// mixed2 made a mismatch of two jobs).
+TEST(LoadJob, TwoFoldersDumpsAreNotMixedRankByRank) {
+  std::string src = std::string(HANGDX_SOURCE_DIR) + "/hangdx/ingest/formats/flight_recorder/testdata/";
+  fs::path dir = fs::temp_directory_path() / ("hangdx_two_runs_" + std::to_string(getpid()));
+  fs::create_directories(dir / "A");
+  fs::create_directories(dir / "B");
+  auto copy = [&](const char* from, fs::path to) {
+    fs::copy_file(src + from, dir / to, fs::copy_options::overwrite_existing);
+  };
+  copy("gloo_rank0.json", "A/fr_trace_rank_0.json");  // 5 entries
+  copy("gloo_rank1.json", "A/fr_trace_rank_1.json");  // 4
+  copy("gloo_rank1.json", "B/fr_trace_rank_0.json");  // 4
+  copy("gloo_rank0.json", "B/fr_trace_rank_1.json");  // 5
+  auto job = LoadJob({dir.string()}, {});
+  fs::remove_all(dir);
+  ASSERT_TRUE(job.ok());
+  ASSERT_EQ(job->dumps.size(), 2u);
+  for (const auto& d : job->dumps) EXPECT_EQ(fs::path(d.file).parent_path().filename(), "A") << d.file;
+  size_t said = 0;
+  for (const auto& d : job->diagnostics)
+    said += d.message.find("both hold dumps: two runs or two jobs? Their dumps are not mixed") != std::string::npos;
+  EXPECT_EQ(said, 2u);
 }
 
 TEST(LoadJob, AFileWithNothingPlacedIsNotUsed) {
