@@ -382,15 +382,6 @@ void NotRead(const WalkEntry& e, FileResult* res) {
   res->diags.Add(sev, e.path, e.why);
 }
 
-// Merges a second artifact of the same rank into *have: live wait states,
-// stacks and log events add up; of two Flight Recorder dumps the one with
-// more entries is kept (the pickle on a tie: it carries stack frames);
-// -- unless --rank gave one of them that rank and not the other: the user's
-// word wins over a file's name (`given`: the files --rank placed);
-// otherwise ops merge by (pg, seq) (MergeRankOps), the Flight Recorder dump
-// (else the artifact with more ops) being the base. `*have_pickle` says
-// whether *have's base is a Flight Recorder pickle (updated), `d_pickle`
-// the same of `d`.
 // Which of two folders' Flight Recorder dumps a merge keeps, decided at the
 // first rank both hold and kept for every other one: folders A/ and B/ of
 // two runs (or two jobs) are not mixed rank by rank into a job that never
@@ -398,8 +389,19 @@ void NotRead(const WalkEntry& e, FileResult* res) {
 // cited two scripts). Keyed by the two folders, in order.
 using FolderChoice = std::map<std::pair<std::string, std::string>, std::string>;
 
+// The folder `file` lies in, as given ("" for a bare name).
 std::string FolderOf(const std::string& file) { return fs::path(file).parent_path().string(); }
 
+// Merges a second artifact of the same rank into *have: live wait states,
+// stacks and log events add up; of two Flight Recorder dumps the one with
+// more entries is kept (the pickle on a tie: it carries stack frames);
+// -- unless --rank gave one of them that rank and not the other: the user's
+// word wins over a file's name (`given`: the files --rank placed); of two
+// folders' dumps, the folder chosen at the first rank both hold (*folders);
+// otherwise ops merge by (pg, seq) (MergeRankOps), the Flight Recorder dump
+// (else the artifact with more ops) being the base. `*have_pickle` says
+// whether *have's base is a Flight Recorder pickle (updated), `d_pickle`
+// the same of `d`.
 void MergeRank(model::RankDump* have, bool* have_pickle, model::RankDump d, bool d_pickle,
                const std::set<std::string>& given, FolderChoice* folders, model::DiagnosticSink* diags,
                size_t* duplicates) {
