@@ -155,4 +155,9 @@ int GroupTable::Intern(const std::string& name, const std::string& desc, const m
   return interned_[key] = candidates.back();
 }
 
+bool UserDescription(const std::string& desc) {
+  return !desc.empty() && desc != "undefined" && desc != "default_pg" && desc.rfind("NCCL communicator", 0) != 0 &&
+         desc.rfind("HCCL group", 0) != 0;
+}
+
 }  // namespace hangdx::analyze

@@ -31,6 +31,12 @@
 
 namespace hangdx::analyze {
 
+// True for a pg description a user gave (new_group(group_desc=...)): not
+// empty, not torch's defaults ("undefined", "default_pg"), not one a log
+// parser made up ("NCCL communicator of 8 ranks", "HCCL group ..."). Equal
+// user descriptions name one logical group; equal made-up ones mean nothing.
+bool UserDescription(const std::string& desc);
+
 // A process group as resolved across ranks.
 struct Group {
   std::string name, desc;

@@ -14,14 +14,6 @@ using model::RankDump;
 
 namespace {
 uint64_t EdgeKey(int from, int to) { return (static_cast<uint64_t>(from) << 32) | static_cast<uint32_t>(to); }
-
-// True for a pg description a user gave (new_group(group_desc=...)), not
-// torch's defaults or one a log parser made up (as CreationOrderSplits,
-// checks/stalled_pgs.cc, reads them).
-bool UserDescription(const std::string& desc) {
-  return !desc.empty() && desc != "undefined" && desc != "default_pg" && desc.rfind("NCCL communicator", 0) != 0 &&
-         desc.rfind("HCCL group", 0) != 0;
-}
 }  // namespace
 
 // Fills a RankGraph: nodes first (so that blocking nodes can be found),

@@ -64,10 +64,7 @@ std::vector<CreationOrderSplit> CreationOrderSplits(const RankAnalysis& a) {
   std::map<std::string, std::vector<int>> by_desc;
   for (const auto& [gi, i] : FirstStalledInstances(a)) {
     const std::string& desc = a.groups[gi].desc;
-    // Descriptions a log parser made up ("NCCL communicator of 8 ranks",
-    // "HCCL group ...") name no user group: equal ones mean nothing.
-    bool parser_made = desc.rfind("NCCL communicator", 0) == 0 || desc.rfind("HCCL group", 0) == 0;
-    if (!desc.empty() && desc != "undefined" && desc != "default_pg" && !parser_made) by_desc[desc].push_back(i);
+    if (UserDescription(desc)) by_desc[desc].push_back(i);
   }
   std::vector<CreationOrderSplit> out;
   for (auto& [desc, list] : by_desc) {
